@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Install what the kit needs on a Debian/Ubuntu host (or the Vagrant VM), non-interactively.
+# Idempotent: already-installed packages are skipped by apt; the venv is reused.
+# Usage: scripts/install-deps.sh [--no-apt]   (run as root for the apt part)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+venv=${MPTCPLAB_VENV:-$here/.venv}
+
+apt_pkgs=(
+  iproute2 iputils-ping ethtool kmod procps tcpdump tshark iperf3 mptcpd   # experiments
+  bc flex bison libelf-dev build-essential xz-utils                        # UML kernel build
+  clang llvm libbpf-dev bpftool                                            # Lab 2 BPF congestion controls
+  shellcheck                                                               # CI lint of provisioning
+  python3-venv python3-pip
+)
+
+if [ "${1:-}" != "--no-apt" ]; then
+  if [ "$(id -u)" -ne 0 ]; then echo "install-deps: run as root (apt-get), or pass --no-apt" >&2; exit 2; fi
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; answer it up front.
+  echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections
+  missing=()
+  for p in "${apt_pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
+  # The UML kernel is built from the distribution's kernel source (newest linux-source-6.x available).
+  src=$(apt-cache search --names-only '^linux-source-6\.[0-9]+$' 2>/dev/null | awk '{print $1}' | sort -V | tail -n1 || true)
+  if [ -n "$src" ] && ! dpkg-query -W -f='${Status}' "$src" 2>/dev/null | grep -q "ok installed"; then missing+=("$src"); fi
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "install-deps: apt-get install ${missing[*]}"
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+if [ ! -x "$venv/bin/python" ]; then python3 -m venv "$venv"; fi
+"$venv/bin/pip" install -q --upgrade pip
+"$venv/bin/pip" install -q -e "$here[dev]"
+echo "install-deps: done (venv: $venv)"

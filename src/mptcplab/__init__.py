@@ -1,0 +1,3 @@
+"""mptcplab: reproduce published MPTCP/TCP research on a real Linux kernel."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,50 @@
+"""The `mptcplab` command line.
+
+Each subcommand lives in its own module under `mptcplab.commands` and exposes
+`register(subparsers)`; the module's parser sets `func`. Adding a command means
+adding a module there, nothing here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from . import __version__, commands
+from .errors import EnvironmentProblem, ExperimentFailed, UsageError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mptcplab",
+        description="Reproduce published MPTCP/TCP research on a real Linux kernel.",
+    )
+    parser.add_argument("--version", action="version", version=f"mptcplab {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (UsageError, EnvironmentProblem, ExperimentFailed) as exc:
+        kind = {UsageError: "error", EnvironmentProblem: "cannot run here", ExperimentFailed: "experiment failed"}
+        print(f"mptcplab: {kind[type(exc)]}: {exc}", file=sys.stderr)
+        return exc.exit_status
+    except KeyboardInterrupt:
+        print("mptcplab: interrupted; everything the run created was removed", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""The kit's own traffic tool: bulk TCP/MPTCP transfers and UDP on/off cross traffic.
+
+    python -m mptcplab.bulk server --bind ADDR --port P --flows N          (prints JSON when done)
+    python -m mptcplab.bulk client --connect ADDR --port P --proto mptcp --duration 10 [--sndbuf B] [--cc reno]
+    python -m mptcplab.bulk udp --connect ADDR --port P --rate 2mbit --on 1 --off 1 --duration 30 --seed 1
+    python -m mptcplab.bulk udp-sink --bind ADDR --port P
+
+Why not only iperf3: iperf3's `-w` sets SO_SNDBUF *and* SO_RCVBUF on both ends, so it cannot
+change the sender's buffer alone; it writes through non-blocking sockets, so a sender short of
+buffer waits in select() instead of `sk_stream_wait_memory()` (the paper's iperf 2 blocked there);
+and Debian 12 ships no `mptcpize`. This sender writes with blocking `send()` like iperf 2, sets
+only the options asked for, opens MPTCP sockets directly (IPPROTO_MPTCP) and reports whether
+each connection really stayed MPTCP (MPTCP_INFO) and how many subflows it had.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import socket
+import struct
+import sys
+import threading
+import time
+
+IPPROTO_MPTCP = 262
+SOL_MPTCP = 284
+MPTCP_INFO = 1
+CHUNK = 128 * 1024
+
+
+def _proto(name: str) -> int:
+    return IPPROTO_MPTCP if name == "mptcp" else socket.IPPROTO_TCP
+
+
+def mptcp_info(sock: socket.socket) -> dict | None:
+    """MPTCP-level state of a connected MPTCP socket; None when it fell back to plain TCP."""
+    try:
+        raw = sock.getsockopt(SOL_MPTCP, MPTCP_INFO, 256)
+    except OSError:
+        return None
+    if len(raw) < 8:
+        return None
+    info = {"subflows": raw[0] + 1, "add_addr_signal": raw[1], "add_addr_accepted": raw[2]}
+    if len(raw) >= 48:
+        info["write_seq"], info["snd_una"] = struct.unpack_from("=QQ", raw, 16)
+        info["retransmits"] = struct.unpack_from("=I", raw, 44)[0]
+    if len(raw) >= 80:
+        info["bytes_retrans"], info["bytes_sent"], _, info["bytes_acked"] = struct.unpack_from("=QQQQ", raw, 48)
+    return info
+
+
+# ---------------------------------------------------------------- receiver
+
+def serve(bind: str, port: int, proto: str, flows: int, interval: float, timeout: float) -> dict:
+    """Accept `flows` connections, count bytes per interval per flow, return when all closed."""
+    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, _proto(proto))
+    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsock.bind((bind, port))
+    lsock.listen(flows)
+    print("ready", file=sys.stderr, flush=True)  # the client waits for this line
+    lsock.settimeout(timeout)
+    results: list[dict] = [None] * flows  # type: ignore[list-item]
+    threads = []
+
+    def receive(i: int, conn: socket.socket, peer) -> None:
+        buf = bytearray(1 << 20)
+        view = memoryview(buf)
+        total, first, last, bins = 0, None, None, {}
+        conn.settimeout(timeout)
+        while True:
+            n = conn.recv_into(view)
+            if not n:
+                break
+            now = time.time()
+            first = first or now
+            last = now
+            total += n
+            key = int(now / interval)
+            bins[key] = bins.get(key, 0) + n
+        results[i] = {"flow": i, "peer": f"{peer[0]}:{peer[1]}", "bytes": total, "first": first, "last": last,
+                      "protocol": conn.getsockopt(socket.SOL_SOCKET, socket.SO_PROTOCOL),
+                      "bins": sorted([k * interval, v] for k, v in bins.items())}
+        conn.close()
+
+    for i in range(flows):
+        conn, peer = lsock.accept()
+        t = threading.Thread(target=receive, args=(i, conn, peer), daemon=True)
+        t.start()
+        threads.append(t)
+    for t in threads:
+        t.join()
+    lsock.close()
+    return {"role": "server", "interval": interval, "flows": results}
+
+
+# ---------------------------------------------------------------- sender
+
+SENDER_COMM = "mlab-send"  # tracing selects the sender's threads by this name (see observe.py)
+
+
+def send(connect: str, port: int, proto: str, flows: int, duration: float, sndbuf: int | None,
+         cc: str | None, bind: str | None) -> dict:
+    try:  # threads started below inherit the name
+        with open("/proc/self/comm", "w") as f:
+            f.write(SENDER_COMM)
+    except OSError:
+        pass
+    socks = []
+    for _ in range(flows):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, _proto(proto))
+        if sndbuf:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+        if cc:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        if bind:
+            s.bind((bind, 0))
+        s.connect((connect, port))
+        socks.append(s)
+    payload = memoryview(bytes(CHUNK))
+    results: list[dict] = [None] * flows  # type: ignore[list-item]
+    start = time.time()
+    stop_at = start + duration
+
+    def pump(i: int, s: socket.socket) -> None:
+        sent = 0
+        info_mid = None
+        while time.time() < stop_at:
+            sent += s.send(payload)  # blocking: waits in sk_stream_wait_memory() when the buffer is full
+            if info_mid is None and time.time() > start + duration / 2:
+                info_mid = mptcp_info(s)  # mid-transfer: all subflows are up
+        info_end = mptcp_info(s)
+        cc_now = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 32).split(b"\0")[0].decode()
+        results[i] = {"flow": i, "local": "%s:%d" % s.getsockname(), "bytes_written": sent,
+                      "sndbuf": s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF), "cc": cc_now,
+                      "protocol": s.getsockopt(socket.SOL_SOCKET, socket.SO_PROTOCOL),
+                      "mptcp": info_end or info_mid, "mptcp_mid": info_mid}
+        s.shutdown(socket.SHUT_WR)
+        s.close()
+
+    threads = [threading.Thread(target=pump, args=(i, s), daemon=True) for i, s in enumerate(socks)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {"role": "client", "start": start, "duration": duration, "flows": results}
+
+
+# ---------------------------------------------------------------- UDP cross traffic
+
+def udp_onoff(connect: str, port: int, rate_bps: float, on_s: float, off_s: float, duration: float,
+              seed: int, size: int = 1200) -> dict:
+    """Send UDP at `rate_bps` during exponentially distributed on periods (mean on_s), silent for
+    exponentially distributed off periods (mean off_s). Seeded, so runs are repeatable."""
+    rng = random.Random(seed)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    payload = bytes(size)
+    gap = size * 8 / rate_bps
+    start = time.time()
+    end = start + duration
+    periods, sent = [], 0
+    while time.time() < end:
+        on_end = min(end, time.time() + rng.expovariate(1 / on_s))
+        periods.append([time.time(), on_end])
+        nxt = time.time()
+        while time.time() < on_end:
+            try:
+                s.sendto(payload, (connect, port))
+                sent += 1
+            except OSError:
+                pass  # a full local queue drops the datagram, as a real source would
+            nxt += gap
+            time.sleep(max(0.0, nxt - time.time()))
+        time.sleep(max(0.0, min(end, time.time() + rng.expovariate(1 / off_s)) - time.time()))
+    return {"role": "udp", "packets": sent, "bytes": sent * size, "on_periods": periods}
+
+
+def udp_sink(bind: str, port: int) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((bind, port))
+    buf = bytearray(65536)
+    while True:
+        s.recv_into(buf)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m mptcplab.bulk", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="role", required=True)
+    s = sub.add_parser("server")
+    s.add_argument("--bind", required=True)
+    s.add_argument("--port", type=int, default=5201)
+    s.add_argument("--proto", choices=("tcp", "mptcp"), default="tcp")
+    s.add_argument("--flows", type=int, default=1)
+    s.add_argument("--interval", type=float, default=0.1)
+    s.add_argument("--timeout", type=float, default=120)
+    c = sub.add_parser("client")
+    c.add_argument("--connect", required=True)
+    c.add_argument("--port", type=int, default=5201)
+    c.add_argument("--proto", choices=("tcp", "mptcp"), default="tcp")
+    c.add_argument("--flows", type=int, default=1)
+    c.add_argument("--duration", type=float, default=10)
+    c.add_argument("--sndbuf", type=int, default=None, help="setsockopt(SO_SNDBUF) before connect")
+    c.add_argument("--cc", default=None, help="setsockopt(TCP_CONGESTION) before connect")
+    c.add_argument("--bind", default=None)
+    u = sub.add_parser("udp")
+    u.add_argument("--connect", required=True)
+    u.add_argument("--port", type=int, default=5301)
+    u.add_argument("--rate", type=float, required=True, help="bits per second while on")
+    u.add_argument("--on", type=float, default=1.0)
+    u.add_argument("--off", type=float, default=1.0)
+    u.add_argument("--duration", type=float, default=10)
+    u.add_argument("--seed", type=int, default=1)
+    k = sub.add_parser("udp-sink")
+    k.add_argument("--bind", required=True)
+    k.add_argument("--port", type=int, default=5301)
+    a = p.parse_args(argv)
+    if a.role == "server":
+        out = serve(a.bind, a.port, a.proto, a.flows, a.interval, a.timeout)
+    elif a.role == "client":
+        out = send(a.connect, a.port, a.proto, a.flows, a.duration, a.sndbuf, a.cc, a.bind)
+    elif a.role == "udp":
+        out = udp_onoff(a.connect, a.port, a.rate, a.on, a.off, a.duration, a.seed)
+    else:
+        udp_sink(a.bind, a.port)
+        return 0
+    json.dump(out, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

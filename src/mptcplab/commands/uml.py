@@ -1,0 +1,42 @@
+"""`mptcplab uml build|run|status`: the User-Mode Linux kernel for hosts without netem."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import uml
+from ..errors import UsageError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("uml", help="build and run the User-Mode Linux kernel (netem + MPTCP anywhere)")
+    usub = p.add_subparsers(dest="uml_command", metavar="ACTION")
+    b = usub.add_parser("build", help="build the UML kernel from the distribution's linux-source (cached)")
+    b.add_argument("-j", "--jobs", type=int, default=None, help="parallel make jobs (default: all cores)")
+    b.set_defaults(func=_build)
+    r = usub.add_parser("run", help="boot the UML kernel, run CMD inside as root, return its exit status")
+    r.add_argument("--mem", default="1G", help="UML memory (default 1G)")
+    r.add_argument("--timeout", type=float, default=None, help="seconds before the kernel is stopped")
+    r.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
+    r.set_defaults(func=_run)
+    s = usub.add_parser("status", help="where the cached kernel is, if built")
+    s.set_defaults(func=_status)
+    p.set_defaults(func=lambda a: p.print_help() or 2)
+
+
+def _build(args) -> int:
+    uml.build(jobs=args.jobs)
+    return 0
+
+
+def _run(args) -> int:
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        raise UsageError("uml run needs a command: mptcplab uml run -- CMD [ARGS...]")
+    return uml.run(cmd, mem=args.mem, timeout=args.timeout)
+
+
+def _status(_args) -> int:
+    path = uml.kernel_path()
+    print(f"UML kernel: {path}" if path else f"UML kernel: not built (cache: {uml.cache_root()})")
+    return 0 if path else 1

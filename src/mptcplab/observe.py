@@ -1,0 +1,375 @@
+"""Observation of a running experiment: capture, kernel tracepoints, `ss` samples, counters.
+
+Every source writes into the run directory and says in `rundir.manifest["observation"]` what it
+recorded, or why it could not (a kernel without kprobes, a missing tracepoint), instead of
+silently producing nothing. All tables use epoch seconds in a column named `time`.
+
+    with Capture(net, "snd", rd), Tracing(net, rd, port=5201, sndbuf_waits=True), \\
+         SsSampler(net, "snd", rd, port=5201), Counters(net, "snd", rd):
+        bulk(...)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+from .errors import EnvironmentProblem
+from .doctor import TRACEFS, ensure_tracefs, kprobes_usable
+from .bulk import SENDER_COMM
+from .state import PREFIX, TRACKER, kill_process_group, remove_trace_instance
+
+
+def _note(rd, what: str, **info) -> None:
+    rd.manifest.setdefault("observation", {})[what] = info
+
+
+# ---------------------------------------------------------------- capture
+
+class Capture:
+    """Headers-only packet capture on every interface of one host (tcpdump -i any)."""
+
+    def __init__(self, net, host: str, rd, name: str = "capture.pcap", snaplen: int = 128,
+                 bpf_filter: str = "tcp or udp") -> None:
+        self.net, self.host, self.rd = net, host, rd
+        self.path = rd.file(name)
+        self.argv = ["tcpdump", "-i", "any", "-s", str(snaplen), "-B", "32768", "-U", "-n", "-w", str(self.path),
+                     *bpf_filter.split()]
+
+    def __enter__(self):
+        self.proc = self.net.popen(self.host, self.argv, what="tcpdump", stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+        # tcpdump prints "listening on any" once the socket is open; packets before that are lost.
+        seen = ""
+        for _ in range(5):
+            line = self.proc.stderr.readline()
+            seen += line
+            if "listening" in line or not line:
+                break
+        if "listening" not in seen:
+            raise EnvironmentProblem(f"tcpdump in {self.host} did not start: {seen.strip()}")
+        return self
+
+    def __exit__(self, *exc):
+        time.sleep(0.2)  # let the last ACKs arrive
+        self.proc.send_signal(2)  # SIGINT: tcpdump flushes and prints its drop counts
+        try:
+            _, err = self.proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            err = ""
+        self.net.stop(self.proc)
+        stats = dict((k, int(v)) for v, k in re.findall(r"(\d+) packets? (captured|received by filter|dropped by kernel)",
+                                                       err or ""))
+        _note(self.rd, "capture", file=self.path.name, host=self.host, command=" ".join(self.argv), **stats)
+        return False
+
+
+# ---------------------------------------------------------------- counters
+
+def read_counters(net, host: str) -> dict:
+    out = net.run(host, ["nstat", "-asz", "-j"])
+    return json.loads(out.stdout)["kernel"]
+
+
+class Counters:
+    """nstat counters (TcpExt, MPTcpExt, ...) before and after, and their difference."""
+
+    def __init__(self, net, host: str, rd, name: str = "counters.json") -> None:
+        self.net, self.host, self.rd, self.name = net, host, rd, name
+
+    def __enter__(self):
+        self.before = read_counters(self.net, self.host)
+        return self
+
+    def __exit__(self, *exc):
+        after = read_counters(self.net, self.host)
+        delta = {k: after[k] - self.before.get(k, 0) for k in after if after[k] != self.before.get(k, 0)}
+        self.delta = delta
+        self.rd.write_json(self.name, {"host": self.host, "before": self.before, "after": after, "delta": delta})
+        _note(self.rd, "counters", file=self.name, host=self.host, source="nstat -asz -j")
+        return False
+
+
+# ---------------------------------------------------------------- ss sampling
+
+class SsSampler:
+    """`ss -tinM` every `interval` seconds inside the host (the fallback when tracepoints are missing)."""
+
+    def __init__(self, net, host: str, rd, port: int, interval: float = 0.05, name: str = "ss.txt") -> None:
+        self.net, self.host, self.rd, self.port, self.interval = net, host, rd, port, interval
+        self.path = rd.file(name)
+
+    def __enter__(self):
+        loop = (f"while :; do echo \"@ $(date +%s.%N)\"; ss -tinHM dport = :{self.port}; "
+                f"sleep {self.interval}; done")
+        self.out = open(self.path, "w")
+        self.proc = self.net.popen(self.host, ["sh", "-c", loop], what="ss sampler", stdout=self.out,
+                                   stderr=subprocess.DEVNULL)
+        return self
+
+    def __exit__(self, *exc):
+        self.net.stop(self.proc)
+        self.out.close()
+        table = parse_ss(self.path.read_text())
+        csv = self.path.with_suffix(".csv")
+        table.to_csv(csv, index=False)
+        _note(self.rd, "ss", file=csv.name, raw=self.path.name, interval_s=self.interval, samples=len(table))
+        return False
+
+
+_SS_FIELDS = {"cwnd": r"\bcwnd:(\d+)", "rtt_ms": r"\brtt:([\d.]+)/", "rto_ms": r"\brto:([\d.]+)",
+              "unacked": r"\bunacked:(\d+)", "notsent": r"\bnotsent:(\d+)", "bytes_acked": r"\bbytes_acked:(\d+)",
+              "retrans_total": r"\bretrans:\d+/(\d+)", "ssthresh": r"\bssthresh:(\d+)"}
+
+
+def parse_ss(text: str):
+    """Parse the sampler's output into one row per (sample, socket)."""
+    import pandas as pd
+
+    rows, now, sock = [], None, None
+    for line in text.splitlines():
+        if line.startswith("@ "):
+            now = float(line[2:])
+            continue
+        if not line.strip() or now is None:
+            continue
+        if not line[0].isspace():  # socket line: [Netid] State Recv-Q Send-Q Local Peer
+            parts = line.split()
+            if parts and parts[0] in ("tcp", "mptcp"):
+                parts = parts[1:]
+            # ss appends the bound device to the address (10.2.1.1%slow:5201): drop it
+            addr = lambda a: re.sub(r"%[^:]+", "", a)  # noqa: E731
+            sock = ({"time": now, "state": parts[0], "local": addr(parts[3]), "peer": addr(parts[4])}
+                    if len(parts) >= 5 else None)
+            continue
+        if sock is not None:  # the info line that follows
+            row = dict(sock)
+            for key, pattern in _SS_FIELDS.items():
+                m = re.search(pattern, line)
+                row[key] = float(m.group(1)) if m else None
+            row["mptcp_subflow"] = "tcp-ulp-mptcp" in line
+            rows.append(row)
+            sock = None
+    return pd.DataFrame(rows, columns=["time", "state", "local", "peer", *_SS_FIELDS, "mptcp_subflow"])
+
+
+# ---------------------------------------------------------------- tracefs
+
+class Tracing:
+    """Kernel tracepoints through a private tracefs instance (so nobody else's tracing is touched).
+
+    - `tcp:tcp_probe` for connections to `port` (cwnd, srtt, snd_una/snd_nxt per subflow)
+      -> tcp_probe.csv
+    - the sender's MPTCP events (scheduler decisions `mptcp_subflow_get_send`, data-ACK updates
+      `ack_update_msk`) -> mptcp_events.csv (with mptcp=True); the receive-side events are left
+      off, they are tens of MB per second and say nothing about the sender
+    - send-buffer waits of the kit's sender (with sndbuf_waits=True) -> sndbuf_waits.csv:
+      kprobe + kretprobe on sk_stream_wait_memory where the kernel has kprobes; otherwise the
+      off-CPU intervals of the sender whose kernel stack (sched:sched_switch + stacktrace trigger)
+      passes through sk_stream_wait_memory.
+    """
+
+    def __init__(self, net, rd, port: int, mptcp: bool = False, sndbuf_waits: bool = False,
+                 buffer_kb: int = 65536) -> None:
+        self.net, self.rd, self.port = net, rd, port
+        self.want_mptcp, self.want_waits, self.buffer_kb = mptcp, sndbuf_waits, buffer_kb
+        self.name = f"{PREFIX}-{net.topo.run_id}"
+        self.inst = TRACEFS / "instances" / self.name
+        self.raw = rd.file("trace.txt")
+        self.enabled: list[Path] = []
+        self.kprobes: list[str] = []
+
+    def _events(self) -> Path:
+        return self.inst / "events"
+
+    def _enable(self, event: str, filt: str | None = None, trigger: str | None = None) -> bool:
+        d = self._events() / event
+        if not (d / "enable").exists():
+            return False
+        if filt:
+            (d / "filter").write_text(filt)
+        if trigger:
+            (d / "trigger").write_text(trigger)
+        (d / "enable").write_text("1")
+        self.enabled.append(d)
+        return True
+
+    def __enter__(self):
+        self.notes: dict = {}
+        if not ensure_tracefs():
+            _note(self.rd, "tracing", available=False, why="no tracefs in this kernel")
+            self.ok = False
+            return self
+        self.ok = True
+        TRACKER.add("trace_instance", name=self.name)
+        self.inst.mkdir()
+        (self.inst / "buffer_size_kb").write_text(str(self.buffer_kb))
+        (self.inst / "trace_clock").write_text("mono")  # = Python's time.monotonic(), converted to epoch
+        self.notes["tcp_probe"] = self._enable("tcp/tcp_probe", f"dport == {self.port}")
+        if self.want_mptcp:
+            self.notes["mptcp"] = [e for e in ("mptcp_subflow_get_send", "ack_update_msk")
+                                   if self._enable(f"mptcp/{e}")]
+        if self.want_waits:
+            self.wait_method = self._enable_waits()
+            self.notes["sndbuf_waits"] = self.wait_method or "unavailable (no kprobes, no sched_switch)"
+        self.clock_offset = time.time() - time.monotonic()
+        self.out = open(self.raw, "w")
+        # Not inside a namespace: `ip netns exec` mounts a fresh /sys, which hides tracefs.
+        self.reader = subprocess.Popen(["cat", str(self.inst / "trace_pipe")], stdout=self.out,
+                                       start_new_session=True)
+        self.reader_item = TRACKER.add("process", pgid=self.reader.pid, what="trace reader")
+        (self.inst / "tracing_on").write_text("1")
+        return self
+
+    def _enable_waits(self) -> str | None:
+        comm = f'comm == "{SENDER_COMM}"'
+        if kprobes_usable():
+            kname = f"{PREFIX}_{self.net.topo.run_id}"
+            with open(TRACEFS / "kprobe_events", "a") as f:
+                f.write(f"p:{kname}_in sk_stream_wait_memory\n")
+                f.write(f"r:{kname}_out sk_stream_wait_memory\n")
+            self.kprobes = [f"{kname}_in", f"{kname}_out"]
+            for k in self.kprobes:
+                self._enable(f"kprobes/{k}", comm)
+            return "kprobe:sk_stream_wait_memory"
+        ok = self._enable("sched/sched_switch", f'prev_comm == "{SENDER_COMM}" || next_comm == "{SENDER_COMM}"',
+                          f'stacktrace if prev_comm == "{SENDER_COMM}"')
+        return "sched_switch:kstack" if ok else None
+
+    def __exit__(self, *exc):
+        if not self.ok:
+            return False
+        (self.inst / "tracing_on").write_text("0")
+        time.sleep(0.3)  # let the reader drain trace_pipe
+        kill_process_group(self.reader.pid, grace=0.5)
+        self.reader.wait()
+        TRACKER.discard(self.reader_item)
+        self.out.close()
+        for d in self.enabled:
+            with contextlib.suppress(OSError):
+                (d / "enable").write_text("0")
+            if (d / "trigger").exists():
+                for line in (d / "trigger").read_text().splitlines():
+                    if line and not line.startswith("#"):
+                        with contextlib.suppress(OSError):
+                            (d / "trigger").write_text("!" + line.split(" [")[0].strip())
+        lost = (self.inst / "per_cpu" / "cpu0" / "stats").read_text() if (self.inst / "per_cpu").exists() else ""
+        remove_trace_instance(self.name)
+        for item in [i for i in TRACKER.items if i == {"kind": "trace_instance", "name": self.name}]:
+            TRACKER.discard(item)
+        if self.kprobes:
+            with open(TRACEFS / "kprobe_events", "a") as f:
+                for k in self.kprobes:
+                    f.write(f"-:{k}\n")
+        self._parse()
+        overrun = re.search(r"overrun: (\d+)", lost)
+        _note(self.rd, "tracing", available=True, instance=self.name, clock="mono -> epoch",
+              events=self.notes, overrun=int(overrun.group(1)) if overrun else None)
+        return False
+
+    def _parse(self) -> None:
+        text = self.raw.read_text()
+        events = parse_trace(text, self.clock_offset)
+        probe = events.get("tcp_probe")
+        if probe is not None:
+            probe = probe.rename(columns={"srtt": "srtt_us"})
+            for col in ("snd_nxt", "snd_una"):
+                probe[col] = probe[col].map(lambda v: int(v, 16))
+            addr = probe["src"].str.rsplit(":", n=1, expand=True)
+            probe["saddr"], probe["sport"] = addr[0], addr[1].astype(int)
+            addr = probe["dest"].str.rsplit(":", n=1, expand=True)
+            probe["daddr"], probe["dport"] = addr[0], addr[1].astype(int)
+            cols = ["time", "saddr", "sport", "daddr", "dport", "data_len", "snd_nxt", "snd_una", "snd_cwnd",
+                    "ssthresh", "snd_wnd", "srtt_us", "rcv_wnd"]
+            probe[cols].to_csv(self.rd.file("tcp_probe.csv"), index=False)
+        mptcp = [df.assign(event=name) for name, df in events.items()
+                 if name in ("mptcp_subflow_get_send", "ack_update_msk")]
+        if mptcp:
+            import pandas as pd
+
+            pd.concat(mptcp, ignore_index=True).sort_values("time").to_csv(self.rd.file("mptcp_events.csv"),
+                                                                            index=False)
+        if self.want_waits:
+            waits = sndbuf_waits(text, self.clock_offset, self.wait_method)
+            waits.to_csv(self.rd.file("sndbuf_waits.csv"), index=False)
+            self.notes["sndbuf_wait_count"] = len(waits)
+        # The raw trace is large; the CSVs above carry what the analysis needs.
+        self.raw.unlink()
+
+
+_LINE = re.compile(r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[\d+\]\s+\S+\s+(?P<ts>[\d.]+):\s+(?P<event>\w+):\s?(?P<rest>.*)$")
+_KV = re.compile(r"(\w+)=(\S+)")
+
+
+def parse_trace(text: str, clock_offset: float) -> dict:
+    """Group trace lines by event into DataFrames of their key=value fields (plus time, pid, comm)."""
+    import pandas as pd
+
+    rows: dict[str, list[dict]] = {}
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if not m:
+            continue
+        row = {"time": float(m["ts"]) + clock_offset, "pid": int(m["pid"]), "comm": m["comm"].strip()}
+        row.update(_numeric(k, v) for k, v in _KV.findall(m["rest"]))
+        rows.setdefault(m["event"], []).append(row)
+    return {event: pd.DataFrame(r) for event, r in rows.items()}
+
+
+def _numeric(k: str, v: str):
+    try:
+        return k, int(v)
+    except ValueError:
+        try:
+            return k, float(v)
+        except ValueError:
+            return k, v
+
+
+def sndbuf_waits(text: str, clock_offset: float, method: str | None):
+    """Intervals in which the sender was blocked waiting for send-buffer memory."""
+    import pandas as pd
+
+    rows = []
+    if method == "kprobe:sk_stream_wait_memory":
+        start: dict[int, float] = {}
+        for line in text.splitlines():
+            m = _LINE.match(line)
+            if not m:
+                continue
+            t, pid = float(m["ts"]) + clock_offset, int(m["pid"])
+            if m["event"].endswith("_in"):
+                start[pid] = t
+            elif m["event"].endswith("_out") and pid in start:
+                rows.append((start.pop(pid), t, pid))
+    elif method == "sched_switch:kstack":
+        # A sched_switch away from the sender is followed by its stack (" => func" lines);
+        # the wait ends when the same thread is switched back in.
+        lines = text.splitlines()
+        blocked: dict[int, float] = {}
+        i = 0
+        while i < len(lines):
+            m = _LINE.match(lines[i])
+            i += 1
+            if not m or m["event"] != "sched_switch":
+                continue
+            t = float(m["ts"]) + clock_offset
+            f = dict(_KV.findall(m["rest"]))
+            stack = []
+            while i < len(lines) and (lines[i].lstrip().startswith("=>") or "<stack trace>" in lines[i]):
+                stack.append(lines[i])
+                i += 1
+            prev_pid, next_pid = int(f.get("prev_pid", -1)), int(f.get("next_pid", -1))
+            if f.get("next_comm") == SENDER_COMM and next_pid in blocked:
+                rows.append((blocked.pop(next_pid), t, next_pid))
+            if f.get("prev_comm") == SENDER_COMM and f.get("prev_state") in ("S", "D") and \
+                    any("sk_stream_wait_memory" in s for s in stack):
+                blocked[prev_pid] = t
+    df = pd.DataFrame(rows, columns=["start", "end", "tid"])
+    df["duration_s"] = df["end"] - df["start"]
+    df["method"] = method
+    return df[["start", "end", "duration_s", "tid", "method"]]

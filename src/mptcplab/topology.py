@@ -1,0 +1,360 @@
+"""Emulated multipath networks in network namespaces.
+
+Hosts are namespaces. Every path runs host `a` -> emulator -> host `b` over two veth pairs; one
+emulator namespace routes all paths. Link emulation (netem, or tbf without netem) sits on the
+emulator's egress in both directions, never on an end host: netem on a sender interacts with TCP
+Small Queues and hides local loss from TCP. Path i uses 10.i.1.0/24 on the `a` side and
+10.i.2.0/24 on the `b` side.
+
+Routing keeps every flow on one path in both directions, whatever its addresses:
+- the emulator forwards by the interface a packet came in on (policy rule `iif a-P` -> out `b-P`);
+- an `a`-side host sends by source address (rule `from 10.i.1.1` -> path i), so an MPTCP subflow
+  bound to a path's address leaves on that path;
+- a `b`-side host answers by destination (10.i.1.0/24 -> path i), so replies return the same way.
+rp_filter is off everywhere because a subflow may reach the receiver's first address over
+another path's interface, which is exactly what multipath means here.
+
+    topo = Topology("lab1", hosts=("snd", "rcv"),
+                    paths=[Path("fast", "snd", "rcv", "rate=100mbit"),
+                           Path("slow", "snd", "rcv", "rate=100mbit,delay=40ms")],
+                    mptcp_subflows=2)
+    print(topo.script())          # the exact commands, to read and replay
+    with topo.up(rundir) as net:  # built, recorded, and always torn down
+        ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shlex
+import subprocess
+import uuid
+from dataclasses import dataclass, field
+
+from . import mptcpconf
+from .errors import EnvironmentProblem, UsageError
+from .links import LinkSpec
+from .state import PREFIX, TRACKER, kill_process_group, remove_namespace
+
+EMULATOR = "emu"
+_NAME = re.compile(r"[a-z][a-z0-9]{0,9}")
+# Sysctls every host gets: without these, repeated runs in one namespace are not independent
+# (TCP caches ssthresh/RTT per destination and starts the next connection from them).
+BASE_SYSCTLS = {"net.ipv4.tcp_no_metrics_save": "1"}
+# Read back into the manifest for every host, whether set or not.
+REPORTED_SYSCTLS = (
+    "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_congestion_control",
+    "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_no_metrics_save", "net.ipv4.tcp_sack",
+    "net.ipv4.tcp_timestamps", "net.core.wmem_max", "net.core.rmem_max",
+    "net.mptcp.enabled", "net.mptcp.scheduler", "net.mptcp.stale_loss_cnt",
+)
+
+
+@dataclass
+class Path:
+    """One path from host `a` to host `b` through the emulator.
+
+    `link` shapes the a->b direction (egress toward b), `reverse` the b->a direction
+    (default: the same as `link`). Hosts on the `b` side are the listeners of MPTCP connections.
+    """
+
+    name: str
+    a: str
+    b: str
+    link: LinkSpec | str = ""
+    reverse: LinkSpec | str | None = None
+
+    def __post_init__(self) -> None:
+        self.link = LinkSpec.parse(self.link)
+        self.reverse = self.link if self.reverse is None else LinkSpec.parse(self.reverse)
+
+    @property
+    def rtt_s(self) -> float:
+        return self.link.delay_s + self.reverse.delay_s
+
+
+@dataclass
+class Cmd:
+    argv: list[str]
+    why: str = ""
+
+    def __str__(self) -> str:
+        return shlex.join(self.argv)
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise UsageError("this needs root (namespaces, qdiscs, sysctls): run it with sudo")
+
+
+class Topology:
+    def __init__(self, name: str, hosts, paths: list[Path], sysctls: dict | None = None,
+                 mptcp_subflows: int | None = None, netem: bool | None = None) -> None:
+        self.name = name
+        self.hosts = tuple(hosts)
+        self.paths = list(paths)
+        self.sysctls = {h: dict(v) for h, v in (sysctls or {}).items()}
+        self.mptcp_subflows = mptcp_subflows
+        self.netem = netem  # None: decided when built (is sch_netem usable here?)
+        self.run_id = uuid.uuid4().hex[:6]
+        self._validate()
+
+    # ------------------------------------------------------------ validation
+
+    def _validate(self) -> None:
+        for h in self.hosts:
+            if not _NAME.fullmatch(h) or h == EMULATOR:
+                raise UsageError(f"host name {h!r}: use 1-10 lowercase letters/digits starting with a letter"
+                                 f" (not {EMULATOR!r})")
+        if len(set(self.hosts)) != len(self.hosts):
+            raise UsageError(f"host names repeat: {self.hosts}")
+        if not self.paths:
+            raise UsageError("a topology needs at least one path")
+        seen = set()
+        for p in self.paths:
+            if not _NAME.fullmatch(p.name) or p.name in seen:
+                raise UsageError(f"path name {p.name!r}: use unique 1-10 lowercase letters/digits")
+            seen.add(p.name)
+            for end in (p.a, p.b):
+                if end not in self.hosts:
+                    raise UsageError(f"path {p.name!r}: unknown host {end!r}; hosts are {', '.join(self.hosts)}")
+            if p.a == p.b:
+                raise UsageError(f"path {p.name!r} joins host {p.a!r} to itself")
+        for h in self.sysctls:
+            if h not in self.hosts:
+                raise UsageError(f"sysctls for unknown host {h!r}; hosts are {', '.join(self.hosts)}")
+        if self.mptcp_subflows is not None:
+            first = self.paths[0]
+            usable = [p for p in self.paths if (p.a, p.b) == (first.a, first.b)]
+            if not 1 <= self.mptcp_subflows <= len(usable):
+                raise UsageError(f"mptcp_subflows={self.mptcp_subflows}: between 1 and the {len(usable)} "
+                                 f"path(s) from {first.a} to {first.b}")
+
+    # ------------------------------------------------------------ names
+
+    def ns(self, host: str) -> str:
+        if host != EMULATOR and host not in self.hosts:
+            raise UsageError(f"unknown host {host!r}; hosts are {', '.join(self.hosts)}")
+        return f"{PREFIX}-{self.run_id}-{host}"
+
+    def path(self, name: str) -> Path:
+        for p in self.paths:
+            if p.name == name:
+                return p
+        raise UsageError(f"unknown path {name!r}; paths are {', '.join(p.name for p in self.paths)}")
+
+    def address(self, host: str, path: str) -> str:
+        """The address of `host` on `path` (10.i.1.1 on the a side, 10.i.2.1 on the b side)."""
+        i, p = self._index(path)
+        if host == p.a:
+            return f"10.{i}.1.1"
+        if host == p.b:
+            return f"10.{i}.2.1"
+        raise UsageError(f"host {host!r} is not on path {path!r} ({p.a} -> {p.b})")
+
+    def _index(self, path: str) -> tuple[int, Path]:
+        p = self.path(path)
+        return self.paths.index(p) + 1, p
+
+    # ------------------------------------------------------------ commands
+
+    def _netem(self) -> bool:
+        if self.netem is None:
+            from .doctor import netem_usable
+
+            self.netem = netem_usable()
+        return self.netem
+
+    def commands(self) -> list[Cmd]:
+        """Every command that builds this topology, in order."""
+        netem = self._netem()
+        cmds: list[Cmd] = []
+        for h in (*self.hosts, EMULATOR):
+            ns = self.ns(h)
+            cmds += [Cmd(["ip", "netns", "add", ns], f"host {h}" if h != EMULATOR else "the link emulator"),
+                     Cmd(["ip", "-n", ns, "link", "set", "lo", "up"])]
+            for scope in ("all", "default"):
+                cmds.append(Cmd(["ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv4.conf.{scope}.rp_filter=0"]))
+        emu = self.ns(EMULATOR)
+        cmds.append(Cmd(["ip", "netns", "exec", emu, "sysctl", "-qw", "net.ipv4.ip_forward=1"],
+                        "the emulator routes between the paths' subnets"))
+        for i, p in enumerate(self.paths, 1):
+            for side, host, sub in (("a", p.a, 1), ("b", p.b, 2)):
+                hns, edev = self.ns(host), f"{side}-{p.name}"
+                cmds += [
+                    Cmd(["ip", "link", "add", p.name, "netns", hns, "type", "veth", "peer", "name", edev,
+                         "netns", emu], f"path {p.name}: {host} <-> emulator"),
+                    Cmd(["ip", "-n", hns, "addr", "add", f"10.{i}.{sub}.1/24", "dev", p.name]),
+                    Cmd(["ip", "-n", emu, "addr", "add", f"10.{i}.{sub}.254/24", "dev", edev]),
+                    Cmd(["ip", "-n", hns, "link", "set", p.name, "up"]),
+                    Cmd(["ip", "-n", emu, "link", "set", edev, "up"]),
+                    Cmd(["ip", "-n", hns, "route", "add", f"10.{i}.{3 - sub}.0/24", "via", f"10.{i}.{sub}.254",
+                         "dev", p.name]),
+                ]
+                if side == "a":  # the sender side picks the path by source address
+                    cmds += [Cmd(["ip", "-n", hns, "rule", "add", "from", f"10.{i}.1.1", "table", str(100 + i)]),
+                             Cmd(["ip", "-n", hns, "route", "add", "default", "via", f"10.{i}.1.254", "dev", p.name,
+                                  "table", str(100 + i)])]
+                # Offloads off: captures then show the segments TCP really sent, not 64 KB blobs.
+                for ns_, dev in ((hns, p.name), (emu, edev)):
+                    cmds.append(Cmd(["ip", "netns", "exec", ns_, "ethtool", "-K", dev, "tso", "off", "gso", "off",
+                                     "gro", "off"]))
+            # The emulator sends what came in on one side of a path out of its other side.
+            for table, src, dst in ((100 + i, f"a-{p.name}", f"b-{p.name}"), (200 + i, f"b-{p.name}", f"a-{p.name}")):
+                cmds += [Cmd(["ip", "-n", emu, "rule", "add", "iif", src, "table", str(table)]),
+                         Cmd(["ip", "-n", emu, "route", "add", "default", "dev", dst, "table", str(table)])]
+            cmds += self._link_cmds(p, netem)
+        for h in self.hosts:
+            for key, value in {**BASE_SYSCTLS, **self.sysctls.get(h, {})}.items():
+                cmds.append(Cmd(["ip", "netns", "exec", self.ns(h), "sysctl", "-qw", f"{key}={value}"]))
+        cmds += self._mptcp_cmds()
+        return cmds
+
+    def _link_cmds(self, p: Path, netem: bool) -> list[Cmd]:
+        emu = self.ns(EMULATOR)
+        return [
+            Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", f"b-{p.name}", "root",
+                 *p.link.qdisc_args(p.rtt_s, netem)], f"path {p.name}, {p.a} -> {p.b}: {p.link}"),
+            Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", f"a-{p.name}", "root",
+                 *p.reverse.qdisc_args(p.rtt_s, netem)], f"path {p.name}, {p.b} -> {p.a}: {p.reverse}"),
+        ]
+
+    def _mptcp_cmds(self) -> list[Cmd]:
+        if self.mptcp_subflows is None:
+            return []
+        first = self.paths[0]
+        same = [p for p in self.paths if (p.a, p.b) == (first.a, first.b)][1:self.mptcp_subflows]
+        extra = [(p.name, self.address(p.a, p.name)) for p in same]
+        return [Cmd(argv, why) for argv, why in mptcpconf.commands(self.ns(first.a), self.ns(first.b), extra)]
+
+    def script(self) -> str:
+        """The topology as a shell script a student can read and replay."""
+        lines = ["#!/bin/sh", f"# mptcplab topology {self.name!r} (run {self.run_id})", "set -e"]
+        for c in self.commands():
+            if c.why:
+                lines.append(f"# {c.why}")
+            lines.append(str(c))
+        return "\n".join(lines) + "\n"
+
+    # ------------------------------------------------------------ lifecycle
+
+    @contextlib.contextmanager
+    def up(self, rundir=None):
+        """Build the topology; yield a `Network`; always tear it down.
+
+        With a `results.RunDir`, the exact commands go to `topology.sh` and the manifest gets
+        the configuration as the kernel reports it.
+        """
+        require_root()
+        cmds = self.commands()  # raises on impossible links before anything is configured
+        net = Network(self)
+        try:
+            for c in cmds:
+                if c.argv[:3] == ["ip", "netns", "add"]:
+                    TRACKER.add("netns", name=c.argv[3])
+                net.check(c.argv)
+            if rundir is not None:
+                rundir.write_text("topology.sh", self.script())
+                rundir.manifest["network"] = net.snapshot()
+            yield net
+        finally:
+            net.teardown()
+
+
+class Network:
+    """A built topology: run commands in hosts, change links, snapshot the configuration."""
+
+    def __init__(self, topo: Topology) -> None:
+        self.topo = topo
+        self._procs: list[tuple[subprocess.Popen, dict]] = []
+
+    def address(self, host: str, path: str) -> str:
+        return self.topo.address(host, path)
+
+    def ns(self, host: str) -> str:
+        return self.topo.ns(host)
+
+    def check(self, argv: list[str]) -> str:
+        """Run a configuration command; a failure is an error with the command and its message."""
+        out = subprocess.run(argv, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise EnvironmentProblem(f"`{shlex.join(argv)}` failed: {out.stderr.strip() or out.stdout.strip()}")
+        return out.stdout
+
+    def run(self, host: str, argv: list[str], check: bool = True, timeout: float | None = None,
+            **kw) -> subprocess.CompletedProcess:
+        out = subprocess.run(["ip", "netns", "exec", self.ns(host), *argv], capture_output=True, text=True,
+                             timeout=timeout, **kw)
+        if check and out.returncode != 0:
+            raise EnvironmentProblem(f"in {host}: `{shlex.join(argv)}` failed ({out.returncode}): "
+                                     f"{(out.stderr or out.stdout).strip()[-1500:]}")
+        return out
+
+    def popen(self, host: str, argv: list[str], what: str = "", **kw) -> subprocess.Popen:
+        """Start a process in `host`, in its own process group; it is killed at teardown."""
+        proc = subprocess.Popen(["ip", "netns", "exec", self.ns(host), *argv], start_new_session=True, **kw)
+        item = TRACKER.add("process", pgid=proc.pid, what=what or argv[0])
+        self._procs.append((proc, item))
+        return proc
+
+    def stop(self, proc: subprocess.Popen, grace: float = 2.0) -> None:
+        kill_process_group(proc.pid, grace)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+        for entry in list(self._procs):
+            if entry[0] is proc:
+                self._procs.remove(entry)
+                TRACKER.discard(entry[1])
+
+    def set_link(self, path: str, link: LinkSpec | str, reverse: LinkSpec | str | None = None) -> list[Cmd]:
+        """Change a path's emulation in place (e.g. mobility during a run). Returns the commands run."""
+        p = self.topo.path(path)
+        p.link = LinkSpec.parse(link)
+        p.reverse = p.link if reverse is None else LinkSpec.parse(reverse)
+        cmds = self.topo._link_cmds(p, self.topo._netem())
+        for c in cmds:
+            self.check(c.argv)
+        return cmds
+
+    def set_sysctl(self, host: str, key: str, value: str) -> None:
+        self.topo.sysctls.setdefault(host, {})[key] = str(value)
+        self.run(host, ["sysctl", "-qw", f"{key}={value}"])
+
+    def sysctl(self, host: str, key: str) -> str | None:
+        out = self.run(host, ["sysctl", "-n", key], check=False)
+        return " ".join(out.stdout.split()) if out.returncode == 0 else None
+
+    def snapshot(self) -> dict:
+        """The configuration as the kernel reports it, for the manifest."""
+        emu = self.ns(EMULATOR)
+        snap: dict = {
+            "topology": self.topo.name,
+            "run_id": self.topo.run_id,
+            "emulation": "netem" if self.topo._netem() else "tbf (no netem: rate and queue only)",
+            "paths": [{"name": p.name, "a": p.a, "b": p.b, "link": str(p.link), "reverse": str(p.reverse),
+                       "a_addr": self.address(p.a, p.name), "b_addr": self.address(p.b, p.name),
+                       "rtt_ms_configured": round(p.rtt_s * 1e3, 3)} for p in self.topo.paths],
+            "qdiscs": self.check(["tc", "-n", emu, "qdisc", "show"]).strip().splitlines(),
+            "sysctls_set": {h: {**BASE_SYSCTLS, **self.topo.sysctls.get(h, {})} for h in self.topo.hosts},
+            "sysctls": {h: {k: self.sysctl(h, k) for k in REPORTED_SYSCTLS} for h in self.topo.hosts},
+            "mptcp": {},
+        }
+        for h in self.topo.hosts:
+            snap["mptcp"][h] = {k: self.check(argv).strip().splitlines()
+                                for k, argv in mptcpconf.show_commands(self.ns(h)).items()}
+        return snap
+
+    def teardown(self) -> None:
+        for proc, item in reversed(self._procs):
+            kill_process_group(proc.pid, grace=1.0)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=2)
+            TRACKER.discard(item)
+        self._procs.clear()
+        for h in (*self.topo.hosts, EMULATOR):
+            name = self.ns(h)
+            remove_namespace(name)
+            for item in [i for i in TRACKER.items if i == {"kind": "netns", "name": name}]:
+                TRACKER.discard(item)

@@ -1,0 +1,273 @@
+"""Traffic between the hosts of a running topology, and proof that MPTCP really ran.
+
+    r = bulk(net, src="snd", dst="rcv", path="fast", proto="mptcp", duration=10)
+    r.mbps, r.flows, r.intervals, r.summary()
+
+Two tools, one result shape:
+- `tool="bulk"` (default): the kit's blocking sender/receiver (`mptcplab.bulk`); sets SO_SNDBUF on
+  the sender alone and TCP_CONGESTION per connection, reports subflows from MPTCP_INFO.
+- `tool="iperf3"`: iperf3, made MPTCP with `--mptcp` (iperf3 >= 3.19), else `mptcpize run`, else the
+  kit's equivalent LD_PRELOAD shim (Debian 12 has no mptcpize). `BulkResult.tool` says which.
+
+An MPTCP transfer that fell back to plain TCP, or ran with a different number of subflows than
+the topology was built for, raises `ExperimentFailed`: a silent fallback would look like a result.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import EnvironmentProblem, ExperimentFailed, UsageError
+
+SHIM_SOURCE = Path(__file__).parent / "native" / "mptcpize.c"
+
+
+@dataclass
+class BulkResult:
+    tool: str
+    proto: str
+    duration: float
+    t0: float  # epoch seconds when the first byte arrived
+    flows: list[dict]
+    intervals: "object"  # pandas DataFrame: time, flow, bytes, mbps
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def mbps(self) -> float:
+        return sum(f["mbps"] for f in self.flows)
+
+    def summary(self) -> dict:
+        return {"tool": self.tool, "proto": self.proto, "duration_s": self.duration, "t0": self.t0,
+                "mbps": round(self.mbps, 3), "flows": len(self.flows),
+                "subflows": max((f.get("subflows") or 1) for f in self.flows),
+                "per_flow_mbps": [round(f["mbps"], 3) for f in self.flows], **self.extra}
+
+
+def bulk(net, src: str, dst: str, path: str, proto: str = "tcp", duration: float = 10.0, flows: int = 1,
+         sndbuf: int | None = None, cc: str | None = None, tool: str = "bulk", interval: float = 0.1,
+         port: int = 5201, expect_subflows: int | None = None) -> BulkResult:
+    """Bulk transfer src -> dst, to dst's address on `path` (MPTCP adds the other subflows)."""
+    if proto not in ("tcp", "mptcp"):
+        raise UsageError(f"proto {proto!r}: choose tcp or mptcp")
+    if flows < 1 or duration <= 0:
+        raise UsageError("flows must be >= 1 and duration > 0")
+    if proto == "mptcp" and expect_subflows is None:
+        expect_subflows = net.topo.mptcp_subflows or 1
+    addr = net.address(dst, path)
+    run = _run_iperf3 if tool == "iperf3" else _run_bulk if tool == "bulk" else None
+    if run is None:
+        raise UsageError(f"tool {tool!r}: choose bulk or iperf3")
+    result = run(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port)
+    if proto == "mptcp":
+        verify_mptcp_flows(result, expect_subflows)
+    return result
+
+
+def verify_mptcp_flows(result: BulkResult, expect_subflows: int) -> None:
+    for f in result.flows:
+        if f.get("subflows") is None:
+            raise ExperimentFailed(f"flow {f['flow']} fell back to plain TCP (no MPTCP_INFO on the socket); "
+                                   "is net.mptcp.enabled=1 on both hosts?")
+        if f["subflows"] != expect_subflows:
+            raise ExperimentFailed(f"flow {f['flow']} used {f['subflows']} subflow(s), expected {expect_subflows}: "
+                                   "check the MPTCP endpoints and limits (`ip mptcp endpoint show`)")
+
+
+# ---------------------------------------------------------------- the kit's bulk tool
+
+def _py(role: str, *args) -> list[str]:
+    return [sys.executable, "-m", "mptcplab.bulk", role, *[str(a) for a in args]]
+
+
+def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port) -> BulkResult:
+    import pandas as pd
+
+    server = net.popen(dst, _py("server", "--bind", addr, "--port", port, "--proto", proto, "--flows", flows,
+                                "--interval", interval, "--timeout", duration + 60),
+                       what="bulk server", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready = server.stderr.readline()
+    if "ready" not in ready:
+        raise EnvironmentProblem(f"bulk server in {dst} failed: {ready}{server.stderr.read()[-1000:]}")
+    args = ["--connect", addr, "--port", port, "--proto", proto, "--flows", flows, "--duration", duration]
+    if sndbuf:
+        args += ["--sndbuf", sndbuf]
+    if cc:
+        args += ["--cc", cc]
+    client_out = net.run(src, _py("client", *args), timeout=duration + 90)
+    srv_out, srv_err = server.communicate(timeout=60)
+    net.stop(server)
+    if server.returncode not in (0, None) or not srv_out.strip():
+        raise EnvironmentProblem(f"bulk server in {dst} failed: {srv_err[-1500:]}")
+    client, srv = json.loads(client_out.stdout), json.loads(srv_out)
+    by_local = {c["local"]: c for c in client["flows"]}
+    flows_out, rows = [], []
+    t0 = min(f["first"] for f in srv["flows"] if f["first"])
+    for f in srv["flows"]:
+        c = by_local.get(f["peer"], {})
+        span = (f["last"] - f["first"]) if f["first"] else 0
+        mptcp = c.get("mptcp")
+        flows_out.append({
+            "flow": f["flow"], "local": c.get("local"), "peer": f"{addr}:{port}", "bytes": f["bytes"],
+            "mbps": f["bytes"] * 8 / span / 1e6 if span > 0 else 0.0,
+            "sndbuf": c.get("sndbuf"), "cc": c.get("cc"), "protocol": c.get("protocol"),
+            "subflows": mptcp["subflows"] if mptcp else (None if proto == "mptcp" else 1),
+            "mptcp_info": mptcp,
+        })
+        rows += [{"time": t, "flow": f["flow"], "bytes": b, "mbps": b * 8 / interval / 1e6} for t, b in f["bins"]]
+    intervals = pd.DataFrame(rows, columns=["time", "flow", "bytes", "mbps"])
+    return BulkResult("mptcplab.bulk", proto, duration, t0, flows_out, intervals)
+
+
+# ---------------------------------------------------------------- iperf3
+
+@functools.cache
+def iperf3_mptcp_prefix() -> tuple[list[str], list[str], str]:
+    """(command prefix, extra iperf3 args, description) that make iperf3 use MPTCP here."""
+    if not shutil.which("iperf3"):
+        raise EnvironmentProblem("iperf3 is not installed: apt-get install iperf3")
+    v = re.search(r"iperf (\d+)\.(\d+)", subprocess.run(["iperf3", "--version"], capture_output=True,
+                                                         text=True).stdout)
+    if v and (int(v[1]), int(v[2])) >= (3, 19):
+        return [], ["--mptcp"], "iperf3 --mptcp"
+    if shutil.which("mptcpize"):
+        return ["mptcpize", "run"], [], "mptcpize run iperf3"
+    return ["env", f"LD_PRELOAD={build_shim()}"], [], "iperf3 with the kit's mptcpize shim (LD_PRELOAD)"
+
+
+def build_shim() -> Path:
+    """Compile the kit's LD_PRELOAD shim (socket(TCP) -> socket(MPTCP)), cached per source hash."""
+    import hashlib
+    import os
+
+    digest = hashlib.sha256(SHIM_SOURCE.read_bytes()).hexdigest()[:12]
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mptcplab"
+    out = base / f"mptcpize-{digest}.so"
+    if not out.exists():
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
+        res = subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(tmp), str(SHIM_SOURCE), "-ldl"],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            raise EnvironmentProblem(f"compiling the MPTCP shim failed (apt-get install gcc): {res.stderr}")
+        tmp.rename(out)
+    return out
+
+
+def _run_iperf3(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port) -> BulkResult:
+    import pandas as pd
+
+    from .observe import read_counters
+
+    prefix, extra, how = iperf3_mptcp_prefix() if proto == "mptcp" else ([], [], "iperf3")
+    before = read_counters(net, src)
+    server = net.popen(dst, [*prefix, "iperf3", *extra, "-s", "-1", "-J", "-B", addr, "-p", str(port)],
+                       what="iperf3 server", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = ["-c", addr, "-p", str(port), "-t", str(duration), "-P", str(flows), "-J", "-i", str(interval)]
+    if sndbuf:
+        args += ["-w", str(sndbuf)]  # note: iperf3 sets SO_SNDBUF and SO_RCVBUF on both ends
+    if cc:
+        args += ["-C", cc]
+    for attempt in range(50):  # wait for the server to listen
+        out = net.run(src, [*prefix, "iperf3", *extra, *args], check=False, timeout=duration + 60)
+        if out.returncode == 0 or "Connection refused" not in (out.stdout + out.stderr):
+            break
+        import time
+
+        time.sleep(0.1)
+    if out.returncode != 0:
+        raise EnvironmentProblem(f"iperf3 client failed: {(out.stdout + out.stderr)[-1500:]}")
+    srv_out, _ = server.communicate(timeout=30)
+    net.stop(server)
+    client = json.loads(out.stdout)
+    t0 = client["start"]["timestamp"]["timesecs"]
+    streams = client["end"]["streams"]
+    flows_out, rows = [], []
+    for i, s in enumerate(streams):
+        recv = s["receiver"]
+        flows_out.append({"flow": i, "local": f"{client['start']['connected'][i]['local_host']}:"
+                                               f"{client['start']['connected'][i]['local_port']}",
+                          "peer": f"{addr}:{port}", "bytes": recv["bytes"],
+                          "mbps": recv["bits_per_second"] / 1e6, "sndbuf": client["start"].get("sndbuf_actual"),
+                          "cc": client["end"].get("sender_tcp_congestion"), "protocol": None,
+                          "subflows": None if proto == "mptcp" else 1})
+    for iv in client["intervals"]:
+        for i, s in enumerate(iv["streams"]):
+            rows.append({"time": t0 + s["end"], "flow": i, "bytes": s["bytes"], "mbps": s["bits_per_second"] / 1e6})
+    result = BulkResult(how, proto, duration, float(t0), flows_out, pd.DataFrame(rows))
+    if proto == "mptcp":
+        # iperf3 cannot report MPTCP state, so the sender's MPTcpExt counters tell: iperf3's control
+        # connection is MPTCP too, so flows + 1 connections, each with the same number of joins.
+        after = read_counters(net, src)
+        d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        conns = d.get("MPTcpExtMPCapableSYNACKRX", 0)
+        joins = d.get("MPTcpExtMPJoinSynAckRx", 0)
+        per_conn = 1 + joins // conns if conns else None
+        result.extra["mptcp_counters"] = {k: v for k, v in d.items() if k.startswith("MPTcp") and v}
+        for f in flows_out:
+            f["subflows"] = per_conn if conns == flows + 1 and joins % conns == 0 else None
+    return result
+
+
+def verify_capture(pcap: Path, expect_subflows: int) -> dict:
+    """Prove from a capture that MPTCP ran with `expect_subflows` subflows carrying data.
+
+    Counts MP_CAPABLE and MP_JOIN SYNs and the TCP streams that carry DSS-mapped data of the
+    largest MPTCP connection. Raises ExperimentFailed otherwise.
+    """
+    fields = ["tcp.stream", "mptcp.stream", "ip.src", "ip.dst", "tcp.len", "tcp.options.mptcp.subtype",
+              "tcp.flags.syn", "tcp.flags.ack"]
+    cmd = ["tshark", "-r", str(pcap), "-o", "mptcp.analyze_mappings:TRUE", "-Y", "mptcp", "-T", "fields",
+           "-E", "separator=/t", *[a for f in fields for a in ("-e", f)]]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise EnvironmentProblem(f"tshark failed on {pcap}: {out.stderr[-500:]}")
+    conns: dict[str, dict] = {}
+    capable = join = 0
+    for line in out.stdout.splitlines():
+        tcp_stream, mptcp_stream, src, dst, tlen, subtypes, syn, ack = (line.split("\t") + [""] * 8)[:8]
+        subs = set(subtypes.split(","))
+        if syn in ("1", "True") and ack in ("0", "False"):
+            capable += "0" in subs
+            join += "1" in subs
+        if mptcp_stream and tlen and int(tlen) > 0:
+            c = conns.setdefault(mptcp_stream, {"bytes": 0, "subflows": {}})
+            c["bytes"] += int(tlen)
+            sf = c["subflows"].setdefault(tcp_stream, {"src": src, "dst": dst, "bytes": 0})
+            sf["bytes"] += int(tlen)
+    if not conns:
+        raise ExperimentFailed(f"{pcap.name}: no MPTCP data in the capture: the transfer was plain TCP")
+    main = max(conns.values(), key=lambda c: c["bytes"])
+    sub = [s for s in main["subflows"].values() if s["bytes"] > 0]
+    result = {"mp_capable_syns": capable, "mp_join_syns": join, "subflows_with_data": len(sub),
+              "subflows": sorted(({"src": s["src"], "dst": s["dst"], "bytes": s["bytes"]} for s in sub),
+                                 key=lambda s: s["src"])}
+    if len(sub) != expect_subflows:
+        raise ExperimentFailed(f"{pcap.name}: MPTCP carried data on {len(sub)} subflow(s), expected "
+                               f"{expect_subflows}: {result['subflows']}")
+    return result
+
+
+# ---------------------------------------------------------------- UDP cross traffic
+
+def udp_onoff(net, src: str, dst: str, path: str, rate: str, on_s: float = 1.0, off_s: float = 1.0,
+              duration: float = 10.0, seed: int = 1, port: int = 5301):
+    """Start UDP on/off cross traffic src -> dst over `path`; returns the sender process.
+
+    Rate while on is `rate` (e.g. "2mbit"); on and off periods are exponential with the given means.
+    """
+    from .links import LinkSpec
+
+    bps = LinkSpec.parse(f"rate={rate}").rate_bps
+    addr = net.address(dst, path)
+    net.popen(dst, _py("udp-sink", "--bind", addr, "--port", port), what="udp sink",
+              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return net.popen(src, _py("udp", "--connect", addr, "--port", port, "--rate", bps, "--on", on_s,
+                              "--off", off_s, "--duration", duration, "--seed", seed),
+                     what="udp on/off", stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

@@ -1,0 +1,256 @@
+"""A User-Mode Linux kernel: a real Linux kernel with MPTCP and netem, run as a user process.
+
+For hosts without netem or virtualisation (lab PCs, containers, CI). `build()` compiles it once
+from the distribution's `linux-source-6.*` package with the config fragment in
+`vagrant/uml/mptcplab.config` and caches it; `run()` boots it with the host's root filesystem
+over hostfs, runs one command inside as root, and returns its exit status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from .errors import EnvironmentProblem
+from .state import PREFIX, TRACKER, kill_process_group
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CONFIG_FRAGMENT = REPO_ROOT / "vagrant" / "uml" / "mptcplab.config"
+# Options that UML cannot have; the fragment does not ask for them, and they are reported as absent.
+UML_LACKS = ("KPROBES", "BPF_JIT", "DEBUG_INFO_BTF")
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mptcplab" / "uml"
+
+
+def find_source() -> tuple[Path, str]:
+    """The newest /usr/src/linux-source-6.*.tar.xz and its package version."""
+    tarballs = sorted(
+        Path("/usr/src").glob("linux-source-6.*.tar.xz"),
+        key=lambda p: [int(x) for x in re.findall(r"\d+", p.name)],
+    )
+    if not tarballs:
+        raise EnvironmentProblem(
+            "no kernel source found in /usr/src: install it with "
+            "`apt-get install linux-source-6.12` (Debian 12; any linux-source-6.x works), "
+            "or run scripts/install-deps.sh"
+        )
+    tarball = tarballs[-1]
+    pkg = tarball.name.removesuffix(".tar.xz")
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True)
+    version = out.stdout.strip() or f"{pkg}-{int(tarball.stat().st_mtime)}"
+    return tarball, version
+
+
+def config_options() -> list[str]:
+    lines = CONFIG_FRAGMENT.read_text().splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+
+
+def kernel_dir() -> Path:
+    """Cache directory keyed by source version and config fragment hash."""
+    tarball, version = find_source()
+    digest = hashlib.sha256(CONFIG_FRAGMENT.read_bytes()).hexdigest()[:12]
+    safe = re.sub(r"[^A-Za-z0-9.+-]", "_", version)
+    return cache_root() / f"{tarball.name.removesuffix('.tar.xz')}-{safe}-{digest}"
+
+
+def kernel_path() -> Path | None:
+    """The cached kernel binary, or None if it has not been built."""
+    try:
+        path = kernel_dir() / "linux"
+    except EnvironmentProblem:
+        return None
+    return path if path.exists() else None
+
+
+def _need_tools() -> None:
+    missing = [t for t in ("make", "gcc", "flex", "bison", "bc") if not shutil.which(t)]
+    if missing:
+        raise EnvironmentProblem(
+            f"building the UML kernel needs {', '.join(missing)}: "
+            "`apt-get install build-essential flex bison bc libelf-dev` (or scripts/install-deps.sh)"
+        )
+
+
+def build(jobs: int | None = None, quiet: bool = False) -> Path:
+    """Build (or find in the cache) the UML kernel; returns the path of the `linux` binary."""
+    final = kernel_dir()
+    if (final / "linux").exists():
+        if not quiet:
+            print(f"UML kernel is cached: {final / 'linux'}")
+        return final / "linux"
+    _need_tools()
+    tarball, version = find_source()
+    jobs = jobs or os.cpu_count() or 2
+    work = Path(tempfile.mkdtemp(prefix="build-", dir=_mkdir(cache_root())))
+    item = TRACKER.add("dir", path=str(work))
+    say = (lambda *_: None) if quiet else (lambda msg: print(f"[uml build] {msg}", flush=True))
+    try:
+        t0 = time.monotonic()
+        say(f"extracting {tarball.name} ({version})")
+        with tarfile.open(tarball) as tar:
+            tar.extractall(work, filter="fully_trusted")
+        src = next(p for p in work.iterdir() if p.is_dir())
+        make = ["make", "-C", str(src), "ARCH=um"]
+        say("configuring: defconfig + vagrant/uml/mptcplab.config")
+        _check(make + ["defconfig"])
+        opts = config_options()
+        _check([str(src / "scripts" / "config"), "--file", str(src / ".config")]
+               + [a for o in opts for a in ("--enable", o)])
+        _check(make + ["olddefconfig"])
+        config = (src / ".config").read_text()
+        lost = [o for o in opts if f"CONFIG_{o}=y" not in config]
+        if lost:
+            raise EnvironmentProblem(f"UML kernel config dropped {', '.join(lost)} (dependencies missing?)")
+        say(f"compiling with {jobs} jobs (about 6 minutes on 2 cores)")
+        _make_with_progress(make + [f"-j{jobs}", "linux"], quiet)
+        _mkdir(final.parent)
+        staging = Path(tempfile.mkdtemp(prefix="stage-", dir=final.parent))
+        shutil.copy2(src / "linux", staging / "linux")
+        shutil.copy2(src / ".config", staging / "config")
+        (staging / "SOURCE").write_text(f"{tarball}\n{version}\n")
+        staging.rename(final)  # atomic: a half-built kernel is never in the cache
+        say(f"done in {time.monotonic() - t0:.0f} s: {final / 'linux'}")
+        return final / "linux"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        TRACKER.discard(item)
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _check(argv: list[str]) -> None:
+    out = subprocess.run(argv, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise EnvironmentProblem(f"`{shlex.join(argv)}` failed:\n{out.stderr[-2000:]}")
+
+
+def _make_with_progress(argv: list[str], quiet: bool) -> None:
+    """Run make, showing how many objects are compiled (the last build's count gives an ETA)."""
+    from tqdm import tqdm
+
+    stats = cache_root() / "objects-last-build"
+    total = int(stats.read_text()) if stats.exists() else None
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tail: list[str] = []
+    count = 0
+    with tqdm(total=total, unit="obj", desc="[uml build] compiling", disable=quiet, mininterval=2) as bar:
+        for line in proc.stdout:
+            tail = (tail + [line])[-40:]
+            if line.lstrip().startswith(("CC ", "AS ", "LD ")):
+                count += 1
+                bar.update(1)
+    if proc.wait() != 0:
+        raise EnvironmentProblem("UML kernel build failed:\n" + "".join(tail))
+    stats.write_text(str(count))
+
+
+# ---------------------------------------------------------------- boot and run
+
+INIT_TEMPLATE = """#!/bin/sh
+# init for the kit's UML kernel: private /proc, /sys, /dev, /run (so namespaces made here never
+# touch the host's /run/netns), tracefs; then the command, its status to a shared file, halt.
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t tmpfs tmpfs /run
+mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+mount -t bpf bpf /sys/fs/bpf 2>/dev/null
+ip link set lo up
+hostname mptcplab-uml
+export HOME=/root PATH={path} MPTCPLAB_WHERE=uml {env}
+cd {cwd}
+{command} </dev/null 2>&1
+echo $? > {status}
+sync
+halt -f
+"""
+
+
+def run(command: list[str], mem: str = "1G", timeout: float | None = None,
+        env: dict[str, str] | None = None, stream=None) -> int:
+    """Boot the UML kernel, run `command` inside as root, return its exit status.
+
+    The command's output goes to `stream` (default: our stdout) as it happens.
+    """
+    kernel = kernel_path() or build()
+    umid = f"{PREFIX}-{uuid.uuid4().hex[:8]}"
+    rundir = Path(tempfile.mkdtemp(prefix=f"{umid}-", dir="/tmp"))
+    dir_item = TRACKER.add("dir", path=str(rundir))
+    status_file = rundir / "status"
+    init = rundir / "init.sh"
+    extra_env = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+    init.write_text(INIT_TEMPLATE.format(
+        path=shlex.quote(os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")),
+        env=extra_env, cwd=shlex.quote(os.getcwd()), command=shlex.join(command),
+        status=shlex.quote(str(status_file)),
+    ))
+    init.chmod(0o755)
+    argv = [str(kernel), f"mem={mem}", "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "rw",
+            f"init={init}", "con=null", "con0=null,fd:1", "quiet", f"umid={umid}", f"uml_dir={rundir}"]
+    stream = stream or sys.stdout
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, "TMPDIR": str(rundir)})
+    proc_item = TRACKER.add("process", pgid=proc.pid, what=f"UML kernel {umid}")
+    deadline = time.monotonic() + timeout if timeout else None
+    try:
+        for line in _lines(proc, deadline):
+            stream.write(line.replace("\r\n", "\n"))
+            stream.flush()
+        proc.wait(timeout=30)
+        if not status_file.exists():
+            raise EnvironmentProblem("the UML kernel stopped before the command finished (see output above)")
+        return int(status_file.read_text().strip() or 1)
+    finally:
+        kill_process_group(proc.pid)
+        TRACKER.discard(proc_item)
+        shutil.rmtree(rundir, ignore_errors=True)
+        TRACKER.discard(dir_item)
+
+
+def _lines(proc: subprocess.Popen, deadline: float | None):
+    """Yield output lines; stop (and kill) when the deadline passes."""
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    buf = b""
+    while True:
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if deadline is not None and wait == 0:
+            raise EnvironmentProblem("the command inside UML timed out")
+        if not sel.select(timeout=wait if wait is not None else 1.0):
+            continue
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        if not chunk:
+            if buf:
+                yield buf.decode(errors="replace")
+            return
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        for ln in lines:
+            yield ln.decode(errors="replace") + "\n"
+
+
+def inside_uml() -> bool:
+    return os.environ.get("MPTCPLAB_WHERE") == "uml"

@@ -256,8 +256,7 @@ class Topology:
                     TRACKER.add("netns", name=c.argv[3])
                 net.check(c.argv)
             if rundir is not None:
-                rundir.write_text("topology.sh", self.script())
-                rundir.manifest["network"] = net.snapshot()
+                net.record(rundir)
             yield net
         finally:
             net.teardown()
@@ -325,6 +324,11 @@ class Network:
     def sysctl(self, host: str, key: str) -> str | None:
         out = self.run(host, ["sysctl", "-n", key], check=False)
         return " ".join(out.stdout.split()) if out.returncode == 0 else None
+
+    def record(self, rundir) -> None:
+        """Put the replayable commands and the kernel's view of the network into a run directory."""
+        rundir.write_text("topology.sh", self.topo.script())
+        rundir.manifest["network"] = self.snapshot()
 
     def snapshot(self) -> dict:
         """The configuration as the kernel reports it, for the manifest."""

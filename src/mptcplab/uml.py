@@ -214,8 +214,8 @@ def run(command: list[str], mem: str = "1G", timeout: float | None = None,
     proc_item = TRACKER.add("process", pgid=proc.pid, what=f"UML kernel {umid}")
     deadline = time.monotonic() + timeout if timeout else None
     try:
-        for line in _lines(proc, deadline):
-            stream.write(line.replace("\r\n", "\n"))
+        for chunk in _chunks(proc, deadline):
+            stream.write(chunk.replace("\r\n", "\n"))
             stream.flush()
         proc.wait(timeout=30)
         if not status_file.exists():
@@ -228,13 +228,14 @@ def run(command: list[str], mem: str = "1G", timeout: float | None = None,
         TRACKER.discard(dir_item)
 
 
-def _lines(proc: subprocess.Popen, deadline: float | None):
-    """Yield output lines; stop (and kill) when the deadline passes."""
+def _chunks(proc: subprocess.Popen, deadline: float | None):
+    """Yield output as it comes (progress bars redraw with \r); stop when the deadline passes."""
+    import codecs
     import selectors
 
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
-    buf = b""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     while True:
         wait = None if deadline is None else max(0.0, deadline - time.monotonic())
         if deadline is not None and wait == 0:
@@ -243,13 +244,8 @@ def _lines(proc: subprocess.Popen, deadline: float | None):
             continue
         chunk = os.read(proc.stdout.fileno(), 65536)
         if not chunk:
-            if buf:
-                yield buf.decode(errors="replace")
             return
-        buf += chunk
-        *lines, buf = buf.split(b"\n")
-        for ln in lines:
-            yield ln.decode(errors="replace") + "\n"
+        yield decoder.decode(chunk)
 
 
 def inside_uml() -> bool:

@@ -1,0 +1,66 @@
+"""Run an experiment where it can run: here, or inside the kit's UML kernel.
+
+`mptcplab run`, `mptcplab example` and `mptcplab reproduce` all come through `in_place()`: it
+picks the place (see doctor.decide_where), takes the one-experiment-per-machine lock, cleans up
+what dead runs left behind, turns SIGTERM into an unwinding exception and, for UML, re-executes
+the same command inside the UML kernel with `--where native`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Callable
+
+from . import state, uml
+from .doctor import decide_where
+from .lab import RunContext, get_lab
+from .results import experiment_lock
+from .topology import require_root
+
+
+def in_place(where: str, argv: list[str], here: Callable[[], int]) -> int:
+    """Run `here()` natively, or `mptcplab ARGV --where native` inside UML."""
+    if where == "uml" and not uml.inside_uml():
+        with experiment_lock():
+            kernel = uml.kernel_path() or uml.build()
+            print(f"mptcplab: running in the UML kernel ({kernel.parent.name})", flush=True)
+            return uml.run([sys.executable, "-m", "mptcplab.cli", *argv, "--where", "native"],
+                           env={"MPTCPLAB_UML_KERNEL": kernel.parent.name, "PYTHONUNBUFFERED": "1"})
+    require_root()
+    with experiment_lock(), state.signals_unwind():
+        stale = state.clean(all_owners=False)
+        if stale:
+            print(f"mptcplab: removed what an earlier run left behind: {', '.join(stale)}", file=sys.stderr)
+        return here()
+
+
+def default_out(lab_id: str, quick: bool) -> Path:
+    return Path.cwd() / "results" / (f"{lab_id}-quick" if quick else lab_id)
+
+
+def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | None = None,
+            fresh: bool = False) -> int:
+    lab = get_lab(lab_id)
+    params = lab.load_params(quick)  # bad parameters fail here, before anything is configured
+    place = decide_where(where, lab.needs, lab.uml_ok)
+    out = Path(out or default_out(lab.id, quick)).resolve()
+    if fresh and out.exists() and not uml.inside_uml():
+        shutil.rmtree(out)
+    argv = ["run", lab.id, "--out", str(out)] + (["--quick"] if quick else [])
+
+    def here() -> int:
+        out.mkdir(parents=True, exist_ok=True)
+        where_now = "uml" if uml.inside_uml() else "native"
+        print(f"{lab.id}: {lab.title} — {'quick' if quick else 'full'} run, {where_now}, results in {out}",
+              flush=True)
+        summary = lab.run(RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now))
+        (out / "lab-summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        if lab.report:
+            (out / "paper-vs-this-run.md").write_text(lab.report(out))
+            print(f"{lab.id}: paper vs this run: {out / 'paper-vs-this-run.md'}")
+        return 0
+
+    return in_place(place, argv, here)

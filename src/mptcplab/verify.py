@@ -1,0 +1,89 @@
+"""Verify an emulated network before measuring on it.
+
+Students are told "verify the setup before you measure": each path's RTT by ping against the
+configured delay, single-path TCP against the configured rate, and that MPTCP really uses one
+subflow per path, proven from its own capture. A failed check raises ExperimentFailed.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+from .errors import ExperimentFailed
+from .links import WIRE_BYTES
+from .observe import Capture, Counters
+from .traffic import bulk, verify_capture
+
+TCP_PAYLOAD = 1448  # bytes of data in a full-size segment with timestamps
+GOODPUT_SHARE = TCP_PAYLOAD / WIRE_BYTES  # the best goodput a link of rate R can carry: R * 0.956
+
+
+def ping_rtt(net, src: str, dst: str, path: str, count: int = 10) -> dict:
+    out = net.run(src, ["ping", "-n", "-c", str(count), "-i", "0.2", "-W", "2", net.address(dst, path)])
+    rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", out.stdout)]
+    if not rtts:
+        raise ExperimentFailed(f"ping over path {path} got no replies:\n{out.stdout}")
+    return {"min_ms": min(rtts), "median_ms": statistics.median(rtts), "max_ms": max(rtts), "replies": len(rtts)}
+
+
+def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_tolerance: float = 0.02,
+                min_utilisation: float = 0.95, mptcp: bool = True) -> dict:
+    """Check every path src -> dst, and (with mptcp) one MPTCP transfer across all of them.
+
+    Writes the evidence into rd.summary["checks"]; raises ExperimentFailed on the first mismatch.
+    """
+    checks: dict = {"paths": {}, "passed": False}
+    rd.summary["checks"] = checks
+    for p in net.topo.paths:
+        if (p.a, p.b) != (src, dst):
+            continue
+        row: dict = {"link": str(p.link), "configured_rtt_ms": p.rtt_s * 1e3}
+        checks["paths"][p.name] = row
+        row["ping"] = ping_rtt(net, src, dst, p.name)
+        # Queueing is empty during ping, so the median RTT is the configured one plus microseconds.
+        want = p.rtt_s * 1e3
+        got = row["ping"]["median_ms"]
+        row["rtt_ok"] = abs(got - want) <= max(rtt_tolerance * want, 0.5)
+        if not row["rtt_ok"]:
+            raise ExperimentFailed(f"path {p.name}: ping RTT {got:.2f} ms, configured {want:.1f} ms "
+                                   f"(tolerance {rtt_tolerance:.0%}): is netem on the emulator?")
+        r = bulk(net, src, dst, p.name, "tcp", duration=tcp_seconds)
+        row["tcp_mbps"] = round(r.mbps, 2)
+        if p.link.rate_bps:
+            # Goodput counts only TCP payload; the link also carries 66 bytes of headers per segment.
+            util = r.mbps * 1e6 / GOODPUT_SHARE / p.link.rate_bps
+            row["link_utilisation"] = round(util, 4)
+            row["tcp_ok"] = util >= min_utilisation
+            if not row["tcp_ok"]:
+                raise ExperimentFailed(f"path {p.name}: single TCP reached {r.mbps:.1f} Mbit/s = {util:.1%} of the "
+                                       f"link rate, below {min_utilisation:.0%}: the machine may be too busy")
+    if mptcp and net.topo.mptcp_subflows:
+        first = net.topo.paths[0].name
+        with Capture(net, src, rd, name="verify-mptcp.pcap"), Counters(net, src, rd, name="verify-counters.json"):
+            r = bulk(net, src, dst, first, "mptcp", duration=tcp_seconds)
+        seen = verify_capture(rd.file("verify-mptcp.pcap"), net.topo.mptcp_subflows)
+        expected = sorted(net.address(src, p.name) for p in net.topo.paths[:net.topo.mptcp_subflows])
+        got = sorted(s["src"] for s in seen["subflows"])
+        seen["one_per_path"] = got == expected
+        seen["mptcp_mbps"] = round(r.mbps, 2)
+        checks["mptcp"] = seen
+        if not seen["one_per_path"]:
+            raise ExperimentFailed(f"MPTCP subflows came from {got}, expected one from each path: {expected}")
+        rd.file("verify-mptcp.pcap").unlink()  # the verdict is in the summary; keep run dirs small
+    checks["passed"] = True
+    return checks
+
+
+def describe(checks: dict) -> str:
+    lines = []
+    for name, row in checks.get("paths", {}).items():
+        util = f", {row['link_utilisation']:.1%} of the link" if "link_utilisation" in row else ""
+        lines.append(f"  path {name}: ping RTT {row['ping']['median_ms']:.2f} ms (configured "
+                     f"{row['configured_rtt_ms']:.1f}), TCP {row['tcp_mbps']:.1f} Mbit/s{util}")
+    if "mptcp" in checks:
+        m = checks["mptcp"]
+        lines.append(f"  MPTCP: {m['subflows_with_data']} subflows carried data, one per path: {m['one_per_path']} "
+                     f"(MP_CAPABLE SYNs {m['mp_capable_syns']}, MP_JOIN SYNs {m['mp_join_syns']}), "
+                     f"{m['mptcp_mbps']:.1f} Mbit/s")
+    return "\n".join(lines)

@@ -1,0 +1,24 @@
+"""Multipath congestion controls as BPF struct_ops (Lab 2): build, load, list, unload.
+
+`mptcplab clean` calls `unload_all()`; the Python reference of the same rules is `mptcplab.ccref`.
+"""
+
+from .loader import (
+    ALGORITHMS,
+    PREFIX,
+    Algorithm,
+    available,
+    build,
+    in_use,
+    list_loaded,
+    load,
+    loaded,
+    parse_ss_cc,
+    resolve,
+    stats,
+    unload,
+    unload_all,
+)
+
+__all__ = ["ALGORITHMS", "PREFIX", "Algorithm", "available", "build", "in_use", "list_loaded", "load", "loaded",
+           "parse_ss_cc", "resolve", "stats", "unload", "unload_all"]

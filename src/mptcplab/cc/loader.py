@@ -1,0 +1,247 @@
+"""Build, register, list and remove the kit's BPF congestion controls (`mlab_*`).
+
+`mlab_cc.bpf.c` is compiled once per algorithm with clang against a `vmlinux.h` dumped from
+the running kernel's BTF (`bpftool btf dump`); both are cached under
+`~/.cache/mptcplab/cc/<kernel>-<btf hash>/<source hash>/`, never in the repository.
+Registration is `bpftool struct_ops register`: the kernel then keeps the congestion control
+(it shows up in `net.ipv4.tcp_available_congestion_control`) until
+`bpftool struct_ops unregister name <name>`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import EnvironmentProblem, UsageError
+
+PREFIX = "mlab_"
+SOURCE = Path(__file__).with_name("mlab_cc.bpf.c")
+BTF = Path("/sys/kernel/btf/vmlinux")
+AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    key: str  # short name used on the command line and in results
+    code: int  # MLAB_ALGO in mlab_cc.bpf.c
+    name: str  # the congestion control's name (TCP_CONGESTION), <= 15 chars
+    title: str  # as the report calls it
+    rule: str  # one line: increase per ACK / decrease per loss
+
+
+ALGORITHMS: dict[str, Algorithm] = {a.key: a for a in (
+    Algorithm("uncoupled", 0, "mlab_uncoupled", "Uncoupled",
+              "w_r += 1/w_r per ACK; w_r /= 2 on loss (Reno on every subflow)"),
+    Algorithm("ewtcp", 1, "mlab_ewtcp", "EWTCP",
+              "w_r += a/w_r per ACK, a = 1/sqrt(n); w_r /= 2 on loss"),
+    Algorithm("coupled", 2, "mlab_coupled", "Fully Coupled",
+              "w_r += 1/w_total per ACK; w_r -= w_total/2 on loss"),
+    Algorithm("lia", 3, "mlab_lia", "RTT Compensator (LIA, RFC 6356)",
+              "w_r += min(alpha/w_total, 1/w_r) per ACK; w_r /= 2 on loss"),
+    Algorithm("cs218", 4, "mlab_cs218", "CS218 ALGO (delay window)",
+              "LIA increase, plus DWND = LIA increase * best_rtt/last_rtt after more than 5 ACKs "
+              "since the last loss; w_r /= 2 and ACK count = 0 on loss"),
+)}
+
+
+def resolve(names: list[str] | None) -> list[Algorithm]:
+    """Algorithms by key ("lia") or kernel name ("mlab_lia"); all of them for None/[]/["all"]."""
+    if not names or names == ["all"]:
+        return list(ALGORITHMS.values())
+    by_name = {a.name: a for a in ALGORITHMS.values()}
+    out = []
+    for n in names:
+        algo = ALGORITHMS.get(n) or by_name.get(n)
+        if algo is None:
+            raise UsageError(f"unknown congestion control {n!r}; choose from: {', '.join(ALGORITHMS)} (or all)")
+        out.append(algo)
+    return out
+
+
+def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise EnvironmentProblem(f"{argv[0]} is not installed: apt-get install clang llvm libbpf-dev bpftool") from None
+    if check and proc.returncode != 0:
+        raise EnvironmentProblem(f"`{' '.join(argv)}` failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc
+
+
+def _require_bpf() -> None:
+    if os.geteuid() != 0:
+        raise EnvironmentProblem("registering BPF congestion controls needs root (run with sudo)")
+    if not BTF.exists():
+        raise EnvironmentProblem(f"{BTF} is missing: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF); "
+                                 "BPF struct_ops congestion controls cannot load. UML has none either.")
+    for tool in ("bpftool", "clang"):
+        if shutil.which(tool) is None:
+            raise EnvironmentProblem(f"{tool} is not installed: apt-get install clang llvm libbpf-dev bpftool")
+
+
+def cache_dir() -> Path:
+    """Per kernel BTF and per source: a kernel upgrade or an edit to the source rebuilds."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mptcplab" / "cc"
+    btf_hash = hashlib.sha256(BTF.read_bytes()).hexdigest()[:12]
+    src_hash = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
+    return base / f"{platform.release()}-{btf_hash}" / src_hash
+
+
+def build(algos: list[Algorithm] | None = None) -> dict[str, Path]:
+    """Compile each algorithm's object (cached); returns {name: object path}."""
+    _require_bpf()
+    out_dir = cache_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    vmlinux_h = out_dir.parent / "vmlinux.h"
+    if not vmlinux_h.exists():
+        dump = _run(["bpftool", "btf", "dump", "file", str(BTF), "format", "c"])
+        _atomic_write(vmlinux_h, dump.stdout.encode())
+    objects = {}
+    for algo in algos or ALGORITHMS.values():
+        # libbpf names the object (and its .bss map) after the file: keep it `<name>.o`.
+        obj = out_dir / f"{algo.name}.o"
+        if not obj.exists():
+            with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
+                tmp_obj = Path(tmp) / obj.name
+                _run(["clang", "-O2", "-g", "-target", "bpf", "-D__TARGET_ARCH_x86",
+                      f"-DMLAB_ALGO={algo.code}", f"-DMLAB_NAME={algo.name}",
+                      "-I", str(vmlinux_h.parent), "-c", str(SOURCE), "-o", str(tmp_obj)])
+                tmp_obj.replace(obj)
+        objects[algo.name] = obj
+    return objects
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def _struct_ops() -> list[dict]:
+    """bpftool's view of every registered struct_ops map."""
+    if shutil.which("bpftool") is None:
+        return []
+    proc = _run(["bpftool", "-j", "struct_ops", "list"], check=False)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return []
+    return json.loads(proc.stdout)
+
+
+def list_loaded() -> list[str]:
+    """Names of the registered `mlab_*` congestion controls."""
+    return sorted(m["name"] for m in _struct_ops()
+                  if m.get("name", "").startswith(PREFIX) and m.get("kernel_struct_ops") == "tcp_congestion_ops")
+
+
+def available() -> list[str]:
+    """What `TCP_CONGESTION` accepts right now."""
+    return AVAILABLE.read_text().split() if AVAILABLE.exists() else []
+
+
+def load(algos: list[Algorithm] | None = None) -> list[str]:
+    """Build and register; returns the names registered by this call (already loaded ones are skipped)."""
+    algos = algos or list(ALGORITHMS.values())
+    objects = build(algos)
+    loaded = set(list_loaded())
+    done = []
+    for algo in algos:
+        if algo.name in loaded:
+            continue
+        if algo.name in available():  # a built-in or module with our name: refuse to shadow it
+            raise EnvironmentProblem(f"a congestion control named {algo.name} exists and is not the kit's")
+        _run(["bpftool", "struct_ops", "register", str(objects[algo.name])])
+        done.append(algo.name)
+    missing = [a.name for a in algos if a.name not in available()]
+    if missing:
+        unload(done)
+        raise EnvironmentProblem(f"registered but not offered by the kernel: {', '.join(missing)}")
+    return done
+
+
+def unload(names: list[str]) -> list[str]:
+    """Unregister these `mlab_*` congestion controls; returns the names removed.
+
+    Sockets still using one keep it until they close; new sockets can no longer select it."""
+    removed = []
+    loaded = set(list_loaded())
+    for name in names:
+        if not name.startswith(PREFIX):
+            raise UsageError(f"{name} is not one of the kit's congestion controls (they start with {PREFIX})")
+        if name in loaded and _run(["bpftool", "struct_ops", "unregister", "name", name], check=False).returncode == 0:
+            removed.append(name)
+    return removed
+
+
+def unload_all() -> list[str]:
+    """Remove every registered `mlab_*` congestion control (used by `mptcplab clean`)."""
+    return unload(list_loaded())
+
+
+@contextlib.contextmanager
+def loaded(algos: list[Algorithm] | None = None) -> Iterator[list[str]]:
+    """Load for the duration of a block; afterwards remove what this block registered."""
+    done = load(algos)
+    try:
+        yield [a.name for a in (algos or ALGORITHMS.values())]
+    finally:
+        unload(done)
+
+
+def stats(name: str) -> dict[str, int]:
+    """The program's counters (its .bss): ACKs handled, ACKs that saw sibling subflows, ACKs with
+    the CS218 delay window, losses, most subflows seen on one connection."""
+    maps = _run(["bpftool", "-j", "map", "show"], check=False)
+    if maps.returncode != 0:
+        return {}
+    # libbpf calls the map "<object name, cut to 8 (libbpf 1.1) or 11 (newer) chars>.bss";
+    # the kit's names are unique in their first 8 characters.
+    ids = [m["id"] for m in json.loads(maps.stdout or "[]")
+           if m.get("name", "").endswith(".bss") and len(m["name"]) >= 12 and name.startswith(m["name"][:-4])]
+    if not ids:
+        return {}
+    dump = _run(["bpftool", "-j", "map", "dump", "id", str(max(ids))], check=False)
+    try:
+        fields = json.loads(dump.stdout)[0]["formatted"]["value"][".bss"]
+    except (ValueError, LookupError, TypeError):
+        return {}
+    return {k.removeprefix("mlab_"): int(v) for item in fields for k, v in item.items()}
+
+
+def parse_ss_cc(text: str) -> list[dict]:
+    """Sockets and their congestion control from `ss -tin` output (the CC is the first word of
+    each socket's info line, e.g. `mlab_lia wscale:7,7 rto:204 ...`)."""
+    out, sock = [], None
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("State") or line.startswith("@ "):
+            continue
+        if not line[0].isspace():
+            parts = line.split()
+            if parts and parts[0] in ("tcp", "mptcp"):
+                parts = parts[1:]
+            # ss appends the bound device to an address (10.2.1.1%p2:5201): drop it
+            addr = lambda a: re.sub(r"%[^:]+", "", a)  # noqa: E731
+            sock = {"state": parts[0], "local": addr(parts[3]), "peer": addr(parts[4])} if len(parts) >= 5 else None
+            continue
+        if sock is not None:
+            first = line.split()[0]
+            out.append({**sock, "cc": first if ":" not in first else None, "mptcp_subflow": "tcp-ulp-mptcp" in line})
+            sock = None
+    return out
+
+
+def in_use(net, host: str, port: int) -> list[dict]:
+    """The established TCP sockets (MPTCP subflows included) of `host` towards `port`, with their CC."""
+    # no `state` filter: with one, ss drops the State column and the fields shift
+    text = net.run(host, ["ss", "-tinH", "dport", "=", f":{port}"]).stdout
+    return [s for s in parse_ss_cc(text) if s["state"] == "ESTAB"]

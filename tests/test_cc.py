@@ -1,0 +1,76 @@
+"""Unit tests of the BPF congestion-control package (no kernel needed, except the compile test)."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mptcplab import cc
+from mptcplab.cc import loader
+from mptcplab.errors import UsageError
+
+SS_SAMPLE = """\
+ESTAB 0      179704      10.1.1.1:48436     10.1.2.1:5201
+\t mlab_cs218 wscale:10,10 rto:240 rtt:36.449/4.964 mss:1448 cwnd:19 ssthresh:10 tcp-ulp-mptcp flags:Mec
+ESTAB 0      164168      10.2.1.1%p2:48527     10.1.2.1:5201
+\t mlab_cs218 wscale:10,10 rto:236 rtt:35.59/5.498 mss:1448 cwnd:18 ssthresh:10 tcp-ulp-mptcp flags:Jjec
+SYN-SENT 0 1 10.3.1.1:40000 10.1.2.1:5201
+\t cubic rto:1000 mss:524
+"""
+
+
+def test_names_fit_the_kernel_and_the_clean_prefix():
+    names = [a.name for a in cc.ALGORITHMS.values()]
+    assert len(set(names)) == len(names)
+    for n in names:
+        assert n.startswith("mlab_"), "mptcplab clean finds the kit's CCs by this prefix"
+        assert len(n) <= 15, "TCP_CA_NAME_MAX is 16 bytes with the NUL"
+    # stats() finds the .bss map by the first 8 characters (libbpf 1.1 cuts names there)
+    assert len({n[:8] for n in names}) == len(names)
+    assert sorted(a.code for a in cc.ALGORITHMS.values()) == list(range(len(names)))
+
+
+def test_resolve_accepts_keys_names_and_all():
+    assert [a.key for a in cc.resolve(["lia", "mlab_cs218"])] == ["lia", "cs218"]
+    assert len(cc.resolve(None)) == len(cc.resolve(["all"])) == len(cc.ALGORITHMS)
+    with pytest.raises(UsageError, match="unknown congestion control 'cubic'"):
+        cc.resolve(["cubic"])
+
+
+def test_unload_refuses_foreign_names(monkeypatch):
+    monkeypatch.setattr(loader, "list_loaded", lambda: [])
+    with pytest.raises(UsageError, match="not one of the kit's"):
+        cc.unload(["bbr"])
+
+
+def test_list_loaded_filters_prefix_and_kind(monkeypatch):
+    monkeypatch.setattr(loader, "_struct_ops", lambda: [
+        {"id": 1, "name": "mlab_lia", "kernel_struct_ops": "tcp_congestion_ops"},
+        {"id": 2, "name": "bpf_cubic", "kernel_struct_ops": "tcp_congestion_ops"},
+        {"id": 3, "name": "mlab_other", "kernel_struct_ops": "sched_ext_ops"},
+    ])
+    assert cc.list_loaded() == ["mlab_lia"]
+
+
+def test_parse_ss_finds_the_cc_of_each_subflow():
+    socks = cc.parse_ss_cc(SS_SAMPLE)
+    assert [(s["local"], s["cc"], s["mptcp_subflow"]) for s in socks] == [
+        ("10.1.1.1:48436", "mlab_cs218", True), ("10.2.1.1:48527", "mlab_cs218", True),
+        ("10.3.1.1:40000", "cubic", False)]
+
+
+def test_source_names_every_algorithm():
+    src = loader.SOURCE.read_text()
+    assert f"ALGO_CS218 {cc.ALGORITHMS['cs218'].code}" in src
+    assert "CS218_MIN_ACKS 5" in src  # "more than 5 consecutive ACKs"
+
+
+@pytest.mark.skipif(not (shutil.which("clang") and Path("/sys/kernel/btf/vmlinux").exists() and os.geteuid() == 0),
+                    reason="needs clang, kernel BTF and root")
+def test_every_algorithm_compiles(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    objects = cc.build()
+    assert set(objects) == {a.name for a in cc.ALGORITHMS.values()}
+    for obj in objects.values():
+        assert obj.stat().st_size > 0 and str(obj).startswith(str(tmp_path))

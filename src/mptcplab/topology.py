@@ -147,6 +147,7 @@ class Topology:
 
     def address(self, host: str, path: str) -> str:
         """The address of `host` on `path` (10.i.1.1 on the a side, 10.i.2.1 on the b side)."""
+        self.ns(host)  # unknown host -> UsageError naming the hosts
         i, p = self._index(path)
         if host == p.a:
             return f"10.{i}.1.1"

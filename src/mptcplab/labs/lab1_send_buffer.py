@@ -179,4 +179,4 @@ def _report(out):
 
 
 LAB = Lab(id="lab1", slug="01-send-buffer", title="MPTCP send-buffer starvation (Kato et al. 2020)",
-          run=run, needs=("netem",), uml_ok=True, report=_report)
+          run=run, needs=("netem",), uml_ok=True, report=_report, topology=topology)

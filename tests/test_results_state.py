@@ -1,0 +1,51 @@
+"""Run directories (atomic, resumable), manifests and the cleanup state file."""
+
+import json
+import os
+
+import pytest
+
+from mptcplab import state
+from mptcplab.results import RunDir, Sweep
+
+
+def test_run_dir_is_atomic_and_has_provenance(tmp_path):
+    sweep = Sweep(tmp_path)
+    with pytest.raises(RuntimeError):
+        with sweep.run("a", {"x": 1}) as rd:
+            rd.write_text("partial.txt", "half")
+            raise RuntimeError("crash")
+    assert not sweep.done("a") and (tmp_path / "a.partial").exists() and not (tmp_path / "a").exists()
+    with sweep.run("a", {"x": 1}) as rd:
+        rd.summary["mbps"] = 9.5
+    assert sweep.done("a") and not (tmp_path / "a.partial").exists()
+    m = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    for key in ("started", "finished", "parameters", "platform", "tools", "git", "command"):
+        assert key in m
+    assert m["platform"]["kernel_release"] == os.uname().release
+    assert m["parameters"] == {"x": 1}
+    assert sweep.summaries().to_dict("records") == [{"run": "a", "mbps": 9.5}]
+
+
+def test_sweep_lists_only_complete_runs(tmp_path):
+    sweep = Sweep(tmp_path)
+    with sweep.run("done", {}):
+        pass
+    (tmp_path / "crashed.partial").mkdir()
+    assert [p.name for p in sweep.runs()] == ["done"]
+
+
+def test_state_file_records_and_clean_removes_dead_owner(tmp_path, monkeypatch):
+    monkeypatch.setattr(state, "STATE_DIR", tmp_path)
+    d = tmp_path / "leftover"
+    d.mkdir()
+    # a state file left by a process that no longer exists
+    (tmp_path / "999999.json").write_text(json.dumps({"owner": 999999, "items": [{"kind": "dir", "path": str(d)}]}))
+    t = state.Tracker()
+    item = t.add("dir", path=str(tmp_path / "mine"))
+    assert json.loads(t.path.read_text())["items"] == [item]
+    removed = state.clean(all_owners=False)
+    assert removed == [f"directory {d}"] and not d.exists()
+    assert t.path.exists()  # our own (live) state is left alone
+    t.discard(item)
+    assert not t.path.exists()

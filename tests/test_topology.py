@@ -1,0 +1,82 @@
+"""Topology validation and the commands it generates (no network is built here)."""
+
+import pytest
+
+from mptcplab.errors import UsageError
+from mptcplab.topology import Path, Topology
+
+
+def kato(**kw):
+    return Topology("t", ("snd", "rcv"), [Path("fast", "snd", "rcv", "rate=100mbit"),
+                                          Path("slow", "snd", "rcv", "rate=100mbit,delay=40ms")],
+                    netem=True, **kw)
+
+
+def test_script_has_emulation_on_emulator_only_both_directions():
+    topo = kato(mptcp_subflows=2)
+    cmds = [c.argv for c in topo.commands()]
+    qdiscs = [c for c in cmds if c[0] == "tc"]
+    emu = topo.ns("emu")
+    assert len(qdiscs) == 4 and all(c[2] == emu for c in qdiscs)
+    slow = [c for c in qdiscs if c[6].endswith("-slow")]
+    assert {c[6] for c in slow} == {"a-slow", "b-slow"} and all("40ms" in c for c in slow)
+
+
+def test_offloads_off_on_every_veth_end():
+    cmds = [c.argv for c in kato().commands()]
+    eth = [c for c in cmds if "ethtool" in c]
+    assert len(eth) == 8 and all(c[-6:] == ["tso", "off", "gso", "off", "gro", "off"] for c in eth)
+
+
+def test_mptcp_endpoints_one_subflow_per_extra_path_with_dev():
+    topo = kato(mptcp_subflows=2)
+    cmds = [c.argv for c in topo.commands() if "mptcp" in c.argv]
+    ep = [c for c in cmds if "endpoint" in c]
+    assert ep == [["ip", "-n", topo.ns("snd"), "mptcp", "endpoint", "add", "10.2.1.1", "dev", "slow", "subflow"]]
+    limits = {c[2]: c[-4:] for c in cmds if "limits" in c}
+    assert limits[topo.ns("snd")] == ["subflow", "1", "add_addr_accepted", "0"]
+    assert limits[topo.ns("rcv")] == ["subflow", "1", "add_addr_accepted", "0"]
+
+
+def test_routing_pins_each_path_in_both_directions():
+    topo = kato()
+    cmds = [c.argv for c in topo.commands()]
+    assert ["ip", "-n", topo.ns("snd"), "rule", "add", "from", "10.2.1.1", "table", "102"] in cmds
+    assert ["ip", "-n", topo.ns("emu"), "rule", "add", "iif", "a-slow", "table", "102"] in cmds
+    assert ["ip", "-n", topo.ns("emu"), "route", "add", "default", "dev", "b-slow", "table", "102"] in cmds
+    assert ["ip", "-n", topo.ns("emu"), "route", "add", "default", "dev", "a-slow", "table", "202"] in cmds
+
+
+def test_sysctls_per_host_and_metrics_cache_off():
+    topo = kato(sysctls={"snd": {"net.ipv4.tcp_wmem": "4096 131072 131072"}})
+    lines = topo.script().splitlines()
+    assert f"ip netns exec {topo.ns('snd')} sysctl -qw 'net.ipv4.tcp_wmem=4096 131072 131072'" in lines
+    assert f"ip netns exec {topo.ns('rcv')} sysctl -qw net.ipv4.tcp_no_metrics_save=1" in lines
+
+
+def test_script_is_replayable_shell():
+    script = kato(mptcp_subflows=2).script()
+    assert script.startswith("#!/bin/sh") and "set -e" in script
+    assert "tc -n mlab-" in script and "ip netns add mlab-" in script
+
+
+def test_addresses():
+    topo = kato()
+    assert topo.address("snd", "slow") == "10.2.1.1" and topo.address("rcv", "fast") == "10.1.2.1"
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"hosts": ("snd", "rcv"), "paths": [Path("p", "snd", "nobody")]}, "unknown host 'nobody'"),
+    ({"hosts": ("Snd",), "paths": []}, "host name"),
+    ({"hosts": ("a", "b"), "paths": [Path("p", "a", "a")]}, "to itself"),
+    ({"hosts": ("a", "b"), "paths": [Path("p", "a", "b")], "mptcp_subflows": 3}, "mptcp_subflows=3"),
+    ({"hosts": ("a", "b"), "paths": [Path("p", "a", "b")], "sysctls": {"c": {}}}, "unknown host 'c'"),
+])
+def test_bad_topologies(kwargs, words):
+    with pytest.raises(UsageError, match=words):
+        Topology("t", netem=True, **kwargs)
+
+
+def test_unknown_host_lookup():
+    with pytest.raises(UsageError, match="unknown host 'x'"):
+        kato().address("x", "fast")

@@ -37,7 +37,7 @@ class Capture:
                  bpf_filter: str = "tcp or udp") -> None:
         self.net, self.host, self.rd = net, host, rd
         self.path = rd.file(name)
-        self.argv = ["tcpdump", "-i", "any", "-s", str(snaplen), "-B", "32768", "-U", "-n", "-w", str(self.path),
+        self.argv = ["tcpdump", "-i", "any", "-s", str(snaplen), "-B", "32768", "-U", "-n", "-Z", "root", "-w", str(self.path),
                      *bpf_filter.split()]
 
     def __enter__(self):

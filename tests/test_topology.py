@@ -32,19 +32,22 @@ def test_mptcp_endpoints_one_subflow_per_extra_path_with_dev():
     topo = kato(mptcp_subflows=2)
     cmds = [c.argv for c in topo.commands() if "mptcp" in c.argv]
     ep = [c for c in cmds if "endpoint" in c]
-    assert ep == [["ip", "-n", topo.ns("snd"), "mptcp", "endpoint", "add", "10.2.1.1", "dev", "slow", "subflow"]]
+    assert ep == [["ip", "-n", topo.ns("snd"), "mptcp", "endpoint", "add", "10.2.0.1", "dev", "slow", "subflow"]]
     limits = {c[2]: c[-4:] for c in cmds if "limits" in c}
     assert limits[topo.ns("snd")] == ["subflow", "1", "add_addr_accepted", "0"]
     assert limits[topo.ns("rcv")] == ["subflow", "1", "add_addr_accepted", "0"]
 
 
-def test_routing_pins_each_path_in_both_directions():
+def test_each_path_is_one_bridged_subnet():
     topo = kato()
     cmds = [c.argv for c in topo.commands()]
-    assert ["ip", "-n", topo.ns("snd"), "rule", "add", "from", "10.2.1.1", "table", "102"] in cmds
-    assert ["ip", "-n", topo.ns("emu"), "rule", "add", "iif", "a-slow", "table", "102"] in cmds
-    assert ["ip", "-n", topo.ns("emu"), "route", "add", "default", "dev", "b-slow", "table", "102"] in cmds
-    assert ["ip", "-n", topo.ns("emu"), "route", "add", "default", "dev", "a-slow", "table", "202"] in cmds
+    emu = topo.ns("emu")
+    assert ["ip", "-n", emu, "link", "add", "br-slow", "type", "bridge"] in cmds
+    assert ["ip", "-n", emu, "link", "set", "a-slow", "master", "br-slow"] in cmds
+    assert ["ip", "-n", emu, "link", "set", "b-slow", "master", "br-slow"] in cmds
+    assert ["ip", "-n", topo.ns("snd"), "addr", "add", "10.2.0.1/24", "dev", "slow"] in cmds
+    assert ["ip", "-n", topo.ns("rcv"), "addr", "add", "10.2.0.2/24", "dev", "slow"] in cmds
+    assert not any("route" in c or "rule" in c for c in cmds)
 
 
 def test_sysctls_per_host_and_metrics_cache_off():
@@ -62,7 +65,7 @@ def test_script_is_replayable_shell():
 
 def test_addresses():
     topo = kato()
-    assert topo.address("snd", "slow") == "10.2.1.1" and topo.address("rcv", "fast") == "10.1.2.1"
+    assert topo.address("snd", "slow") == "10.2.0.1" and topo.address("rcv", "fast") == "10.1.0.2"
 
 
 @pytest.mark.parametrize("kwargs, words", [

@@ -1,18 +1,17 @@
 """Emulated multipath networks in network namespaces.
 
-Hosts are namespaces. Every path runs host `a` -> emulator -> host `b` over two veth pairs; one
-emulator namespace routes all paths. Link emulation (netem, or tbf without netem) sits on the
-emulator's egress in both directions, never on an end host: netem on a sender interacts with TCP
-Small Queues and hides local loss from TCP. Path i uses 10.i.1.0/24 on the `a` side and
-10.i.2.0/24 on the `b` side.
+Hosts are namespaces. Every path is one subnet, 10.i.0.0/24, from host `a` (10.i.0.1) to host `b`
+(10.i.0.2) through a bridge in the emulator namespace: a transparent link emulator inserted in a
+cable, as in Kato et al.'s Figure 3. Link emulation (netem, or tbf without netem) sits on the
+emulator's bridge ports, on egress in both directions, never on an end host: netem on a sender
+interacts with TCP Small Queues and hides local loss from TCP.
 
-Routing keeps every flow on one path in both directions, whatever its addresses:
-- the emulator forwards by the interface a packet came in on (policy rule `iif a-P` -> out `b-P`);
-- an `a`-side host sends by source address (rule `from 10.i.1.1` -> path i), so an MPTCP subflow
-  bound to a path's address leaves on that path;
-- a `b`-side host answers by destination (10.i.1.0/24 -> path i), so replies return the same way.
-rp_filter is off everywhere because a subflow may reach the receiver's first address over
-another path's interface, which is exactly what multipath means here.
+Why bridged, not routed: an MPTCP subflow bound to a path's interface (`dev`) and aimed at the
+receiver's *first* address must reach the receiver over that path. On a bridge the receiver
+itself answers ARP for any of its addresses, so the subflow stays on its path in both
+directions with plain connected routes; a routing emulator would need policy routing, and
+without it the subflow silently shares the first path. rp_filter is off on the hosts because such
+a subflow arrives on one interface addressed to the other's address, which is what multipath is.
 
     topo = Topology("lab1", hosts=("snd", "rcv"),
                     paths=[Path("fast", "snd", "rcv", "rate=100mbit"),
@@ -146,13 +145,13 @@ class Topology:
         raise UsageError(f"unknown path {name!r}; paths are {', '.join(p.name for p in self.paths)}")
 
     def address(self, host: str, path: str) -> str:
-        """The address of `host` on `path` (10.i.1.1 on the a side, 10.i.2.1 on the b side)."""
+        """The address of `host` on `path` (10.i.0.1 on the a side, 10.i.0.2 on the b side)."""
         self.ns(host)  # unknown host -> UsageError naming the hosts
         i, p = self._index(path)
         if host == p.a:
-            return f"10.{i}.1.1"
+            return f"10.{i}.0.1"
         if host == p.b:
-            return f"10.{i}.2.1"
+            return f"10.{i}.0.2"
         raise UsageError(f"host {host!r} is not on path {path!r} ({p.a} -> {p.b})")
 
     def _index(self, path: str) -> tuple[int, Path]:
@@ -179,33 +178,25 @@ class Topology:
             for scope in ("all", "default"):
                 cmds.append(Cmd(["ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv4.conf.{scope}.rp_filter=0"]))
         emu = self.ns(EMULATOR)
-        cmds.append(Cmd(["ip", "netns", "exec", emu, "sysctl", "-qw", "net.ipv4.ip_forward=1"],
-                        "the emulator routes between the paths' subnets"))
         for i, p in enumerate(self.paths, 1):
-            for side, host, sub in (("a", p.a, 1), ("b", p.b, 2)):
+            br = f"br-{p.name}"
+            cmds += [Cmd(["ip", "-n", emu, "link", "add", br, "type", "bridge"],
+                         f"path {p.name}: {p.a} <-> emulator <-> {p.b}, one subnet 10.{i}.0.0/24"),
+                     Cmd(["ip", "-n", emu, "link", "set", br, "up"])]
+            for side, host, last in (("a", p.a, 1), ("b", p.b, 2)):
                 hns, edev = self.ns(host), f"{side}-{p.name}"
                 cmds += [
                     Cmd(["ip", "link", "add", p.name, "netns", hns, "type", "veth", "peer", "name", edev,
-                         "netns", emu], f"path {p.name}: {host} <-> emulator"),
-                    Cmd(["ip", "-n", hns, "addr", "add", f"10.{i}.{sub}.1/24", "dev", p.name]),
-                    Cmd(["ip", "-n", emu, "addr", "add", f"10.{i}.{sub}.254/24", "dev", edev]),
+                         "netns", emu]),
+                    Cmd(["ip", "-n", emu, "link", "set", edev, "master", br]),
+                    Cmd(["ip", "-n", hns, "addr", "add", f"10.{i}.0.{last}/24", "dev", p.name]),
                     Cmd(["ip", "-n", hns, "link", "set", p.name, "up"]),
                     Cmd(["ip", "-n", emu, "link", "set", edev, "up"]),
-                    Cmd(["ip", "-n", hns, "route", "add", f"10.{i}.{3 - sub}.0/24", "via", f"10.{i}.{sub}.254",
-                         "dev", p.name]),
                 ]
-                if side == "a":  # the sender side picks the path by source address
-                    cmds += [Cmd(["ip", "-n", hns, "rule", "add", "from", f"10.{i}.1.1", "table", str(100 + i)]),
-                             Cmd(["ip", "-n", hns, "route", "add", "default", "via", f"10.{i}.1.254", "dev", p.name,
-                                  "table", str(100 + i)])]
                 # Offloads off: captures then show the segments TCP really sent, not 64 KB blobs.
                 for ns_, dev in ((hns, p.name), (emu, edev)):
                     cmds.append(Cmd(["ip", "netns", "exec", ns_, "ethtool", "-K", dev, "tso", "off", "gso", "off",
                                      "gro", "off"]))
-            # The emulator sends what came in on one side of a path out of its other side.
-            for table, src, dst in ((100 + i, f"a-{p.name}", f"b-{p.name}"), (200 + i, f"b-{p.name}", f"a-{p.name}")):
-                cmds += [Cmd(["ip", "-n", emu, "rule", "add", "iif", src, "table", str(table)]),
-                         Cmd(["ip", "-n", emu, "route", "add", "default", "dev", dst, "table", str(table)])]
             cmds += self._link_cmds(p, netem)
         for h in self.hosts:
             for key, value in {**BASE_SYSCTLS, **self.sysctls.get(h, {})}.items():

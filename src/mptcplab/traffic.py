@@ -35,6 +35,7 @@ class BulkResult:
     proto: str
     duration: float
     t0: float  # epoch seconds when the first byte arrived
+    t_end: float  # epoch seconds when the last byte arrived
     flows: list[dict]
     intervals: "object"  # pandas DataFrame: time, flow, bytes, mbps
     extra: dict = field(default_factory=dict)
@@ -42,6 +43,13 @@ class BulkResult:
     @property
     def mbps(self) -> float:
         return sum(f["mbps"] for f in self.flows)
+
+    def steady_mbps(self, warmup_s: float) -> float:
+        """Goodput after the first `warmup_s` seconds (slow start excluded), from the intervals."""
+        iv = self.intervals
+        steady = iv[iv["time"] >= self.t0 + warmup_s]  # bins are labelled by their start time
+        span = self.t_end - steady["time"].min() if not steady.empty else 0
+        return float(steady["bytes"].sum() * 8 / span / 1e6) if span > 0 else self.mbps
 
     def summary(self) -> dict:
         return {"tool": self.tool, "proto": self.proto, "duration_s": self.duration, "t0": self.t0,
@@ -122,7 +130,8 @@ def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval,
         })
         rows += [{"time": t, "flow": f["flow"], "bytes": b, "mbps": b * 8 / interval / 1e6} for t, b in f["bins"]]
     intervals = pd.DataFrame(rows, columns=["time", "flow", "bytes", "mbps"])
-    return BulkResult("mptcplab.bulk", proto, duration, t0, flows_out, intervals)
+    t_end = max(f["last"] for f in srv["flows"] if f["last"])
+    return BulkResult("mptcplab.bulk", proto, duration, t0, t_end, flows_out, intervals)
 
 
 # ---------------------------------------------------------------- iperf3
@@ -200,7 +209,10 @@ def _run_iperf3(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interva
     for iv in client["intervals"]:
         for i, s in enumerate(iv["streams"]):
             rows.append({"time": t0 + s["end"], "flow": i, "bytes": s["bytes"], "mbps": s["bits_per_second"] / 1e6})
-    result = BulkResult(how, proto, duration, float(t0), flows_out, pd.DataFrame(rows))
+    t_end = float(t0) + client["end"]["sum_received"]["end"]
+    for row in rows:  # iperf3 labels intervals by their end; the result labels bins by their start
+        row["time"] -= interval
+    result = BulkResult(how, proto, duration, float(t0), t_end, flows_out, pd.DataFrame(rows))
     if proto == "mptcp":
         # iperf3 cannot report MPTCP state, so the sender's MPTcpExt counters tell: iperf3's control
         # connection is MPTCP too, so flows + 1 connections, each with the same number of joins.

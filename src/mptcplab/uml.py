@@ -210,12 +210,12 @@ def run(command: list[str], mem: str = "1G", timeout: float | None = None,
     stream = stream or sys.stdout
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True,
-                            env={**os.environ, "TMPDIR": str(rundir)})
+                            env={**os.environ, "TMPDIR": _memory_dir(rundir)})
     proc_item = TRACKER.add("process", pgid=proc.pid, what=f"UML kernel {umid}")
     deadline = time.monotonic() + timeout if timeout else None
     try:
         for chunk in _chunks(proc, deadline):
-            stream.write(chunk.replace("\r\n", "\n"))
+            stream.write(_quiet(chunk.replace("\r\n", "\n")))
             stream.flush()
         proc.wait(timeout=30)
         if not status_file.exists():
@@ -226,6 +226,21 @@ def run(command: list[str], mem: str = "1G", timeout: float | None = None,
         TRACKER.discard(proc_item)
         shutil.rmtree(rundir, ignore_errors=True)
         TRACKER.discard(dir_item)
+
+
+# Lines UML prints on every boot and halt that say nothing about the command.
+_NOISE = re.compile(r"^(Failed to initialize ubd device 0.*|Halting\.|reboot: System halted|"
+                    r"Warning: tempdir .* is not on tmpfs)\n", re.M)
+
+
+def _quiet(text: str) -> str:
+    return _NOISE.sub("", text)
+
+
+def _memory_dir(fallback: Path) -> str:
+    """UML backs its RAM with a file in TMPDIR; on tmpfs that file never touches the disk."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else str(fallback)
 
 
 def _chunks(proc: subprocess.Popen, deadline: float | None):

@@ -1,0 +1,55 @@
+"""Parsers of the observation sources, on text in the kernel's own formats."""
+
+from mptcplab.observe import parse_ss, parse_trace, sndbuf_waits
+
+TRACE = """\
+ mlab-send-201    [000] d..2.   100.000000: sched_switch: prev_comm=mlab-send prev_pid=201 prev_prio=120 prev_state=S ==> next_comm=swapper next_pid=0 next_prio=120
+ mlab-send-201    [000] d..2.   100.000001: <stack trace>
+ => __schedule
+ => schedule
+ => wait_woken
+ => sk_stream_wait_memory
+ => mptcp_sendmsg
+ => __sys_sendto
+ <idle>-0       [000] d..2.   100.004000: sched_switch: prev_comm=swapper prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=mlab-send next_pid=201 next_prio=120
+ mlab-send-201    [000] d..2.   100.010000: sched_switch: prev_comm=mlab-send prev_pid=201 prev_prio=120 prev_state=S ==> next_comm=swapper next_pid=0 next_prio=120
+ mlab-send-201    [000] d..2.   100.010001: <stack trace>
+ => __schedule
+ => schedule
+ => do_nanosleep
+ <idle>-0       [000] d..2.   100.020000: sched_switch: prev_comm=swapper prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=mlab-send next_pid=201 next_prio=120
+ ksoftirqd-9     [000] ..s1.   100.030000: tcp_probe: family=AF_INET src=10.1.0.1:40000 dest=10.1.0.2:5201 mark=0x0 data_len=0 snd_nxt=0x10 snd_una=0x8 snd_cwnd=10 ssthresh=2147483647 snd_wnd=64256 srtt=120 rcv_wnd=65535 sock_cookie=1
+"""
+
+
+def test_sched_switch_stacks_give_only_send_buffer_waits():
+    waits = sndbuf_waits(TRACE, clock_offset=1000.0, method="sched_switch:kstack")
+    assert len(waits) == 1  # the nanosleep block is not a send-buffer wait
+    row = waits.iloc[0]
+    assert row["start"] == 1100.0 and abs(row["duration_s"] - 0.004) < 1e-9
+    assert row["method"] == "sched_switch:kstack"
+
+
+def test_kprobe_pairs():
+    text = (" mlab-send-5 [000] ..... 1.000000: mlab_x_in: (sk_stream_wait_memory+0x0/0x2a0)\n"
+            " mlab-send-5 [000] ..... 1.250000: mlab_x_out: (mptcp_sendmsg+0x1/0x2 <- sk_stream_wait_memory)\n")
+    waits = sndbuf_waits(text, 0.0, "kprobe:sk_stream_wait_memory")
+    assert waits["duration_s"].round(6).tolist() == [0.25]
+
+
+def test_parse_trace_key_values_and_time():
+    events = parse_trace(TRACE, clock_offset=1000.0)
+    probe = events["tcp_probe"].iloc[0]
+    assert probe["snd_cwnd"] == 10 and probe["srtt"] == 120 and probe["time"] == 1100.03
+    assert probe["src"] == "10.1.0.1:40000"
+
+
+def test_parse_ss_samples():
+    text = ("@ 1700000000.5\n"
+            "tcp   ESTAB 0 0 10.2.0.1%slow:41234 10.1.0.2:5201\n"
+            "\t cubic wscale:7,7 rto:284 rtt:81.2/0.4 mss:1448 cwnd:312 ssthresh:200 bytes_acked:9000 "
+            "unacked:120 retrans:0/3 notsent:4096 tcp-ulp-mptcp flags:Jjec\n")
+    df = parse_ss(text)
+    row = df.iloc[0]
+    assert row["local"] == "10.2.0.1:41234" and row["cwnd"] == 312 and row["rtt_ms"] == 81.2
+    assert row["retrans_total"] == 3 and row["notsent"] == 4096 and bool(row["mptcp_subflow"])

@@ -97,6 +97,13 @@ def kill_process_group(pgid: int, grace: float = 2.0) -> bool:
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         try:
+            # An exited leader that is our unreaped child still "exists" for killpg(pgid, 0):
+            # stop waiting as soon as it has exited (WNOWAIT leaves its status to Popen.wait).
+            if os.waitid(os.P_PID, pgid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                break
+        except ChildProcessError:
+            pass  # not our child
+        try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
             return True

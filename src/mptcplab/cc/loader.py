@@ -219,23 +219,26 @@ def stats(name: str) -> dict[str, int]:
 
 
 def parse_ss_cc(text: str) -> list[dict]:
-    """Sockets and their congestion control from `ss -tin` output (the CC is the first word of
-    each socket's info line, e.g. `mlab_lia wscale:7,7 rto:204 ...`)."""
+    """Sockets and their congestion control from `ss -tin[M]` output (the CC is the first word of
+    each TCP socket's info line, e.g. `mlab_lia wscale:7,7 rto:204 ...`; MPTCP sockets have none)."""
     out, sock = [], None
     for line in text.splitlines():
         if not line.strip() or line.startswith("State") or line.startswith("@ "):
             continue
         if not line[0].isspace():
             parts = line.split()
+            netid = "tcp"
             if parts and parts[0] in ("tcp", "mptcp"):
-                parts = parts[1:]
+                netid, parts = parts[0], parts[1:]
             # ss appends the bound device to an address (10.2.1.1%p2:5201): drop it
             addr = lambda a: re.sub(r"%[^:]+", "", a)  # noqa: E731
-            sock = {"state": parts[0], "local": addr(parts[3]), "peer": addr(parts[4])} if len(parts) >= 5 else None
+            sock = ({"netid": netid, "state": parts[0], "local": addr(parts[3]), "peer": addr(parts[4])}
+                    if len(parts) >= 5 else None)
             continue
         if sock is not None:
             first = line.split()[0]
-            out.append({**sock, "cc": first if ":" not in first else None, "mptcp_subflow": "tcp-ulp-mptcp" in line})
+            out.append({**sock, "cc": first if ":" not in first else None, "mptcp_subflow": "tcp-ulp-mptcp" in line,
+                        "info": line.strip()})
             sock = None
     return out
 

@@ -1,0 +1,333 @@
+"""Lab 2 analysis: compact tables from a sweep, throughput with 95% confidence intervals, the
+fairness result, Plotly figures and the "paper vs this run" table.
+
+`compact(sweep_dir)` writes the tables the notebook reads (throughput.csv, subflows.csv,
+fairness.csv, timeseries.csv, lab2-manifest.json) next to the runs; `load(dir)` reads them from
+a sweep or from the shipped reference copy (solutions/results/lab2/).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+# The report's tables (Mbit/s, mean of 10 runs; ns-3, 5 Mbit/s links, UDP cross traffic).
+# "Mobility": the Wi-Fi MANET with random mobility (first table); "static": no mobility (second).
+PAPER = pd.DataFrame([
+    {"algo": "cs218", "paper_mobility": 25.04, "paper_static": 25.05},
+    {"algo": "coupled", "paper_mobility": 24.06, "paper_static": 22.3104},
+    {"algo": "uncoupled", "paper_mobility": 24.89, "paper_static": 22.3328},
+    {"algo": "lia", "paper_mobility": 24.52, "paper_static": 24.74},
+    {"algo": "ewtcp", "paper_mobility": math.nan, "paper_static": math.nan},
+])
+TITLES = {"uncoupled": "Uncoupled", "ewtcp": "EWTCP", "coupled": "Fully Coupled",
+          "lia": "RTT Compensator / LIA", "cs218": "CS218 ALGO"}
+ORDER = ["uncoupled", "ewtcp", "coupled", "lia", "cs218"]
+COMPACT = ("throughput.csv", "subflows.csv", "fairness.csv", "timeseries.csv", "lab2-manifest.json",
+           "paper-vs-this-run.md")
+BIN_S = 0.1
+
+# Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom.
+_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+         2.045, 2.042]
+
+
+def t975(dof: int) -> float:
+    if dof < 1:
+        return math.nan
+    return _T975[dof - 1] if dof <= len(_T975) else 1.96
+
+
+def mean_ci(values) -> tuple[float, float, int]:
+    """Mean, half-width of the 95% confidence interval (Student's t), number of values."""
+    v = [float(x) for x in values if x == x]
+    n = len(v)
+    if n == 0:
+        return math.nan, math.nan, 0
+    m = sum(v) / n
+    if n == 1:
+        return m, math.nan, 1
+    sd = math.sqrt(sum((x - m) ** 2 for x in v) / (n - 1))
+    return m, t975(n - 1) * sd / math.sqrt(n), n
+
+
+# ---------------------------------------------------------------- from a sweep to compact tables
+
+def _runs(out: Path):
+    for d in sorted(Path(out).iterdir()):
+        if d.is_dir() and (d / "summary.json").exists() and (d / "manifest.json").exists():
+            yield d, json.loads((d / "summary.json").read_text())
+
+
+def _timeseries(d: Path, s: dict) -> pd.DataFrame:
+    """cwnd and smoothed RTT per subflow from tcp_probe, RTO from ss, in BIN_S bins."""
+    frames = []
+    t0 = s.get("t0")
+    probe = d / "tcp_probe.csv"
+    if probe.exists():
+        p = pd.read_csv(probe)
+        if not p.empty:
+            t0 = t0 or p.time.min()
+            p["path"] = "p" + p.saddr.str.split(".").str[1]
+            p["t"] = ((p.time - t0) / BIN_S).round().astype(int) * BIN_S
+            g = p.groupby(["path", "t"]).agg(cwnd=("snd_cwnd", "last"), srtt_ms=("srtt_us", "mean"))
+            g["srtt_ms"] /= 1000
+            frames.append(g)
+    ss = d / "ss.csv"
+    if ss.exists():
+        q = pd.read_csv(ss)
+        q = q[q.mptcp_subflow.astype(bool) & q.rto_ms.notna()]
+        if not q.empty:
+            t0 = t0 or q.time.min()
+            q["path"] = "p" + q.local.str.split(".").str[1]
+            q["t"] = ((q.time - t0) / BIN_S).round().astype(int) * BIN_S
+            frames.append(q.groupby(["path", "t"]).agg(rto_ms=("rto_ms", "mean")))
+    if not frames:
+        return pd.DataFrame()
+    out = pd.concat(frames, axis=1).reset_index()
+    out = out[out.t >= 0]
+    out.insert(0, "variant", s["variant"])
+    out.insert(0, "algo", s["algo"])
+    return out
+
+
+def compact(out: Path) -> dict[str, pd.DataFrame]:
+    """Write the compact tables into the sweep directory and return them."""
+    out = Path(out)
+    tp, subs, fair, series = [], [], [], []
+    verify_manifest = None
+    for d, s in _runs(out):
+        if d.name == "verify":
+            verify_manifest = json.loads((d / "manifest.json").read_text())
+            verify_summary = s
+        elif "mptcp_share_on_shared" in s:
+            fair.append({k: s[k] for k in ("algo", "rep", "mptcp_mbps", "tcp_mbps", "mptcp_share_on_shared",
+                                            "mptcp_on_shared_mbps")})
+        elif "variant" in s:
+            tp.append({"run": d.name, "algo": s["algo"], "variant": s["variant"], "rep": s["rep"],
+                       "mbps": s["mbps"], "subflows": s["subflows"], "cc": s["cc"],
+                       "subflow_ccs": ",".join(s["subflow_ccs"])})
+            for path, pk in sorted(s["packets_per_subflow"].items()):
+                subs.append({"algo": s["algo"], "variant": s["variant"], "rep": s["rep"], "path": path,
+                             "packets": pk, "bytes_retrans": s["retrans_per_subflow"].get(path, 0)})
+            if s.get("detail"):
+                series.append(_timeseries(d, s))
+    tables = {
+        "throughput": pd.DataFrame(tp, columns=["run", "algo", "variant", "rep", "mbps", "subflows", "cc",
+                                                "subflow_ccs"]),
+        "subflows": pd.DataFrame(subs, columns=["algo", "variant", "rep", "path", "packets", "bytes_retrans"]),
+        "fairness": pd.DataFrame(fair, columns=["algo", "rep", "mptcp_mbps", "tcp_mbps", "mptcp_share_on_shared",
+                                                "mptcp_on_shared_mbps"]),
+        "timeseries": pd.concat([x for x in series if not x.empty], ignore_index=True) if any(
+            not x.empty for x in series) else pd.DataFrame(columns=["algo", "variant", "path", "t", "cwnd",
+                                                                    "srtt_ms", "rto_ms"]),
+    }
+    for name, df in tables.items():
+        df.to_csv(out / f"{name}.csv", index=False, float_format="%.4g")
+    manifest = {"lab": "lab2", "what": "compact tables of a `mptcplab run lab2` sweep", "runs": len(tp),
+                "fairness_runs": len(fair)}
+    if verify_manifest:
+        manifest.update({k: verify_manifest.get(k) for k in ("started", "command", "parameters", "platform",
+                                                              "tools", "git", "network")})
+        manifest["setup_checks"] = verify_summary.get("checks")
+        manifest["available_congestion_control"] = verify_summary.get("available_congestion_control")
+        first = next((d for d, s in _runs(out) if s.get("variant")), None)
+        if first is not None:
+            manifest["experiment_parameters"] = json.loads((first / "manifest.json").read_text()).get("parameters")
+    if (out / "cc-stats.json").exists():
+        manifest["bpf_counters"] = json.loads((out / "cc-stats.json").read_text())
+    (out / "lab2-manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+    tables["manifest"] = manifest
+    return tables
+
+
+def load(path: Path) -> dict:
+    """The compact tables of a sweep (compacting it first if needed) or of a reference copy."""
+    path = Path(path)
+    if not (path / "throughput.csv").exists():
+        if not any(path.glob("*/summary.json")):
+            raise FileNotFoundError(f"{path}: no lab2 results (run `sudo mptcplab run lab2 --quick`)")
+        compact(path)
+    tables = {name: pd.read_csv(path / f"{name}.csv") for name in ("throughput", "subflows", "fairness",
+                                                                  "timeseries")}
+    tables["manifest"] = json.loads((path / "lab2-manifest.json").read_text())
+    return tables
+
+
+def export_reference(sweep: Path, dest: Path) -> list[Path]:
+    """Copy the compact tables (not the raw runs) to e.g. solutions/results/lab2/."""
+    sweep, dest = Path(sweep), Path(dest)
+    compact(sweep)
+    (sweep / "paper-vs-this-run.md").write_text(report(sweep))
+    dest.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for name in COMPACT:
+        shutil.copy2(sweep / name, dest / name)
+        copied.append(dest / name)
+    return copied
+
+
+# ---------------------------------------------------------------- tables
+
+def throughput_table(tp: pd.DataFrame) -> pd.DataFrame:
+    """Per algorithm and variant: mean throughput, 95% CI half-width, runs; plus ratio to uncoupled."""
+    rows = []
+    for (algo, variant), g in tp.groupby(["algo", "variant"]):
+        m, ci, n = mean_ci(g.mbps)
+        rows.append({"algo": algo, "variant": variant, "mean_mbps": m, "ci95_mbps": ci, "runs": n})
+    t = pd.DataFrame(rows, columns=["algo", "variant", "mean_mbps", "ci95_mbps", "runs"])
+    if t.empty:
+        return t
+    base = t[t.algo == "uncoupled"].set_index("variant").mean_mbps
+    t["vs_uncoupled"] = t.apply(lambda r: r.mean_mbps / base.get(r.variant, math.nan), axis=1)
+    t["order"] = t.algo.map({a: i for i, a in enumerate(ORDER)})
+    return t.sort_values(["variant", "order"]).drop(columns="order").reset_index(drop=True)
+
+
+def fairness_table(fair: pd.DataFrame) -> pd.DataFrame:
+    """Per algorithm: the MPTCP connection, its part on the shared path, and the TCP flow there."""
+    rows = []
+    for algo, g in fair.groupby("algo"):
+        row = {"algo": algo, "runs": len(g)}
+        for col in ("mptcp_mbps", "mptcp_on_shared_mbps", "tcp_mbps"):
+            row[col], row[col.replace("mbps", "ci95")], _ = mean_ci(g[col])
+        row["tcp_share_of_shared"] = (g.tcp_mbps / (g.tcp_mbps + g.mptcp_on_shared_mbps)).mean()
+        rows.append(row)
+    t = pd.DataFrame(rows)
+    if t.empty:
+        return t
+    t["order"] = t.algo.map({a: i for i, a in enumerate(ORDER)})
+    return t.sort_values("order").drop(columns="order").reset_index(drop=True)
+
+
+def paper_vs_run(tp: pd.DataFrame) -> pd.DataFrame:
+    t = throughput_table(tp)
+    out = PAPER.copy()
+    for variant in ("mobility", "static"):
+        part = t[t.variant == variant].set_index("algo")
+        out[f"run_{variant}"] = out.algo.map(part.mean_mbps)
+        out[f"run_{variant}_ci95"] = out.algo.map(part.ci95_mbps)
+        out[f"run_{variant}_vs_uncoupled"] = out.algo.map(part.vs_uncoupled)
+        base = out.loc[out.algo == "uncoupled", f"paper_{variant}"].iloc[0]
+        out[f"paper_{variant}_vs_uncoupled"] = out[f"paper_{variant}"] / base
+    out["order"] = out.algo.map({a: i for i, a in enumerate(ORDER)})
+    return out.sort_values("order").drop(columns="order").reset_index(drop=True)
+
+
+def _fmt(m, ci=None, digits=2) -> str:
+    if m is None or m != m:
+        return "—"
+    if ci is None:
+        return f"{m:.{digits}f}"
+    return f"{m:.{digits}f} ± {ci:.{digits}f}" if ci == ci else f"{m:.{digits}f} (1 run)"
+
+
+def report(out: Path) -> str:
+    """Markdown: the report's throughput tables beside this run's, and the fairness result."""
+    tables = load(out)
+    tp, fair, man = tables["throughput"], tables["fairness"], tables["manifest"]
+    pv = paper_vs_run(tp)
+    net = (man.get("network") or {})
+    paths = ", ".join(f"{p['name']} {p['link']}" for p in net.get("paths", []))
+    lines = [
+        "# Lab 2 — paper vs this run",
+        "",
+        f"Kernel {(man.get('platform') or {}).get('kernel_release', '?')}, emulation: {net.get('emulation', '?')}; "
+        f"paths: {paths}. Throughput = MPTCP goodput at the receiver, mean ± 95% CI (Student's t) over runs.",
+        "The report's numbers come from ns-3 (Wi-Fi MANET, up to 8 logical 5 Mbit/s channels); compare the "
+        "*ratios to uncoupled* and the ranking, not the absolute Mbit/s.",
+        "",
+        "| algorithm | paper, mobility | this run, mobility | paper, static | this run, static | "
+        "÷ uncoupled: paper mob. / run mob. | ÷ uncoupled: paper static / run static |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for _, r in pv.iterrows():
+        lines.append(
+            f"| {TITLES.get(r.algo, r.algo)} | {_fmt(r.paper_mobility)} | "
+            f"{_fmt(r.run_mobility, r.run_mobility_ci95)} | {_fmt(r.paper_static)} | "
+            f"{_fmt(r.run_static, r.run_static_ci95)} | "
+            f"{_fmt(r.paper_mobility_vs_uncoupled, digits=3)} / {_fmt(r.run_mobility_vs_uncoupled, digits=3)} | "
+            f"{_fmt(r.paper_static_vs_uncoupled, digits=3)} / {_fmt(r.run_static_vs_uncoupled, digits=3)} |")
+    runs = tp.groupby(["algo", "variant"]).size()
+    lines += ["", f"Runs per algorithm and variant: {int(runs.min()) if len(runs) else 0}"
+              f"{'' if len(runs) == 0 or runs.min() == runs.max() else f' to {int(runs.max())}'}.", ""]
+    ft = fairness_table(fair)
+    if not ft.empty:
+        lines += ["## Fairness: the MPTCP connection and one Reno flow share a 5 Mbit/s path",
+                  "",
+                  "The MPTCP connection has a second, private path. RFC 6356 asks it to take no more from the "
+                  "shared path than a single TCP flow would — with a free path next door, ideally much less. "
+                  "The report did not measure this.",
+                  "",
+                  "| algorithm | MPTCP total | MPTCP on the shared path | TCP flow | TCP's share of the shared path |",
+                  "|---|---|---|---|---|"]
+        for _, r in ft.iterrows():
+            lines.append(f"| {TITLES.get(r.algo, r.algo)} | {_fmt(r.mptcp_mbps, r.mptcp_ci95)} | "
+                         f"{_fmt(r.mptcp_on_shared_mbps, r.mptcp_on_shared_ci95)} | {_fmt(r.tcp_mbps, r.tcp_ci95)} | "
+                         f"{r.tcp_share_of_shared:.0%} |")
+        lines += ["", f"Runs per algorithm: {int(ft.runs.min())}."]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- figures (Plotly)
+
+def _px():
+    import plotly.express as px
+
+    return px
+
+
+def fig_throughput(tp: pd.DataFrame):
+    t = throughput_table(tp)
+    t["title"] = t.algo.map(TITLES)
+    fig = _px().bar(t, x="title", y="mean_mbps", error_y="ci95_mbps", color="variant", barmode="group",
+                    labels={"title": "", "mean_mbps": "throughput (Mbit/s), mean ± 95% CI"},
+                    title="MPTCP throughput per congestion control")
+    return fig
+
+
+def fig_cwnd(ts: pd.DataFrame, variant: str = "static"):
+    d = ts[ts.variant == variant].dropna(subset=["cwnd"])
+    d = d.assign(title=d.algo.map(TITLES))
+    fig = _px().line(d, x="t", y="cwnd", color="path", facet_col="title", facet_col_wrap=3,
+                     labels={"t": "time (s)", "cwnd": "cwnd (packets)"},
+                     title=f"Congestion window per subflow ({variant}, run 1)")
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
+    return fig
+
+
+def fig_rtt_rto(ts: pd.DataFrame, variant: str = "static"):
+    d = ts[ts.variant == variant]
+    d = d.melt(id_vars=["algo", "path", "t"], value_vars=["srtt_ms", "rto_ms"], var_name="what",
+               value_name="ms").dropna()
+    d["title"] = d.algo.map(TITLES)
+    fig = _px().line(d, x="t", y="ms", color="path", line_dash="what", facet_col="title", facet_col_wrap=3,
+                     labels={"t": "time (s)", "ms": "ms"},
+                     title=f"Smoothed RTT (tcp_probe) and RTO (ss) per subflow ({variant}, run 1)")
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
+    return fig
+
+
+def fig_packets(subs: pd.DataFrame, variant: str = "static"):
+    d = subs[subs.variant == variant].groupby(["algo", "path"], as_index=False).packets.mean()
+    d["title"] = d.algo.map(TITLES)
+    return _px().bar(d, x="title", y="packets", color="path",
+                     labels={"title": "", "packets": "data packets sent (mean over runs)"},
+                     title=f"Packets sent per subflow ({variant})")
+
+
+def fig_fairness(fair: pd.DataFrame):
+    t = fairness_table(fair)
+    d = t.melt(id_vars=["algo"], value_vars=["mptcp_on_shared_mbps", "tcp_mbps"], var_name="flow",
+               value_name="mbps")
+    d["flow"] = d.flow.map({"mptcp_on_shared_mbps": "MPTCP subflow on the shared path",
+                            "tcp_mbps": "single-path TCP (Reno)"})
+    d["title"] = d.algo.map(TITLES)
+    return _px().bar(d, x="title", y="mbps", color="flow", barmode="group",
+                     labels={"title": "", "mbps": "Mbit/s on the shared 5 Mbit/s path"},
+                     title="Sharing a bottleneck with one TCP flow")

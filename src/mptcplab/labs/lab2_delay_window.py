@@ -1,0 +1,295 @@
+"""Lab 2 experiment: the CS218 delay-window multipath congestion control on the real kernel.
+
+For each run r, variant (static / mobility) and algorithm: one MPTCP bulk transfer over the
+paths of experiment.toml, one subflow per path, with the algorithm chosen by TCP_CONGESTION on the
+MPTCP socket, while seeded UDP on/off cross traffic congests some paths and (mobility) the
+emulator changes path capacities mid-run. Run 1 of each variant is observed in detail (tcp_probe,
+`ss` every 50 ms). Then the fairness experiment: the MPTCP connection and one single-path Reno
+flow sharing a bottleneck. The algorithms are BPF struct_ops programs (mptcplab.cc), loaded for
+the experiment and removed afterwards. Analysis: lab2_analysis.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+
+from tqdm import tqdm
+
+from .. import cc
+from ..errors import ExperimentFailed, UsageError
+from ..lab import Lab, RunContext
+from ..links import LinkSpec
+from ..observe import SsSampler, Tracing
+from ..results import Sweep
+from ..topology import Path, Topology
+from ..traffic import bulk, udp_onoff
+from ..verify import check_paths, describe
+
+PORT = 5201
+TCP_PORT = 5202
+CROSS_PORT = 5301
+
+
+def _netem() -> bool:
+    from ..doctor import netem_usable
+
+    return netem_usable()
+
+
+def link_spec(spec: dict | str, netem: bool) -> str:
+    """A path's link from experiment.toml: `link`, plus its `delay` where netem can apply it."""
+    if isinstance(spec, str):
+        return spec
+    link = spec["link"]
+    if netem and spec.get("delay"):
+        link += f",delay={spec['delay']}"
+    return link
+
+
+def topology(params: dict, netem: bool | None = None) -> Topology:
+    netem = _netem() if netem is None else netem
+    paths = [Path(name, "snd", "rcv", link_spec(spec, netem)) for name, spec in params["paths"].items()]
+    if len(paths) < 2:
+        raise UsageError("lab2 needs at least two paths in experiment.toml")
+    for name in params.get("cross", {}):
+        if name not in params["paths"]:
+            raise UsageError(f"cross.{name}: no such path; paths are {', '.join(params['paths'])}")
+    for m in params.get("mobility", []):
+        if m.get("path") not in params["paths"] or not 0 <= float(m.get("at", -1)) < 1:
+            raise UsageError(f"mobility entry {m}: needs a known path and 0 <= at < 1")
+        LinkSpec.parse(link_spec(m, netem))
+    return Topology("lab2", hosts=("snd", "rcv"), paths=paths, sysctls=params.get("sysctls", {}),
+                    mptcp_subflows=len(paths))
+
+
+def fairness_topology(params: dict) -> Topology:
+    f = params["fairness"]
+    return Topology("lab2fair", hosts=("snd", "rcv"),
+                    paths=[Path("shared", "snd", "rcv", f["shared"]), Path("other", "snd", "rcv", f["other"])],
+                    sysctls=params.get("sysctls", {}), mptcp_subflows=2)
+
+
+def algorithms(params: dict) -> list[cc.Algorithm]:
+    return cc.resolve(list(params["algorithms"]))
+
+
+# ---------------------------------------------------------------- one transfer
+
+def subflow_table(ss_text: str, want_cc: str) -> list[dict]:
+    """Per socket at its last `ss` sample: path (by local address), CC, segments and bytes."""
+    last: dict[tuple, dict] = {}
+    for s in cc.parse_ss_cc(ss_text):
+        if s["netid"] == "tcp":  # the MPTCP socket (netid mptcp) shares the first subflow's address
+            last[s["local"]] = s
+    rows = []
+    sock_re = {k: re.compile(rf"\b{k}:(\d+)") for k in ("data_segs_out", "bytes_acked", "bytes_retrans",
+                                                         "segs_out")}
+    for local, s in sorted(last.items()):
+        row = {"local": local, "path_index": int(local.split(".")[1]), "cc": s["cc"],
+               "mptcp_subflow": s["mptcp_subflow"]}
+        for k, rx in sock_re.items():
+            m = rx.search(s.get("info", ""))
+            row[k] = int(m.group(1)) if m else 0
+        row["cc_ok"] = s["cc"] == want_cc
+        rows.append(row)
+    return rows
+
+
+def _schedule_mobility(net, params: dict, duration: float, netem: bool) -> list[threading.Timer]:
+    timers = []
+    for m in params.get("mobility", []):
+        t = threading.Timer(float(m["at"]) * duration, net.set_link, (m["path"], link_spec(m, netem)))
+        t.daemon = True
+        timers.append(t)
+    for t in timers:
+        t.start()
+    return timers
+
+
+def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, detail: bool,
+             netem: bool) -> dict:
+    """One MPTCP transfer with cross traffic (and mobility); fills rd.summary, returns it."""
+    duration = float(params["duration_s"])
+    originals = {p.name: (p.link, p.reverse) for p in net.topo.paths}
+    cross = []
+    for i, (path, c) in enumerate(params.get("cross", {}).items()):
+        cross.append(udp_onoff(net, "snd", "rcv", path, c["rate"], on_s=float(c["on_s"]), off_s=float(c["off_s"]),
+                               duration=duration + 3, seed=rep * 100 + i, port=CROSS_PORT + i))
+    time.sleep(0.5)  # cross traffic first, as in the report (its UDP flows run throughout)
+    timers = []
+    try:
+        with SsSampler(net, "snd", rd, PORT, interval=0.05 if detail else 0.25) as sampler:
+            observers = [Tracing(net, rd, PORT)] if detail else []
+            for o in observers:
+                o.__enter__()
+            try:
+                if variant == "mobility":
+                    timers = _schedule_mobility(net, params, duration, netem)
+                r = bulk(net, "snd", "rcv", net.topo.paths[0].name, "mptcp", duration=duration, cc=algo.name,
+                         port=PORT)
+            finally:
+                for o in reversed(observers):
+                    o.__exit__(None, None, None)
+    finally:
+        for t in timers:
+            t.cancel()
+        for p in cross:
+            net.stop(p)
+        for name, (link, reverse) in originals.items():
+            p = net.topo.path(name)
+            if (p.link, p.reverse) != (link, reverse):
+                net.set_link(name, link, reverse)
+    ss_text = sampler.path.read_text()
+    subs = subflow_table(ss_text, algo.name)
+    established = [s for s in subs if s["mptcp_subflow"]]
+    if len(established) != net.topo.mptcp_subflows or not all(s["cc_ok"] for s in established):
+        raise ExperimentFailed(f"{algo.name}: expected {net.topo.mptcp_subflows} subflows all running it, "
+                               f"ss saw {[(s['local'], s['cc']) for s in subs]}")
+    if not detail:
+        sampler.path.unlink()  # the per-subflow totals below are what the analysis uses
+    rd.write_json("subflows.json", subs)
+    r.intervals.to_csv(rd.file("intervals.csv"), index=False)
+    rd.summary.update({"algo": algo.key, "cc": algo.name, "variant": variant, "rep": rep, "detail": detail,
+                       **r.summary(), "subflow_ccs": sorted({s["cc"] for s in established}),
+                       "packets_per_subflow": {f"p{s['path_index']}": s["data_segs_out"] for s in established},
+                       "retrans_per_subflow": {f"p{s['path_index']}": s["bytes_retrans"] for s in established}})
+    return rd.summary
+
+
+# ---------------------------------------------------------------- fairness: MPTCP + one TCP flow
+
+def _bulk_cmd(role: str, *args) -> list[str]:
+    return [sys.executable, "-m", "mptcplab.bulk", role, *[str(a) for a in args]]
+
+
+def together(net, flows: list[dict], duration: float) -> list[dict]:
+    """Start several bulk transfers at once (each: proto, path, cc, port); per-flow results."""
+    servers, clients = [], []
+    for f in flows:
+        addr = net.address("rcv", f["path"])
+        srv = net.popen("rcv", _bulk_cmd("server", "--bind", addr, "--port", f["port"], "--proto", f["proto"],
+                                         "--flows", 1, "--interval", 0.1, "--timeout", duration + 60),
+                        what="bulk server", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if "ready" not in srv.stderr.readline():
+            raise ExperimentFailed(f"bulk server for {f} did not start: {srv.stderr.read()[-500:]}")
+        servers.append(srv)
+    for f in flows:
+        addr = net.address("rcv", f["path"])
+        clients.append(net.popen("snd", _bulk_cmd("client", "--connect", addr, "--port", f["port"], "--proto",
+                                                  f["proto"], "--duration", duration, "--cc", f["cc"]),
+                                 what="bulk client", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    out = []
+    for f, c, s in zip(flows, clients, servers):
+        c_out, c_err = c.communicate(timeout=duration + 90)
+        s_out, s_err = s.communicate(timeout=60)
+        net.stop(c)
+        net.stop(s)
+        if not c_out.strip() or not s_out.strip():
+            raise ExperimentFailed(f"transfer {f} failed: {c_err[-500:]} {s_err[-500:]}")
+        client, server = json.loads(c_out)["flows"][0], json.loads(s_out)["flows"][0]
+        span = (server["last"] - server["first"]) if server["first"] else 0
+        mptcp = client.get("mptcp")
+        out.append({**f, "mbps": server["bytes"] * 8 / span / 1e6 if span > 0 else 0.0, "bytes": server["bytes"],
+                    "cc_seen": client["cc"], "subflows": mptcp["subflows"] if mptcp else (None if f["proto"] == "mptcp" else 1)})
+    return out
+
+
+def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
+    duration = float(params["fairness"]["duration_s"])
+    flows = [{"name": "mptcp", "proto": "mptcp", "path": "shared", "cc": algo.name, "port": PORT},
+             {"name": "tcp", "proto": "tcp", "path": "shared", "cc": "reno", "port": TCP_PORT}]
+    with SsSampler(net, "snd", rd, PORT, interval=0.25, name="ss-mptcp.txt") as s_m, \
+            SsSampler(net, "snd", rd, TCP_PORT, interval=0.25, name="ss-tcp.txt"):
+        res = together(net, flows, duration)
+    m, t = res
+    if m["subflows"] != 2 or m["cc_seen"] != algo.name or t["cc_seen"] != "reno":
+        raise ExperimentFailed(f"fairness run: MPTCP had {m['subflows']} subflows with {m['cc_seen']}, "
+                               f"TCP ran {t['cc_seen']}")
+    subs = subflow_table(s_m.path.read_text(), algo.name)
+    shared_addr = net.address("snd", "shared").rsplit(".", 1)[0]
+    on_shared = sum(s["bytes_acked"] for s in subs if s["local"].startswith(shared_addr + "."))
+    total = sum(s["bytes_acked"] for s in subs) or 1
+    rd.write_json("subflows.json", subs)
+    rd.summary.update({"algo": algo.key, "cc": algo.name, "rep": rep, "duration_s": duration,
+                       "mptcp_mbps": round(m["mbps"], 3), "tcp_mbps": round(t["mbps"], 3),
+                       "mptcp_share_on_shared": round(on_shared / total, 4),
+                       "mptcp_on_shared_mbps": round(m["mbps"] * on_shared / total, 3)})
+    return rd.summary
+
+
+# ---------------------------------------------------------------- the lab
+
+def run(ctx: RunContext) -> dict:
+    from . import lab2_analysis
+
+    params = ctx.params
+    algos = algorithms(params)
+    netem = _netem()
+    topo = topology(params, netem)
+    sweep = Sweep(ctx.out)
+    runs, variants = int(params["runs"]), list(params["variants"])
+    if not netem:
+        print("lab2: no netem on this kernel: paths are rate limits and queues only (no propagation delay)",
+              flush=True)
+    todo = [(rep, v, a) for rep in range(1, runs + 1) for v in variants for a in algos]
+    fair = [(rep, a) for rep in range(1, int(params["fairness"]["runs"]) + 1) for a in algos]
+    with cc.loaded(algos):
+        with topo.up() as net:
+            if not sweep.done("verify"):
+                with sweep.run("verify", {"what": "verify the setup"}) as rd:
+                    net.record(rd)
+                    print("lab2: verifying the setup before measuring", flush=True)
+                    check_paths(net, rd, "snd", "rcv", min_utilisation=0.9)
+                    rd.summary["available_congestion_control"] = cc.available()
+                    print(describe(rd.summary["checks"]), flush=True)
+            left = [t for t in todo if not sweep.done(key(*t))]
+            bar = tqdm(left, desc="lab2 runs", unit="run", dynamic_ncols=True, mininterval=1)
+            for rep, variant, algo in bar:
+                detail = rep == 1
+                with sweep.run(key(rep, variant, algo), {"algo": algo.key, "variant": variant, "rep": rep,
+                                                         "detail": detail, "duration_s": params["duration_s"],
+                                                         "cross": params.get("cross"),
+                                                         "mobility": params.get("mobility") if variant == "mobility" else None}) as rd:
+                    net.record(rd)
+                    s = transfer(net, rd, algo, variant, rep, params, detail, netem)
+                bar.write(f"  {key(rep, variant, algo):<26} {s['mbps']:6.2f} Mbit/s  subflows {s['subflows']} "
+                          f"all {','.join(s['subflow_ccs'])}")
+            bar.close()
+        with fairness_topology(params).up() as net:
+            for rep, algo in fair:
+                k = f"fair-{algo.key}-r{rep}"
+                if sweep.done(k):
+                    continue
+                with sweep.run(k, {"algo": algo.key, "rep": rep, "fairness": params["fairness"]}) as rd:
+                    net.record(rd)
+                    s = fairness_run(net, rd, algo, rep, params)
+                print(f"  {k:<26} MPTCP {s['mptcp_mbps']:5.2f} (on shared {s['mptcp_on_shared_mbps']:4.2f})  "
+                      f"TCP {s['tcp_mbps']:5.2f} Mbit/s", flush=True)
+        stats = {a.name: cc.stats(a.name) for a in algos}
+    (ctx.out / "cc-stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    tables = lab2_analysis.compact(ctx.out)
+    print(lab2_analysis.throughput_table(tables["throughput"]).to_string(index=False), flush=True)
+    print(lab2_analysis.fairness_table(tables["fairness"]).to_string(index=False), flush=True)
+    return {"runs": len(todo), "fairness_runs": len(fair), "emulation": "netem" if netem else "tbf",
+            "throughput": lab2_analysis.throughput_table(tables["throughput"]).to_dict("records"),
+            "fairness": lab2_analysis.fairness_table(tables["fairness"]).to_dict("records")}
+
+
+def key(rep: int, variant: str, algo: cc.Algorithm) -> str:
+    return f"{variant}-{algo.key}-r{rep}"
+
+
+def _report(out):
+    from .lab2_analysis import report
+
+    return report(out)
+
+
+LAB = Lab(id="lab2", slug="02-delay-window-cc",
+          title="CS218 delay-window multipath congestion control vs uncoupled, EWTCP, coupled and LIA (BPF)",
+          run=run, needs=("bpf_struct_ops",), uml_ok=False, report=_report, topology=topology)

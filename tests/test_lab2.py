@@ -1,0 +1,108 @@
+"""Lab 2 parameters, topology and analysis (no kernel needed)."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from mptcplab.errors import UsageError
+from mptcplab.lab import get_lab
+from mptcplab.labs import lab2_analysis as la
+from mptcplab.labs import lab2_delay_window as l2
+
+SS = """\
+@ 100.0
+mptcp ESTAB 0 0 10.1.0.1:40000 10.1.0.2:5201
+\t subflows:1 add_addr_signal:0 remote_key:1 local_key:2 token:3
+tcp ESTAB 0 0 10.1.0.1:40000 10.1.0.2:5201
+\t mlab_lia wscale:7,7 rto:208 rtt:5/1 cwnd:10 bytes_acked:1000 segs_out:50 data_segs_out:40 tcp-ulp-mptcp flags:Mmec
+tcp ESTAB 0 0 10.2.0.1%p2:40001 10.1.0.2:5201
+\t mlab_lia wscale:7,7 rto:212 rtt:9/2 cwnd:12 bytes_acked:2000 bytes_retrans:1448 data_segs_out:70 tcp-ulp-mptcp flags:Jjec
+@ 100.25
+tcp ESTAB 0 0 10.2.0.1%p2:40001 10.1.0.2:5201
+\t mlab_lia wscale:7,7 rto:212 rtt:9/2 cwnd:12 bytes_acked:5000 bytes_retrans:1448 data_segs_out:90 tcp-ulp-mptcp flags:Jjec
+"""
+
+
+def test_lab_declares_bpf_and_no_uml():
+    lab = get_lab("lab2")
+    assert lab.needs == ("bpf_struct_ops",) and lab.uml_ok is False
+    full, quick = lab.load_params(False), lab.load_params(True)
+    assert full["runs"] == 10 and quick["runs"] < full["runs"]
+    assert quick["fairness"]["shared"] == full["fairness"]["shared"]  # [quick.fairness] merges, not replaces
+    assert set(full["algorithms"]) == {"uncoupled", "ewtcp", "coupled", "lia", "cs218"}
+
+
+def test_topology_uses_delay_only_with_netem():
+    params = get_lab("lab2").load_params(True)
+    tbf = l2.topology(params, netem=False)
+    assert tbf.mptcp_subflows == len(tbf.paths) == 4
+    assert all(p.link.delay_s == 0 and p.link.rate_bps == 5e6 for p in tbf.paths)
+    netem = l2.topology(params, netem=True)
+    assert [p.link.delay_s for p in netem.paths] == [0.01, 0.02, 0.03, 0.04]
+
+
+def test_topology_rejects_bad_mobility():
+    params = get_lab("lab2").load_params(True)
+    params["mobility"] = [{"at": 0.5, "path": "p9", "link": "rate=1mbit"}]
+    with pytest.raises(UsageError, match="mobility entry"):
+        l2.topology(params, netem=False)
+
+
+def test_subflow_table_takes_the_last_sample_of_each_subflow():
+    rows = l2.subflow_table(SS, "mlab_lia")
+    assert [(r["path_index"], r["data_segs_out"], r["bytes_acked"], r["cc_ok"]) for r in rows] == [
+        (1, 40, 1000, True), (2, 90, 5000, True)]
+    assert all(r["mptcp_subflow"] for r in rows)
+    assert not any(r["cc_ok"] for r in l2.subflow_table(SS, "mlab_cs218"))
+
+
+def test_mean_ci_uses_student_t():
+    m, ci, n = la.mean_ci([10.0, 12.0])
+    assert (m, n) == (11.0, 2) and ci == pytest.approx(12.706 * math.sqrt(2) / math.sqrt(2))
+    m, ci, n = la.mean_ci([5.0])
+    assert m == 5.0 and math.isnan(ci)
+    assert la.t975(40) == 1.96
+
+
+def _tp():
+    rows = []
+    for variant in ("static", "mobility"):
+        for algo, base in (("uncoupled", 15.0), ("lia", 14.0), ("cs218", 16.0), ("coupled", 13.0)):
+            for rep, d in enumerate((-0.5, 0.0, 0.5), 1):
+                rows.append({"run": f"{variant}-{algo}-r{rep}", "algo": algo, "variant": variant, "rep": rep,
+                             "mbps": base + d, "subflows": 4, "cc": f"mlab_{algo}", "subflow_ccs": f"mlab_{algo}"})
+    return pd.DataFrame(rows)
+
+
+def test_throughput_table_and_paper_comparison():
+    t = la.throughput_table(_tp())
+    row = t[(t.algo == "cs218") & (t.variant == "static")].iloc[0]
+    assert row.mean_mbps == pytest.approx(16.0) and row.runs == 3
+    assert row.ci95_mbps == pytest.approx(4.303 * 0.5 / math.sqrt(3))
+    assert row.vs_uncoupled == pytest.approx(16 / 15)
+    pv = la.paper_vs_run(_tp()).set_index("algo")
+    assert pv.loc["cs218", "paper_static_vs_uncoupled"] == pytest.approx(25.05 / 22.3328)
+    assert pv.loc["lia", "run_mobility"] == pytest.approx(14.0)
+
+
+def test_report_from_compact_tables(tmp_path):
+    _tp().to_csv(tmp_path / "throughput.csv", index=False)
+    pd.DataFrame(columns=["algo", "variant", "rep", "path", "packets", "bytes_retrans"]).to_csv(
+        tmp_path / "subflows.csv", index=False)
+    pd.DataFrame([{"algo": "lia", "rep": 1, "mptcp_mbps": 6.0, "tcp_mbps": 3.5, "mptcp_share_on_shared": 0.25,
+                   "mptcp_on_shared_mbps": 1.5}]).to_csv(tmp_path / "fairness.csv", index=False)
+    pd.DataFrame(columns=["algo", "variant", "path", "t", "cwnd", "srtt_ms", "rto_ms"]).to_csv(
+        tmp_path / "timeseries.csv", index=False)
+    (tmp_path / "lab2-manifest.json").write_text(json.dumps({"platform": {"kernel_release": "6.18"}}))
+    md = la.report(tmp_path)
+    assert "| CS218 ALGO | 25.04 |" in md and "16.00 ±" in md
+    assert "| RTT Compensator / LIA | 6.00 (1 run) | 1.50 (1 run) | 3.50 (1 run) | 70% |" in md
+    ft = la.fairness_table(pd.read_csv(tmp_path / "fairness.csv"))
+    assert ft.tcp_share_of_shared.iloc[0] == pytest.approx(0.7)
+
+
+def test_load_refuses_an_empty_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no lab2 results"):
+        la.load(tmp_path)

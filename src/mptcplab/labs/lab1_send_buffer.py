@@ -158,17 +158,17 @@ def _detail_run(net, sweep: Sweep, params: dict, table) -> str:
 
 
 def _ensure_wmem_max(net, largest: int) -> None:
-    """SO_SNDBUF is capped at net.core.wmem_max (global on many kernels): raise it if it is lower."""
+    """SO_SNDBUF is capped at net.core.wmem_max, which namespaces inherit from the host: raise it."""
     current = int(net.sysctl("snd", "net.core.wmem_max") or 0)
     if current >= largest:
         return
-    out = net.run("snd", ["sysctl", "-qw", f"net.core.wmem_max={largest}"], check=False)
-    if out.returncode != 0:
-        import subprocess
+    import subprocess
 
-        subprocess.run(["sysctl", "-qw", f"net.core.wmem_max={largest}"], capture_output=True)
+    subprocess.run(["sysctl", "-qw", f"net.core.wmem_max={largest}"], capture_output=True)
     now = int(net.sysctl("snd", "net.core.wmem_max") or 0)
-    if now < largest:
+    if now >= largest:
+        print(f"lab1: raised net.core.wmem_max from {current} to {largest} so SO_SNDBUF is not capped", flush=True)
+    else:
         print(f"lab1: warning: net.core.wmem_max is {now}; SO_SNDBUF above it is capped by the kernel", flush=True)
 
 

@@ -37,19 +37,30 @@ def in_place(where: str, argv: list[str], here: Callable[[], int]) -> int:
         return here()
 
 
+def _flatten(d: dict, prefix: str = ""):
+    import json as _json
+
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from _flatten(v, f"{prefix}{k}.")
+        else:
+            yield f"{prefix}{k}", _json.dumps(v)  # JSON scalars and lists are valid TOML values
+
+
 def default_out(lab_id: str, quick: bool) -> Path:
     return Path.cwd() / "results" / (f"{lab_id}-quick" if quick else lab_id)
 
 
 def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | None = None,
-            fresh: bool = False) -> int:
+            fresh: bool = False, overrides: dict | None = None) -> int:
     lab = get_lab(lab_id)
-    params = lab.load_params(quick)  # bad parameters fail here, before anything is configured
+    params = lab.load_params(quick, overrides)  # bad parameters fail here, before anything is configured
     place = decide_where(where, lab.needs, lab.uml_ok)
     out = Path(out or default_out(lab.id, quick)).resolve()
     if fresh and out.exists() and not uml.inside_uml():
         shutil.rmtree(out)
     argv = ["run", lab.id, "--out", str(out)] + (["--quick"] if quick else [])
+    argv += [f"--set={k}={v}" for k, v in _flatten(overrides or {})]
 
     def here() -> int:
         out.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import UsageError
 from ..lab import all_labs
 from ..runner import run_lab
 
@@ -15,4 +16,27 @@ def register(sub) -> None:
     p.add_argument("--where", default="auto", help="auto (native when netem works, else UML), native, or uml")
     p.add_argument("--out", type=Path, default=None, help="results directory (default: results/LAB[-quick])")
     p.add_argument("--fresh", action="store_true", help="discard earlier results in --out instead of resuming")
-    p.set_defaults(func=lambda a: run_lab(a.lab, a.quick, a.where, a.out, a.fresh))
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                   help="override a parameter of experiment.toml, e.g. --set sweep.repetitions=2 (TOML value)")
+    p.set_defaults(func=lambda a: run_lab(a.lab, a.quick, a.where, a.out, a.fresh, parse_overrides(a.overrides)))
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """['sweep.repetitions=2', 'sweep.buffers=["64K"]'] -> nested dict, values parsed as TOML."""
+    import tomllib
+
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--set {item!r}: write KEY=VALUE, e.g. --set sweep.repetitions=2")
+        try:
+            parsed = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            parsed = value  # a bare word is a string
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = parsed
+    return out

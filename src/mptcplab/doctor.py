@@ -179,13 +179,17 @@ def decide_where(requested: str, needs: tuple[str, ...] = ("netem",), uml_ok: bo
         raise UsageError(f"--where {requested!r}: choose auto, native or uml")
     if in_uml():
         return "native"  # already inside the UML kernel: this *is* the place
-    native_ok = all(_has(n) for n in needs)
     if requested == "native":
+        from .topology import require_root
+
+        require_root()  # the first thing to fix, before any capability
+        native_ok = all(_has(n) for n in needs)
         if not native_ok:
             missing = [n for n in needs if not _has(n)]
             raise EnvironmentProblem(f"this kernel lacks {', '.join(missing)}; run `mptcplab doctor` for the fix"
                                      + (", or use --where uml" if uml_ok else ""))
         return "native"
+    native_ok = all(_has(n) for n in needs)
     if requested == "uml":
         if not uml_ok:
             raise EnvironmentProblem("this lab cannot run in UML (it needs BPF struct_ops, and UML has no BPF JIT)")

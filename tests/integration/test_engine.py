@@ -76,6 +76,13 @@ def test_bad_input_exit_2_and_nothing_configured():
 
 @pytest.mark.parametrize("where", ["native", "uml"])
 def test_sigkill_then_clean_leaves_nothing(tmp_path, where):
+    # `mptcplab clean` removes everything the kit made, other runs' included: wait until no
+    # experiment is running (they hold the lock) so this test never kills someone else's run.
+    from mptcplab.results import experiment_lock
+
+    tmp_before = {p.name for p in Path("/tmp").iterdir()}
+    with experiment_lock("test: waiting for running experiments before testing clean"):
+        pass
     if where == "native":
         # A network with rate limits only works on any kernel; the process builds it and sleeps.
         code = ("from mptcplab.topology import Topology, Path; import time\n"
@@ -99,4 +106,4 @@ def test_sigkill_then_clean_leaves_nothing(tmp_path, where):
     assert res.returncode == 0, res.stderr
     time.sleep(1)
     assert kit_leftovers() == []
-    assert not any(p.name.startswith("mlab-") for p in Path("/tmp").iterdir() if p.is_dir())
+    assert not [p.name for p in Path("/tmp").iterdir() if p.name.startswith("mlab-") and p.name not in tmp_before]

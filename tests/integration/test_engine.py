@@ -82,7 +82,12 @@ def test_sigkill_then_clean_leaves_nothing(tmp_path, where):
 
     tmp_before = {p.name for p in Path("/tmp").iterdir()}
     with experiment_lock("test: waiting for running experiments before testing clean"):
-        pass
+        _sigkill_then_clean(tmp_path, where, tmp_before)
+
+
+def _sigkill_then_clean(tmp_path, where, tmp_before):
+    # We hold the machine's experiment lock; the child uses a private one.
+    env = {**os.environ, "MPTCPLAB_LOCK": str(tmp_path / "child.lock")}
     if where == "native":
         # A network with rate limits only works on any kernel; the process builds it and sleeps.
         code = ("from mptcplab.topology import Topology, Path; import time\n"
@@ -90,11 +95,11 @@ def test_sigkill_then_clean_leaves_nothing(tmp_path, where):
                 "with t.up() as net:\n"
                 "    net.popen('a', ['sleep', '600'])\n"
                 "    print('up', flush=True); time.sleep(600)\n")
-        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env)
         assert proc.stdout.readline().strip() == "up"
     else:
-        proc = subprocess.Popen(MPTCPLAB + ["example", "--where", "uml", "--out", str(tmp_path)],
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(MPTCPLAB + ["example", "--where", "uml", "--out", str(tmp_path / "out")],
+                                stdout=subprocess.PIPE, text=True, env=env)
         deadline = time.time() + 300
         for line in proc.stdout:  # wait until the experiment inside UML is under way
             if "verifying" in line or time.time() > deadline:

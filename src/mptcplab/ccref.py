@@ -191,10 +191,10 @@ def simulate(links: Sequence[Link], flows: Sequence[Flow], duration: float = 20.
                 while s.credit >= 1.0:
                     s.credit -= 1.0
                     s.acked += 1.0
-                    s.ack_count += 1
                     if s.w < s.ssthresh:
                         s.w += 1.0
                         continue
+                    s.ack_count += 1  # as in the kernel: ACKs in congestion avoidance since the last loss
                     w = [subs[(f.name, j)].w for j in range(len(f.links))]
                     s.w += increase(f.algo, w, rtt, k, s.ack_count, s.best_rtt, s.last_rtt, f.cs218_rule)
         if t >= next_sample:

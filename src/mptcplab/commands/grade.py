@@ -1,0 +1,82 @@
+"""`mptcplab grade SUBMISSIONS... [--lab NN] [--out DIR]`: sandboxed auto-grading with Otter's tests."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from ..errors import EnvironmentProblem, UsageError
+from ..grading import autograder as ag
+from ..grading import batch, sandbox
+
+
+def register(sub) -> None:
+    p = sub.add_parser("grade", help="grade student notebooks in a sandbox; per-student reports + gradebook CSV")
+    p.add_argument("submissions", nargs="+", type=Path, help="submitted .ipynb files or directories of them")
+    p.add_argument("--lab", help="which lab (1, 01, lab1 or 01-name); default: read from each notebook")
+    p.add_argument("--master", type=Path, help="grade against this master notebook instead of solutions/")
+    p.add_argument("--out", type=Path, default=Path("build/grades"), help="reports and gradebook.csv (default: %(default)s)")
+    p.add_argument("--user", help="unprivileged user to run submissions as (default: mptcplab-grader, else nobody)")
+    p.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell (default: %(default)s)")
+    p.add_argument("--time-limit", type=int, default=600, help="seconds per notebook, all cells (default: %(default)s)")
+    p.add_argument("--memory-mb", type=int, default=3072, help="address-space limit per process (default: %(default)s)")
+    p.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output kept per notebook (default: %(default)s)")
+    p.set_defaults(func=_grade)
+
+
+def _collect(paths: list[Path]) -> list[Path]:
+    out = []
+    for p in paths:
+        if p.is_dir():
+            out += sorted(q for q in p.rglob("*.ipynb") if ".ipynb_checkpoints" not in q.parts)
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise UsageError(f"{p}: no such file or directory")
+    return out
+
+
+def lab_of(nb_path: Path) -> str | None:
+    """The lab a notebook belongs to: Otter's init cell names it (otter.Notebook("01-x.ipynb"))."""
+    try:
+        text = nb_path.read_text(errors="replace")
+    except OSError:
+        return None
+    m = re.search(r'otter\.Notebook\(\\?"(\d\d-[\w-]+)\.ipynb', text)
+    if m:
+        return m[1]
+    m = re.match(r"(\d\d)-", nb_path.name)
+    return m[1] if m else None
+
+
+def _grade(args) -> int:
+    why = sandbox.available()
+    if why:
+        raise EnvironmentProblem(why)
+    subs = _collect(args.submissions)
+    if not subs:
+        raise UsageError("no .ipynb submissions found")
+    groups: dict[Path, list[Path]] = {}
+    if args.master:
+        groups[args.master.resolve()] = subs
+    else:
+        for s in subs:
+            lab = args.lab or lab_of(s)
+            if not lab:
+                raise UsageError(f"{s}: cannot tell which lab it is; pass --lab")
+            groups.setdefault(ag.find_master(lab), []).append(s)
+    opt = batch.Options(user=sandbox.grader_user(args.user), cell_timeout=args.cell_timeout,
+                        max_output=args.max_output,
+                        limits=sandbox.Limits(wall_s=args.time_limit, cpu_s=args.time_limit, memory_mb=args.memory_mb))
+    summary = []
+    for master, group in groups.items():
+        grader = ag.autograder_for(master)
+        out = args.out / master.stem if len(groups) > 1 else args.out
+        results = batch.grade_batch(group, grader, out, opt)
+        summary.append({"lab": master.stem, "gradebook": str(out / "gradebook.csv"), "graded": len(results),
+                        "grader_errors": sum(r["status"] == "grader-error" for r in results)})
+        print(f"{master.stem}: {len(results)} graded; gradebook {out / 'gradebook.csv'}; reports {out}/<student>/report.md")
+    print(json.dumps(summary), file=sys.stderr)
+    return 1 if any(s["grader_errors"] for s in summary) else 0

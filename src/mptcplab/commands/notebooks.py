@@ -1,0 +1,55 @@
+"""`mptcplab notebooks assign [--check]`: student notebooks from the Otter masters in solutions/."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from ..errors import UsageError
+from ..grading import autograder as ag
+
+
+def register(sub) -> None:
+    p = sub.add_parser("notebooks", help="build student notebooks and autograders from the master notebooks")
+    nsub = p.add_subparsers(dest="notebooks_command", metavar="ACTION", required=True)
+    a = nsub.add_parser("assign", help="otter assign every solutions/NN-*.ipynb; copy student notebooks to notebooks/")
+    a.add_argument("--lab", action="append", help="only this lab (1, 01, lab1 or 01-name); repeatable")
+    a.add_argument("--check", action="store_true",
+                   help="build into a temporary directory and fail if notebooks/ is stale (for CI); changes nothing")
+    a.add_argument("--solutions", type=Path, default=ag.SOLUTIONS, help=argparse_help("master notebooks"))
+    a.add_argument("--notebooks", type=Path, default=ag.NOTEBOOKS, help=argparse_help("student notebooks"))
+    a.add_argument("--build", type=Path, default=ag.ASSIGN_DIR, help=argparse_help("otter assign output"))
+    a.set_defaults(func=_assign)
+
+
+def argparse_help(what: str) -> str:
+    return f"directory of {what} (default: %(default)s)"
+
+
+def _assign(args) -> int:
+    masters = [ag.find_master(lab, args.solutions) for lab in args.lab] if args.lab else ag.masters(args.solutions)
+    if not masters:
+        raise UsageError(f"no master notebooks (NN-name.ipynb) in {args.solutions}")
+    stale = []
+    with tempfile.TemporaryDirectory(prefix="mlab-assign-") as tmp:
+        build = Path(tmp) if args.check else args.build
+        for master in masters:
+            print(f"otter assign {master} -> {build / master.stem}", file=sys.stderr, flush=True)
+            student = ag.otter_assign(master, build / master.stem)
+            shipped = args.notebooks / master.name
+            if args.check:
+                if not shipped.exists() or ag.normalized(shipped) != ag.normalized(student):
+                    stale.append(shipped)
+                continue
+            args.notebooks.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(student, shipped)
+            print(f"  wrote {shipped}", file=sys.stderr)
+    if stale:
+        print("stale student notebooks (run `mptcplab notebooks assign` and commit):\n  "
+              + "\n  ".join(map(str, stale)), file=sys.stderr)
+        return 1
+    if args.check:
+        print(f"notebooks/ is up to date with {len(masters)} master(s)", file=sys.stderr)
+    return 0

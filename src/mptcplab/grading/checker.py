@@ -1,0 +1,137 @@
+"""Run the autograder's tests on the values a submission computed (inside the sandbox).
+
+This process never runs student code: it reads `env.pkl` (written by `execute`) with an unpickler
+that only rebuilds plain data (numbers, strings, containers, numpy arrays, pandas objects, Plotly
+figures), re-imports modules and kit functions by name from an allow-list, and runs Otter's
+OK-format tests against that environment. The tests arrive on stdin, never as a file, so nothing
+the submission could have left behind can read or rewrite them. Results go to stdout as JSON.
+
+A consequence worth knowing when writing tests: a check can use any value or DataFrame the
+notebook computed and any `mptcplab`/numpy/pandas function, but not a function the student defined.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import pickle
+import re
+import sys
+
+ALLOWED_ROOTS = {"numpy", "pandas", "plotly", "collections", "datetime", "decimal", "fractions", "copyreg",
+                 "_codecs", "zoneinfo", "pytz", "dateutil", "uuid", "math", "statistics", "builtins",
+                 "mptcplab", "scipy", "json", "re", "itertools", "functools", "pathlib", "textwrap", "otter"}
+DENIED_MODULES = re.compile(r"^(pandas\.io|pandas\.core\.computation|numpy\.lib\.npyio|numpy\.(f2py|distutils|testing|ctypeslib)"
+                            r"|plotly\.io|mptcplab\.(grading|cli|commands|topology|traffic|cleanup|uml|observe|bulk|cc)"
+                            r"|otter\.(cli|run|assign|grade|generate|export|execute|plugins)|pathlib)")
+DENIED_NAMES = re.compile(r"(read|load|eval|exec|system|popen|spawn|open|file|memmap|import|compile|attr|globals"
+                          r"|locals|vars|input|breakpoint|subprocess|write|save|dump|remove|unlink|^run|^call)", re.I)
+SAFE_BUILTINS = {"set", "frozenset", "list", "dict", "tuple", "slice", "range", "complex", "bytearray", "bytes",
+                 "int", "float", "str", "bool", "object", "Ellipsis"}
+
+
+def allowed(module: str, name: str) -> bool:
+    root = module.split(".")[0]
+    if root not in ALLOWED_ROOTS or DENIED_MODULES.match(module):
+        return False
+    if root == "builtins":
+        return name in SAFE_BUILTINS
+    return not DENIED_NAMES.search(name)
+
+
+class DataUnpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        if not allowed(module, name):
+            raise pickle.UnpicklingError(f"refusing {module}.{name} (not plain data)")
+        return super().find_class(module, name)
+
+
+def rebuild(dump: dict) -> tuple[dict, dict]:
+    """The checking environment, plus a note for each variable that could not be rebuilt."""
+    env: dict = {}
+    skipped: dict = {}
+    for name, blob in dump.get("values", {}).items():
+        try:
+            env[name] = DataUnpickler(io.BytesIO(blob)).load()
+        except Exception as exc:
+            skipped[name] = str(exc)[:200]
+    for name, (kind, module, qualname) in dump.get("refs", {}).items():
+        if kind == "unpicklable":
+            skipped[name] = f"{module}: {qualname}"
+            continue
+        root = module.split(".")[0]
+        if root not in ALLOWED_ROOTS or DENIED_MODULES.match(module):
+            skipped[name] = f"{kind} from {module or 'the notebook'} is not rebuilt for checking"
+            continue
+        try:
+            obj = importlib.import_module(module)
+            for part in qualname.split(".") if kind == "object" else ():
+                obj = getattr(obj, part)
+            env[name] = obj
+        except Exception as exc:
+            skipped[name] = str(exc)[:200]
+    return env, skipped
+
+
+def check(tests: dict[str, str], env: dict) -> list[dict]:
+    """Run every OK-format test file (name -> source) against a copy of env; one dict per question."""
+    from otter.test_files import OKTestFile
+
+    out = []
+    for qname in sorted(tests):
+        spec_globals: dict = {}
+        exec(tests[qname], spec_globals)  # the autograder's own test file: trusted
+        tf = OKTestFile.from_spec(spec_globals["test"], path=f"{qname}.py")
+        scope = dict(env)
+        try:
+            tf.run(scope)
+            cases = [{"name": r.test_case.name, "hidden": r.test_case.hidden, "passed": r.passed,
+                      "message": "" if r.passed else _failure(r.message)} for r in tf.test_case_results]
+            out.append({"question": tf.name, "score": float(tf.score), "possible": float(tf.possible), "cases": cases})
+        except Exception as exc:
+            out.append({"question": tf.name, "score": 0.0, "possible": float(tf.possible),
+                        "cases": [{"name": qname, "hidden": False, "passed": False,
+                                   "message": f"the check itself crashed: {type(exc).__name__}: {exc}"}]})
+    return out
+
+
+def _failure(doctest_report: str) -> str:
+    """The useful line of a failed doctest: the assertion's message or the exception."""
+    lines = [ln.strip() for ln in doctest_report.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", ln):
+            return ln[:500]
+    return "\n".join(lines[-3:])[:500]
+
+
+def main() -> int:
+    tests = json.load(sys.stdin)
+    env_path = sys.argv[1]
+    try:
+        dump, note = _load_outer(env_path), ""
+    except Exception as exc:
+        dump, note = {}, f"the notebook saved no values ({type(exc).__name__}: {exc})"
+    env, skipped = rebuild(dump)
+    # Only the values a test mentions matter to the student (the Otter `grader`, `open`, ... do not).
+    mentioned = {k: v for k, v in skipped.items() if any(re.search(rf"(?<![\w.]){re.escape(k)}(?![\w'\"])", t) for t in tests.values())}
+    json.dump({"questions": check(tests, env), "skipped": mentioned, "note": note}, sys.stdout)
+    return 0
+
+
+def _load_outer(path: str) -> dict:
+    """The container is a dict of str -> bytes/tuples: no class may appear in it."""
+
+    class Outer(pickle.Unpickler):
+        def find_class(self, module, name):
+            raise pickle.UnpicklingError(f"unexpected {module}.{name} in env.pkl")
+
+    with open(path, "rb") as f:
+        dump = Outer(f).load()
+    if not isinstance(dump, dict):
+        raise ValueError("env.pkl is not a dict")
+    return dump
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""The checker's unpickler rebuilds data only: student code can never run in the checking process."""
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mptcplab.grading import checker
+
+
+class Evil:
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("echo pwned",))
+
+
+class EvilPandas:
+    def __reduce__(self):
+        return (pd.read_pickle, ("/tmp/x.pkl",))
+
+
+def test_plain_data_round_trips():
+    df = pd.DataFrame({"a": [1, 2], "b": [0.5, 1.5]})
+    dump = {"values": {k: pickle.dumps(v, protocol=4) for k, v in
+                       {"df": df, "arr": np.arange(3), "x": 1.5, "d": {"k": [1, 2]}, "e": ...}.items()},
+            "refs": {"np": ("module", "numpy", ""), "os": ("module", "os", "")}}
+    env, skipped = checker.rebuild(dump)
+    assert env["df"].equals(df) and list(env["arr"]) == [0, 1, 2] and env["e"] is Ellipsis
+    assert env["np"] is np and "os" in skipped
+
+
+@pytest.mark.parametrize("obj", [Evil(), EvilPandas()])
+def test_code_in_a_pickle_is_refused(obj):
+    env, skipped = checker.rebuild({"values": {"v": pickle.dumps(obj)}, "refs": {}})
+    assert "v" not in env and "refusing" in skipped["v"]
+
+
+def test_failing_check_reports_its_message():
+    test = ("OK_FORMAT = True\ntest = {'name': 'q1', 'points': 1, 'suites': [{'cases': [{'code': "
+            "\">>> assert x > 2, 'x must exceed 2: widen the sweep'\\n\", 'hidden': False, 'locked': False}], "
+            "'scored': True, 'setup': '', 'teardown': '', 'type': 'doctest'}]}\n")
+    (q,) = checker.check({"q1": test}, {"x": 1})
+    assert q["score"] == 0 and "x must exceed 2: widen the sweep" in q["cases"][0]["message"]
+    (q,) = checker.check({"q1": test}, {"x": 3})
+    assert q["score"] == 1

@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Provision the mptcplab VM (Ubuntu 24.04; the package and module steps also run on Debian 12).
+# Idempotent: every step checks before it changes, so `vagrant provision` can be re-run at will.
+#
+#   provision.sh                      all steps
+#   provision.sh --only packages ...  just these steps (packages modules sysctls kit grader jupyter doctor)
+#   provision.sh --check              change nothing; report what is missing, exit 1 if anything is
+#   provision.sh --list-packages      print the apt packages for this distribution and kernel
+#
+# Environment: MPTCPLAB_SRC (the repo, default /vagrant), MPTCPLAB_VENV (/opt/mptcplab/venv),
+# MPTCPLAB_USER (vagrant), MPTCPLAB_JUPYTER_PORT (8888), MPTCPLAB_JUPYTER_TOKEN (mptcplab),
+# MPTCPLAB_ETC (/etc; tests point it elsewhere), MPTCPLAB_APT_UPDATE (auto|always|never).
+set -euo pipefail
+
+SRC=${MPTCPLAB_SRC:-/vagrant}
+VENV=${MPTCPLAB_VENV:-/opt/mptcplab/venv}
+RUN_USER=${MPTCPLAB_USER:-vagrant}
+PORT=${MPTCPLAB_JUPYTER_PORT:-8888}
+TOKEN=${MPTCPLAB_JUPYTER_TOKEN:-mptcplab}
+ETC=${MPTCPLAB_ETC:-/etc}
+APT_UPDATE=${MPTCPLAB_APT_UPDATE:-auto}
+ALL_STEPS="packages modules sysctls kit grader jupyter doctor"
+CHECK=0
+STEPS=""
+export DEBIAN_FRONTEND=noninteractive
+
+say() { printf '\033[1m[mptcplab provision]\033[0m %s\n' "$*"; }
+die() { printf '\n\033[1;31m[mptcplab provision] FAILED: %s\033[0m\n\n' "$*" >&2; exit 1; }
+packages_list() {
+  echo iproute2 iputils-ping ethtool tcpdump tshark iperf3 mptcpd jq git \
+       python3 python3-venv python3-dev build-essential clang llvm libbpf-dev
+  if is_ubuntu; then
+    # bpftool ships in linux-tools for the running kernel; sch_netem and mptcp_diag in -extra.
+    echo linux-tools-common "linux-tools-$kernel" "linux-modules-extra-$kernel"
+  else
+    echo bpftool
+  fi
+}
+
+missing=0
+need() { # need DESCRIPTION COMMAND...: in --check mode report, else fail loudly
+  local what=$1; shift
+  if "$@" >/dev/null 2>&1; then say "ok: $what"; return 0; fi
+  if [ "$CHECK" = 1 ]; then say "MISSING: $what"; missing=1; return 1; fi
+  die "$what"
+}
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --check) CHECK=1 ;;
+    --only) shift; while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do STEPS="$STEPS $1"; shift; done; continue ;;
+    --list-packages) LIST=1 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) die "unknown argument $1 (try --help)" ;;
+  esac
+  shift
+done
+STEPS=${STEPS:-$ALL_STEPS}
+is_ubuntu() { grep -q '^ID=ubuntu' /etc/os-release; }
+kernel=$(uname -r)
+if [ "${LIST:-0}" = 1 ]; then packages_list; exit 0; fi
+[ "$(id -u)" = 0 ] || die "run as root (vagrant does; by hand: sudo $0)"
+
+
+step_packages() {
+  local pkgs absent=()
+  read -r -a pkgs <<<"$(packages_list)"
+  for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || absent+=("$p")
+  done
+  if [ "$CHECK" = 1 ]; then
+    if [ ${#absent[@]} -eq 0 ]; then say "ok: all ${#pkgs[@]} packages installed"
+    else say "MISSING packages: ${absent[*]}"; missing=1; fi
+    return 0
+  fi
+  if [ ${#absent[@]} -eq 0 ]; then say "packages: all ${#pkgs[@]} already installed"; return 0; fi
+  # tshark asks whether non-root users may capture; answer before apt can ask.
+  echo 'wireshark-common wireshark-common/install-setuid boolean true' | debconf-set-selections
+  local stamp=/var/lib/apt/periodic/update-success-stamp lists_age=999999
+  [ -e "$stamp" ] && lists_age=$(( $(date +%s) - $(stat -c %Y "$stamp") ))
+  if [ "$APT_UPDATE" = always ] || { [ "$APT_UPDATE" = auto ] && [ "$lists_age" -gt 21600 ]; }; then
+    apt-get update -q
+  fi
+  say "installing: ${absent[*]}"
+  if apt-get install -y -q --no-install-recommends "${absent[@]}"; then return 0; fi
+  # A box whose kernel is newer than its package lists has no matching -extra/-tools yet.
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${absent[@]}" \
+    || die "apt-get could not install: ${absent[*]} (is the box's kernel $kernel still in the archive? try \`vagrant box update\`)"
+}
+
+step_modules() {
+  local conf=$ETC/modules-load.d/mptcplab.conf
+  if [ "$CHECK" = 0 ]; then
+    mkdir -p "$ETC/modules-load.d"
+    printf '# mptcplab: qdiscs for emulated links, MPTCP socket diagnostics for ss -M\nsch_netem\nsch_tbf\nsch_htb\nmptcp_diag\n' >"$conf"
+    for m in sch_netem sch_tbf sch_htb mptcp_diag; do
+      modprobe "$m" 2>/dev/null || say "modprobe $m failed (fine if it is built in)"
+    done
+  fi
+  need "modules persisted in $conf" test -s "$conf" || true
+  # The real test: can a netem qdisc be created? In a throwaway namespace, so nothing lingers.
+  local ns="mlab-provision-$$"
+  if ip netns add "$ns" 2>/dev/null; then
+    local ok=0
+    ip -n "$ns" link set lo up && tc -n "$ns" qdisc add dev lo root netem delay 1ms loss 1% 2>/dev/null && ok=1
+    ip netns delete "$ns"
+    if [ "$ok" = 1 ]; then say "ok: netem qdisc created in a throwaway namespace"; return 0; fi
+  fi
+  local why="this kernel ($kernel) cannot create a netem qdisc, so Labs 1 and 3 cannot emulate delay and loss."
+  if is_ubuntu; then why="$why Install linux-modules-extra-$kernel and run \`modprobe sch_netem\`"
+  else why="$why Run \`modprobe sch_netem\`; where modules cannot be loaded use the UML kernel (\`mptcplab uml build\`)"; fi
+  if [ "$CHECK" = 1 ]; then say "MISSING: $why"; missing=1; else die "$why"; fi
+}
+
+step_sysctls() {
+  local conf=$ETC/sysctl.d/90-mptcplab.conf
+  if [ "$CHECK" = 0 ]; then
+    mkdir -p "$ETC/sysctl.d"
+    cat >"$conf" <<'CONF'
+# mptcplab: MPTCP on, buffers large enough for the Lab 1 send-buffer sweep, no cached metrics between runs
+net.mptcp.enabled = 1
+net.core.rmem_max = 67108864
+net.core.wmem_max = 67108864
+net.ipv4.tcp_rmem = 4096 131072 67108864
+net.ipv4.tcp_wmem = 4096 16384 67108864
+net.ipv4.tcp_no_metrics_save = 1
+kernel.perf_event_paranoid = 1
+CONF
+    sysctl -q -p "$conf"
+  fi
+  need "net.mptcp.enabled = 1" grep -qx 1 /proc/sys/net/mptcp/enabled || true
+}
+
+step_kit() {
+  [ -f "$SRC/pyproject.toml" ] || die "the kit is not at $SRC (is the synced folder mounted? \`vagrant reload\`)"
+  if [ "$CHECK" = 0 ]; then
+    [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --upgrade pip
+    "$VENV/bin/pip" install -q -e "${SRC}[notebooks]"
+    ln -sf "$VENV/bin/mptcplab" /usr/local/bin/mptcplab
+    # Let the student run `mptcplab` and `jupyter` without activating the venv.
+    mkdir -p "$ETC/profile.d"
+    echo "export PATH=$VENV/bin:\$PATH" >"$ETC/profile.d/mptcplab.sh"
+  fi
+  need "mptcplab installed in $VENV" "$VENV/bin/mptcplab" --version || true
+}
+
+step_grader() { # the unprivileged account `mptcplab grade` runs submissions as
+  if [ "$CHECK" = 0 ] && ! id mptcplab-grader >/dev/null 2>&1; then
+    useradd --system --no-create-home --shell /usr/sbin/nologin mptcplab-grader
+  fi
+  need "user mptcplab-grader" id mptcplab-grader || true
+}
+
+step_jupyter() {
+  local unit=$ETC/systemd/system/mptcplab-jupyter.service
+  if [ "$CHECK" = 0 ]; then
+    mkdir -p "$ETC/systemd/system"
+    cat >"$unit" <<UNIT
+[Unit]
+Description=JupyterLab for the mptcplab notebooks (forwarded to the host's localhost:$PORT)
+After=network-online.target
+
+[Service]
+User=$RUN_USER
+WorkingDirectory=$SRC
+Environment=PATH=$VENV/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+ExecStart=$VENV/bin/jupyter lab --no-browser --ip=0.0.0.0 --port=$PORT --ServerApp.token=$TOKEN --ServerApp.root_dir=$SRC
+Restart=on-failure
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+    systemctl daemon-reload
+    systemctl enable mptcplab-jupyter.service
+    systemctl restart mptcplab-jupyter.service
+    sleep 3
+  fi
+  need "JupyterLab service running on port $PORT" systemctl is-active --quiet mptcplab-jupyter.service || true
+}
+
+step_doctor() {
+  [ "$CHECK" = 1 ] && [ ! -x "$VENV/bin/mptcplab" ] && { say "MISSING: mptcplab (doctor skipped)"; missing=1; return 0; }
+  say "mptcplab doctor:"
+  if ! "$VENV/bin/mptcplab" doctor; then
+    if [ "$CHECK" = 1 ]; then missing=1; return 0; fi
+    die "\`mptcplab doctor\` says a lab cannot run in this VM (see the MISSING lines above and their fixes)"
+  fi
+}
+
+for s in $STEPS; do
+  case " $ALL_STEPS " in *" $s "*) ;; *) die "unknown step $s (steps: $ALL_STEPS)" ;; esac
+  say "== $s"
+  "step_$s"
+done
+if [ "$CHECK" = 1 ] && [ "$missing" = 1 ]; then die "some checks failed (see MISSING above)"; fi
+say "done: $STEPS"
+if [ "$CHECK" = 0 ] && [[ " $STEPS " == *" jupyter "* ]]; then
+  say "JupyterLab: http://localhost:$PORT/lab?token=$TOKEN   shell: vagrant ssh, then sudo mptcplab ..."
+fi

@@ -1,0 +1,163 @@
+"""MkDocs hooks: the lab guides and student notebooks come from their single sources at build time.
+
+- `labs/NN-name/README.md` becomes the page `labs/NN-name.md` (read, never copied into site/);
+  relative links that leave the guide are rewritten to site pages or to plain repo paths.
+- `notebooks/NN-name.ipynb` (the Otter student notebook) is executed on the shipped reference
+  results (`solutions/results/labN/`, via MPTCPLAB_LABn_RESULTS), cached under build/site-notebooks/,
+  and rendered by mkdocs-jupyter. Error outputs (the unanswered `...` cells) and the outputs of
+  Otter cells are dropped; Plotly figures become plain divs drawn by a local plotly.min.js once the
+  page has loaded, which is what keeps them from rendering blank (no renderer or CDN dependence).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import uuid
+from pathlib import Path
+
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE = REPO / "build" / "site-notebooks"
+PLOTLY_JS = "assets/javascripts/plotly.min.js"
+LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)([^)]*)\)")
+
+
+def lab_guides() -> list[Path]:
+    return sorted(p for p in (REPO / "labs").glob("[0-9][0-9]-*/README.md"))
+
+
+def student_notebooks() -> list[Path]:
+    return sorted((REPO / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+
+
+def _title(text: str, fallback: str) -> str:
+    m = re.search(r"^#\s+(.+)$", text, re.M)
+    return m[1].strip() if m else fallback
+
+
+def on_config(config):
+    labs = [{_title(p.read_text(), p.parent.name): f"labs/{p.parent.name}.md"} for p in lab_guides()]
+    nbs = []
+    for p in student_notebooks():
+        cells = json.loads(p.read_text()).get("cells", [])
+        first_md = next(("".join(c["source"]) for c in cells if c["cell_type"] == "markdown"), "")
+        nbs.append({_title(first_md, p.stem): f"notebooks/{p.name}"})
+    nav = list(config["nav"] or [])
+    at = next((i + 1 for i, item in enumerate(nav) if isinstance(item, dict) and "Setup" in item), len(nav))
+    extra = ([{"Lab guides": labs}] if labs else []) + ([{"Notebooks (reference results)": nbs}] if nbs else [])
+    config["nav"] = nav[:at] + extra + nav[at:]
+    config["extra_javascript"].append(PLOTLY_JS)
+    return config
+
+
+def _rewrite_links(text: str, guide: Path, rendered: set[str]) -> str:
+    """Links inside a guide point at repo files; map them to pages, else show the path as code."""
+    def sub(m: re.Match) -> str:
+        bang, label, target, rest = m.groups()
+        if re.match(r"^([a-z]+:|#|/)", target):
+            return m[0]
+        path, _, anchor = target.partition("#")
+        resolved = (guide.parent / path).resolve()
+        try:
+            rel = resolved.relative_to(REPO).as_posix()
+        except ValueError:
+            return f"{label} (`{target}`)" if not bang else f"`{target}`"
+        page = None
+        if re.fullmatch(r"labs/\d\d-[^/]+/(README\.md)?", rel + ("/" if resolved.is_dir() else "")):
+            page = f"{rel.split('/')[1]}.md"
+        elif rel.startswith("notebooks/") and rel in rendered:
+            page = f"../{rel}"
+        if page:
+            return f"{bang}[{label}]({page}{'#' + anchor if anchor else ''}{rest})"
+        return f"`{rel}`" if bang else f"{label} (`{rel}`)"
+
+    return LINK.sub(sub, text)
+
+
+@event_priority(50)  # before mkdocs-jupyter's on_files, so it picks up the notebooks added here
+def on_files(files, config):
+    rendered = {f"notebooks/{p.name}" for p in student_notebooks()}
+    for guide in lab_guides():
+        text = _rewrite_links(guide.read_text(), guide, rendered)
+        files.append(File.generated(config, f"labs/{guide.parent.name}.md", content=text))
+    for nb in student_notebooks():
+        # A plain File rooted in the cache (mkdocs-jupyter's wrapper cannot read generated Files).
+        root = executed(nb).parents[1]
+        files.append(File(f"notebooks/{nb.name}", src_dir=str(root), dest_dir=config["site_dir"],
+                          use_directory_urls=config["use_directory_urls"]))
+    import plotly
+
+    js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    files.append(File.generated(config, PLOTLY_JS, abs_src_path=str(js)))
+    return files
+
+
+def _fingerprint(nb: Path) -> str:
+    h = hashlib.sha256(nb.read_bytes())
+    for p in sorted((REPO / "solutions" / "results").rglob("*")) + sorted((REPO / "src" / "mptcplab" / "labs").glob("*.py")):
+        if p.is_file():
+            h.update(p.as_posix().encode() + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def executed(nb: Path) -> Path:
+    """The student notebook run on the reference results, cleaned for the site (cached)."""
+    out = CACHE / f"{nb.stem}-{_fingerprint(nb)}" / "notebooks" / nb.name
+    if out.exists():
+        return out
+    import nbformat
+    from nbclient import NotebookClient
+
+    node = nbformat.read(nb, as_version=4)
+    saved = dict(os.environ)
+    for n in range(1, 10):  # notebooks honour MPTCPLAB_LABn_RESULTS: the site shows the reference run
+        ref = REPO / "solutions" / "results" / f"lab{n}"
+        if ref.is_dir():
+            os.environ[f"MPTCPLAB_LAB{n}_RESULTS"] = str(ref)
+    try:
+        NotebookClient(node, timeout=600, allow_errors=True, kernel_name="python3",
+                       resources={"metadata": {"path": str(nb.parent)}}).execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    clean(node)
+    for old in CACHE.glob(f"{nb.stem}-*/notebooks/{nb.name}"):
+        old.unlink()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(node, out)
+    return out
+
+
+def clean(node) -> None:
+    # Otter's own cells (init, checks) say nothing on a rendered page; tags would show as badges.
+    node.cells = [c for c in node.cells if not (c.cell_type == "code" and
+                                                ("grader.check(" in c.source or "otter.Notebook(" in c.source))]
+    for cell in node.cells:
+        cell.metadata.pop("tags", None)
+        if cell.cell_type != "code":
+            continue
+        outs = []
+        for o in cell.outputs:
+            if o.output_type == "error":
+                continue
+            data = o.get("data", {})
+            if "application/vnd.plotly.v1+json" in data:
+                o.data = {"text/html": plotly_div(data["application/vnd.plotly.v1+json"])}
+            outs.append(o)
+        cell.outputs = outs
+
+
+def plotly_div(fig: dict) -> str:
+    div = f"mlab-fig-{uuid.uuid4().hex[:10]}"
+    payload = json.dumps({"data": fig.get("data", []), "layout": fig.get("layout", {})}).replace("</", "<\\/")
+    height = int(fig.get("layout", {}).get("height") or 450)
+    return (f'<div id="{div}" class="mlab-plotly" style="width:100%;height:{height}px"></div>\n'
+            f'<script>document.addEventListener("DOMContentLoaded", function () {{\n'
+            f'  var fig = {payload};\n'
+            f'  Plotly.newPlot("{div}", fig.data, fig.layout, {{responsive: true, displaylogo: false}});\n'
+            f'}});</script>')

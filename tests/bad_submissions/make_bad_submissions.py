@@ -55,7 +55,7 @@ def edited_checks(nb):
 
 def enormous_output(nb):
     nb.cells.insert(3, nbf.v4.new_code_cell(
-        "print('x' * 50_000_000)\nfor i in range(200_000):\n    print('line', i, 'y' * 200)\n"
+        "print('x' * 50_000_000)\nfor i in range(20_000):\n    print('line', i, 'y' * 200)\n"
         "with open('huge.bin', 'wb') as f:\n    f.write(b'0' * (512 * 1024 * 1024))"))
 
 
@@ -108,7 +108,7 @@ NOTES = {
     infinite_loop: "an endless loop in q1: that cell is stopped at the cell time limit, the rest still runs.",
     deleted_checks: "right answers, every check cell deleted: the checks run anyway.",
     edited_checks: "wrong answers; check cells and the notebook's public tests rewritten to always pass.",
-    enormous_output: "prints ~90 MB and tries to write a 512 MiB file, then answers correctly.",
+    enormous_output: "prints ~55 MB and tries to write a 512 MiB file, then answers correctly.",
     read_hidden_tests: "hunts the filesystem for hidden tests and tries to rewrite them; q1 wrong.",
     network_access: "tries to reach the network, then answers correctly.",
     memory_hog: "allocates 16 GiB, then answers correctly.",

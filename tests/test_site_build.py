@@ -1,0 +1,157 @@
+"""`mkdocs build --strict` passes, and the built site leaks no solution text and no hidden test.
+
+Secrets come from each master in solutions/: the solution-only lines of the autograder's solution
+notebook (cells Otter tags `otter_assign_solution_cell`, minus what the student notebook shows
+anyway) and every hidden test case in the autograder zip. Every file of the built site is scanned
+as text (HTML with tags stripped, so syntax highlighting cannot hide a line). A self-test proves
+the scanner does find them in the solution notebook.
+"""
+
+import html
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from mptcplab.grading import autograder
+
+REPO = Path(__file__).resolve().parents[1]
+MIN_LEN = 16  # shorter lines ("x = 1", "return df") are too generic to call a leak
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _lines(code: str) -> set[str]:
+    out = set()
+    for line in code.splitlines():
+        line = re.sub(r"^(>>>|\.\.\.)\s?", "", line.strip())
+        line = re.sub(r"#\s*SOLUTION\s*$", "", line).strip()
+        if line.startswith("#") or line.startswith('"""') or len(_norm(line)) < MIN_LEN:
+            continue
+        out.add(_norm(line))
+    return out
+
+
+def secrets_of(master: Path, build: Path) -> dict[str, set[str]]:
+    ag = autograder.autograder_for(master, build)
+    public = _norm("\n".join(c.source for c in nbformat.read(build / master.stem / "student" / master.name, 4).cells))
+    guide = REPO / "labs" / master.stem / "README.md"
+    public += _norm(guide.read_text()) if guide.exists() else ""
+    sol_nb = nbformat.read(build / master.stem / "autograder" / master.name, 4)
+    solution = set()
+    for c in sol_nb.cells:
+        if "otter_assign_solution_cell" in c.metadata.get("tags", []):
+            solution |= {ln for ln in _lines(c.source) if ln not in public}
+    hidden = set()
+    for src in ag.tests().values():
+        g: dict = {}
+        exec(src, g)
+        for case in g["test"]["suites"][0]["cases"]:
+            if case.get("hidden"):
+                hidden |= {ln for ln in _lines(case["code"]) if ln not in public}
+    return {"solution": solution, "hidden": hidden}
+
+
+def site_text(site: Path) -> str:
+    parts = []
+    for f in site.rglob("*"):
+        if not f.is_file() or f.suffix in (".png", ".jpg", ".gz", ".woff", ".woff2", ".ico", ".svg"):
+            continue
+        text = f.read_text(errors="replace")
+        if f.suffix == ".html":
+            text = html.unescape(re.sub(r"<[^>]+>", "", text))
+        elif f.suffix == ".json":
+            try:
+                text = json.dumps(json.loads(text), ensure_ascii=False)
+                text = text.encode().decode("unicode_escape", errors="replace")
+            except ValueError:
+                pass
+        parts.append(text)
+    return _norm("\n".join(parts))
+
+
+def leaks(corpus: str, secrets: dict[str, set[str]]) -> list[str]:
+    return [f"{kind}: {s}" for kind, lines in secrets.items() for s in sorted(lines) if s in corpus]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    if not shutil.which("mkdocs", path=str(Path(sys.executable).parent)):
+        pytest.skip("mkdocs not installed (pip install -e .[site])")
+    out = tmp_path_factory.mktemp("site") / "site"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    r = subprocess.run([str(Path(sys.executable).parent / "mkdocs"), "build", "--strict", "-f", str(REPO / "mkdocs.yml"),
+                        "-d", str(out)], cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def all_secrets(tmp_path_factory):
+    build = tmp_path_factory.mktemp("assign")
+    return {m.stem: secrets_of(m, build) for m in autograder.masters()}
+
+
+def test_every_guide_and_notebook_has_a_page(built):
+    for guide in sorted((REPO / "labs").glob("[0-9][0-9]-*/README.md")):
+        assert (built / "labs" / guide.parent.name / "index.html").exists()
+    for nb in sorted((REPO / "notebooks").glob("[0-9][0-9]-*.ipynb")):
+        page = (built / "notebooks" / nb.stem / "index.html").read_text()
+        assert "plotly.min.js" in page
+    assert (built / "assets" / "javascripts" / "plotly.min.js").stat().st_size > 1_000_000
+
+
+def test_no_solution_or_hidden_test_in_the_site(built, all_secrets):
+    corpus = site_text(built)
+    found = {lab: leaks(corpus, s) for lab, s in all_secrets.items()}
+    assert not any(found.values()), found
+
+
+def test_scanner_finds_secrets_in_the_solution_notebook(all_secrets, tmp_path):
+    """The leak scan can fail: the autograder's solution notebook, rendered to text, trips it."""
+    if not all_secrets:
+        pytest.skip("no master notebooks yet")
+    for lab, secrets in all_secrets.items():
+        sol = REPO / "build" / "assign" / lab / "autograder" / f"{lab}.ipynb"
+        sol = sol if sol.exists() else next((tmp_path.parent).rglob(f"autograder/{lab}.ipynb"))
+        corpus = _norm(json.dumps(json.loads(sol.read_text()), ensure_ascii=False).encode().decode("unicode_escape"))
+        if secrets["solution"] or secrets["hidden"]:
+            assert leaks(corpus, secrets), lab
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="chromium not installed (apt-get install chromium)")
+def test_figures_draw_in_a_headless_browser(built):
+    pages = sorted((built / "notebooks").glob("*/index.html"))
+    if not pages:
+        pytest.skip("no student notebooks yet")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadingHTTPServer(("127.0.0.1", port), partial(SimpleHTTPRequestHandler, directory=str(built)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for page in pages:
+            with tempfile.TemporaryDirectory() as profile:
+                url = f"http://127.0.0.1:{port}/notebooks/{page.parent.name}/"
+                dom = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                                      "--disable-background-networking", "--no-first-run", f"--user-data-dir={profile}",
+                                      "--virtual-time-budget=15000", "--dump-dom", url],
+                                     capture_output=True, text=True, timeout=180).stdout
+            divs = dom.count('class="mlab-plotly')
+            drawn = dom.count('class="mlab-plotly js-plotly-plot')
+            assert divs and drawn == divs, f"{url}: {drawn} of {divs} Plotly figures drawn"
+    finally:
+        server.shutdown()

@@ -1,0 +1,123 @@
+"""Lab 3 measurement on made-up packet tables: every quantity checked against a count by hand."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mptcplab.labs import lab3_measure as lm
+
+MSS = 1000
+RTT = 0.06
+
+
+def flow_packets(flow, n_seg, lost=(), t_start=100.0, gap=0.001, rto_losses=()):
+    """A flow sending n_seg segments every `gap` s; each lost segment is resent one RTT later
+    (fast retransmit), or after a 0.3 s silence for those in `rto_losses`. ACK every 2 segments."""
+    rows = []
+    for i in range(n_seg):
+        rows.append({"time": t_start + i * gap, "flow": flow, "kind": "data", "seq": i * MSS, "len": MSS,
+                     "ack": np.nan, "ack_rtt": np.nan})
+        if i % 2 == 1:
+            rows.append({"time": t_start + i * gap + RTT, "flow": flow, "kind": "ack", "seq": np.nan, "len": 0,
+                         "ack": (i + 1) * MSS, "ack_rtt": RTT})
+    t_end = t_start + n_seg * gap
+    for i in lost:
+        rows.append({"time": t_start + i * gap + RTT, "flow": flow, "kind": "data", "seq": i * MSS, "len": MSS,
+                     "ack": np.nan, "ack_rtt": np.nan})
+    for i in rto_losses:  # the flow goes silent, then the timer fires
+        rows.append({"time": t_end + 0.3, "flow": flow, "kind": "data", "seq": i * MSS, "len": MSS,
+                     "ack": np.nan, "ack_rtt": np.nan})
+    return rows
+
+
+def table(*flows):
+    pk = pd.DataFrame([r for f in flows for r in f])
+    return pk.sort_values("time", kind="stable").reset_index(drop=True)
+
+
+def test_retransmissions_and_original_send_times():
+    pk = table(flow_packets(1, 200, lost=(50, 60)))
+    d = lm.mark_retransmissions(pk[pk.kind == "data"])
+    rx = d[d.retx].sort_values("seq")
+    assert rx.seq.tolist() == [50 * MSS, 60 * MSS]
+    assert rx.t_orig.tolist() == pytest.approx([100.050, 100.060])
+    assert int((~d.retx).sum()) == 200
+
+
+def test_retransmission_with_other_boundaries_maps_to_the_segment_holding_it():
+    # The kernel may resend a range cut differently: byte 50500 was first sent in segment 50.
+    pk = table(flow_packets(1, 100))
+    extra = pd.DataFrame([{"time": 101.0, "flow": 1, "kind": "data", "seq": 50 * MSS + 500, "len": 500,
+                           "ack": np.nan, "ack_rtt": np.nan}])
+    d = lm.mark_retransmissions(pd.concat([pk[pk.kind == "data"], extra]))
+    assert d[d.retx].t_orig.tolist() == pytest.approx([100.050])
+
+
+def test_loss_events_at_most_one_per_rtt():
+    assert lm.group_loss_events([1.0, 1.01, 1.059, 1.061, 1.2], 0.06).tolist() == [1.0, 1.061, 1.2]
+    assert lm.group_loss_events([], 0.06).size == 0
+
+
+def test_per_flow_and_cumulative_loss_event_rates():
+    # Flow 1 loses segments 100 and 110 (10 ms apart: one event) and 500 (another).
+    # Flow 2 loses segment 105: its own event, but within one RTT of flow 1's first loss, so
+    # the aggregate counts 100/105/110 as one loss event. Per flow 3 events, aggregate 2.
+    pk = table(flow_packets(1, 1000, lost=(100, 110, 500)), flow_packets(2, 1000, lost=(105,)))
+    per_flow, agg = lm.measure(pk, (100.0, 102.0))
+    f = per_flow.set_index("flow")
+    assert f.loc[1, "loss_events"] == 2 and f.loc[2, "loss_events"] == 1
+    assert f.loc[1, "retransmissions"] == 3 and f.loc[1, "packets"] == 1003
+    assert agg["loss_events_per_flow"] == 3 and agg["loss_events_cumulative"] == 2
+    assert agg["packets"] == 2004
+    assert agg["p"] == pytest.approx(3 / 2004) and agg["p_e"] == pytest.approx(2 / 2004)
+    assert agg["p_r"] == pytest.approx(4 / 2004)
+    assert f.loc[1, "p"] == pytest.approx(2 / 1003) and f.loc[2, "p_r"] == pytest.approx(1 / 1001)
+    assert agg["p_r"] >= agg["p"] >= agg["p_e"]
+
+
+def test_rtt_b_throughput_and_default_timeout():
+    pk = table(flow_packets(1, 1000, lost=(10,)), flow_packets(2, 1000))
+    per_flow, agg = lm.measure(pk, (100.0, 102.0))
+    assert per_flow.rtt.tolist() == pytest.approx([RTT, RTT])
+    assert per_flow.b.tolist() == pytest.approx([2.0, 2.0])  # one ACK per two segments
+    assert agg["b"] == pytest.approx(2.0) and agg["mss"] == MSS
+    assert per_flow.pps.tolist() == pytest.approx([1001 / 2, 1000 / 2])
+    assert per_flow.goodput_pps.tolist() == pytest.approx([500, 500])
+    assert agg["pps"] == pytest.approx(2001 / 2)
+    assert per_flow["T"].tolist() == pytest.approx([RTT + 0.2] * 2)
+    assert set(per_flow.T_source) == {"rtt + 200 ms"}
+
+
+def test_window_limits_what_is_counted():
+    pk = table(flow_packets(1, 1000, lost=(100, 800)))
+    _, agg = lm.measure(pk, (100.5, 101.0))  # segments 500..1000 and the loss of 800 only
+    assert agg["loss_events_per_flow"] == 1 and agg["retransmissions"] == 1
+    with pytest.raises(ValueError, match="empty measurement window"):
+        lm.measure(pk, (101.0, 101.0))
+
+
+def test_kernel_rto_from_ss_and_timeouts_from_silence():
+    pk = table(flow_packets(1, 1000, lost=(10,), rto_losses=(900,)))
+    ss = pd.DataFrame({"time": [100.5, 101.0, 101.5], "local": ["10.1.0.1:40001"] * 3,
+                       "rto_ms": [264.0, 268.0, 500.0]})
+    rto = lm.rto_per_flow(ss.assign(local="10.1.0.1:1"), (100.0, 102.0))
+    assert rto.to_dict() == {1: pytest.approx(0.268)}
+    per_flow, agg = lm.measure(pk, (100.0, 102.0), rto=rto)
+    assert per_flow.loc[0, "T"] == pytest.approx(0.268) and per_flow.loc[0, "T_source"] == "ss rto"
+    assert per_flow.loc[0, "timeouts"] == 1 and agg["timeouts"] == 1  # the fast retransmit is not one
+
+
+def test_packet_table_from_tshark_columns():
+    raw = pd.DataFrame({
+        "frame.time_epoch": [1.0, 1.001, 1.002, 1.05, 1.06],
+        "ip.src": ["10.1.0.1", "10.1.0.2", "10.1.0.1", "10.1.0.2", "10.1.0.1"],
+        "tcp.srcport": [40000, 5201, 40000, 5201, 40000],
+        "tcp.dstport": [5201, 40000, 5201, 40000, 5201],
+        "tcp.seq": [0, 0, 1, 1, 1449], "tcp.len": [0, 0, 1448, 0, 1448], "tcp.ack": [0, 1, 1, 1449, 1],
+        "tcp.analysis.ack_rtt": [np.nan, 0.001, np.nan, 0.048, np.nan],
+        "tcp.flags.syn": [1, 1, 0, 0, 0], "tcp.flags.fin": [0, 0, 0, 0, 0],
+    })
+    pk = lm.packet_table(raw, "10.1.0.1", 5201)
+    assert pk.kind.tolist() == ["data", "ack", "data"]
+    assert pk.flow.unique().tolist() == [40000]
+    assert pk[pk.kind == "ack"].ack_rtt.tolist() == [0.048]

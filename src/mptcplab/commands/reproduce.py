@@ -1,0 +1,111 @@
+"""`mptcplab reproduce [--quick] [--out DIR]`: every lab where it can run, one HTML report.
+
+Each lab goes through the same code path as `mptcplab run labN` (runner.run_lab), one after the
+other (they measure throughput: never two at once). A lab that cannot run on this machine is
+reported with the reason; a lab that fails is reported and the others still run. Exit status:
+0 when every lab that could run succeeded, 1 when one failed (or, with --strict, could not run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import time
+from pathlib import Path
+
+from .. import report
+from ..doctor import decide_where
+from ..errors import EnvironmentProblem, ExperimentFailed, UsageError
+from ..lab import all_labs
+
+
+def register(sub) -> None:
+    p = sub.add_parser("reproduce", help="run every lab where it can run and write one HTML report")
+    p.add_argument("--quick", action="store_true", help="the short version of every lab")
+    p.add_argument("--out", type=Path, default=Path("build/reproduce"), help="results and report.html (default: %(default)s)")
+    p.add_argument("--labs", help="comma-separated subset, e.g. lab1,lab3 (default: all)")
+    p.add_argument("--where", default="auto", help="auto, native or uml, for every lab (default: auto)")
+    p.add_argument("--report-only", action="store_true", help="rebuild report.html from results already in --out")
+    p.add_argument("--strict", action="store_true", help="exit 1 also when a lab cannot run on this machine")
+    p.set_defaults(func=_reproduce)
+
+
+def _runner(lab_id: str, quick: bool, where: str, out: Path) -> int:
+    from ..runner import run_lab
+
+    return run_lab(lab_id, quick, where, out)
+
+
+def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_only: bool = False,
+              runner=_runner) -> list[report.LabOutcome]:
+    outcomes = []
+    for lab in labs.values():
+        sweep = out / (f"{lab.id}-quick" if quick else lab.id)
+        o = report.LabOutcome(lab.id, lab.title, "ok", out=sweep)
+        try:
+            o.where = decide_where(where, lab.needs, lab.uml_ok)
+        except (EnvironmentProblem, UsageError) as exc:
+            o.status, o.detail, o.out = "cannot-run", str(exc), None
+            print(f"{lab.id}: CANNOT RUN here: {exc}", file=sys.stderr, flush=True)
+            outcomes.append(o)
+            continue
+        if report_only:
+            if not sweep.exists():
+                o.status, o.detail = "failed", f"no results in {sweep} (run without --report-only)"
+            outcomes.append(o)
+            continue
+        print(f"== {lab.id}: {lab.title} ({'quick' if quick else 'full'}, {o.where})", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        tail = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(_Tee(sys.stderr, tail)):
+                rc = runner(lab.id, quick, where, sweep)
+            if rc:
+                o.status, o.detail = "failed", f"exit status {rc}"
+        except (EnvironmentProblem, ExperimentFailed, UsageError) as exc:
+            o.status, o.detail = "failed", f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a bug in one lab must not cost the others their run
+            o.status, o.detail = "failed", f"{type(exc).__name__}: {exc}"
+        o.seconds = time.monotonic() - started
+        o.log_tail = tail.getvalue()[-4000:]
+        print(f"== {lab.id}: {o.status}{': ' + o.detail if o.detail else ''}", file=sys.stderr, flush=True)
+        outcomes.append(o)
+    return outcomes
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, s):
+        for st in self.streams:
+            st.write(s)
+        return len(s)
+
+    def flush(self):
+        for st in self.streams:
+            st.flush()
+
+
+def _reproduce(args) -> int:
+    labs = all_labs()
+    if args.labs:
+        wanted = [x.strip() for x in args.labs.split(",") if x.strip()]
+        unknown = [w for w in wanted if w not in labs]
+        if unknown:
+            raise UsageError(f"unknown lab(s) {', '.join(unknown)}; have {', '.join(labs) or 'none'}")
+        labs = {k: v for k, v in labs.items() if k in wanted}
+    if not labs:
+        raise UsageError("no labs are installed")
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    outcomes = reproduce(labs, out, args.quick, args.where, args.report_only)
+    page = out / "report.html"
+    page.write_text(report.render(outcomes, labs, args.quick))
+    print(f"\nreport: {page}")
+    for o in outcomes:
+        print(f"  {o.lab_id:6} {o.status:10} {o.where or '':7} {o.detail}")
+    failed = any(o.status == "failed" for o in outcomes)
+    skipped = any(o.status == "cannot-run" for o in outcomes)
+    return 1 if failed or (args.strict and skipped) else 0

@@ -1,0 +1,137 @@
+"""One self-contained HTML page for `mptcplab reproduce`: per lab, where it ran (or why it could
+not), its "paper vs this run" table, its figures, and every run's manifest.
+
+Plotly's JavaScript is inlined once in the page head, so the file opens offline and can be mailed
+or attached to a course page as is. Figures come from the lab's analysis module if it offers
+`figures(sweep_dir) -> list[plotly Figure]` (module `mptcplab.labs.<lab id>_analysis`), or from a
+`figures` attribute on the Lab.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import importlib
+import json
+import platform
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class LabOutcome:
+    lab_id: str
+    title: str
+    status: str  # "ok", "failed", "cannot-run"
+    where: str | None = None  # "native" or "uml"
+    detail: str = ""  # why it failed or cannot run
+    out: Path | None = None  # sweep directory
+    seconds: float | None = None
+    log_tail: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def markdown_to_html(text: str) -> str:
+    """Tables and text from a lab's report; any Markdown renderer the environment has, else <pre>."""
+    try:
+        import markdown
+
+        return markdown.markdown(text, extensions=["tables", "fenced_code"])
+    except ImportError:
+        pass
+    try:
+        import mistune
+
+        return mistune.html(text)
+    except (ImportError, AttributeError):
+        return f"<pre>{html.escape(text)}</pre>"
+
+
+def lab_figures(lab, out: Path) -> list:
+    fn = getattr(lab, "figures", None)
+    if fn is None:
+        try:
+            fn = getattr(importlib.import_module(f"mptcplab.labs.{lab.id}_analysis"), "figures", None)
+        except ImportError:
+            fn = None
+    return list(fn(out)) if fn else []
+
+
+def manifests(out: Path) -> list[tuple[str, dict]]:
+    """(name, manifest) for the sweep's own manifests and each completed run's."""
+    found = []
+    for p in sorted(out.glob("*manifest*.json")) + sorted(out.glob("*/manifest.json")):
+        if p.parent.name.endswith(".partial"):
+            continue
+        try:
+            found.append((str(p.relative_to(out)), json.loads(p.read_text())))
+        except (OSError, ValueError) as exc:
+            found.append((str(p.relative_to(out)), {"unreadable": str(exc)}))
+    return found
+
+
+CSS = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em} h2{border-bottom:2px solid #3f51b5;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:1em 0} th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left}
+th{background:#f0f2fa} .ok{color:#1b7e2b} .failed{color:#b00020} .cannot-run{color:#a66b00}
+.badge{font-weight:bold} pre{background:#f6f6f6;padding:.6em;overflow:auto;max-height:30em;font-size:.85em}
+details{margin:.3em 0} summary{cursor:pointer}
+"""
+
+
+def render(outcomes: list[LabOutcome], labs: dict, quick: bool) -> str:
+    from plotly.offline import get_plotlyjs
+
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rows = "".join(
+        f"<tr><td>{html.escape(o.lab_id)}</td><td>{html.escape(o.title)}</td>"
+        f"<td class='{o.status} badge'>{o.status}</td><td>{html.escape(o.where or '-')}</td>"
+        f"<td>{html.escape(o.detail)}</td></tr>" for o in outcomes)
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>mptcplab reproduce</title>",
+             f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>",
+             f"<h1>mptcplab reproduce{' --quick' if quick else ''}</h1>",
+             f"<p>{now} on <code>{html.escape(platform.node())}</code>, kernel "
+             f"<code>{html.escape(platform.release())}</code>.</p>",
+             "<table><tr><th>lab</th><th>title</th><th>status</th><th>ran</th><th>note</th></tr>", rows, "</table>"]
+    for o in outcomes:
+        parts.append(f"<h2 id='{o.lab_id}'>{html.escape(o.lab_id)}: {html.escape(o.title)}</h2>")
+        if o.status == "cannot-run":
+            parts.append(f"<p class='cannot-run'><b>Cannot run here:</b> {html.escape(o.detail)}</p>")
+            continue
+        where = {"native": "natively on this kernel", "uml": "inside the kit's User-Mode Linux kernel"}
+        parts.append(f"<p>Ran {where.get(o.where or '', html.escape(o.where or '?'))}"
+                     + (f" in {o.seconds:.0f} s" if o.seconds is not None else "")
+                     + (f"; results in <code>{html.escape(str(o.out))}</code>" if o.out else "") + ".</p>")
+        if o.status == "failed":
+            parts.append(f"<p class='failed'><b>Failed:</b> {html.escape(o.detail)}</p>")
+            if o.log_tail:
+                parts.append(f"<pre>{html.escape(o.log_tail)}</pre>")
+        lab = labs.get(o.lab_id)
+        if not (o.out and o.out.exists() and lab):
+            continue
+        if lab.report:
+            try:
+                md = re.sub(r"^(#{1,4}) ", r"###\1 ", lab.report(o.out), flags=re.M)  # below the lab's own h2
+                parts.append("<h3>Paper vs this run</h3>" + markdown_to_html(md))
+            except Exception as exc:  # partial results: say so, keep the rest of the page
+                parts.append(f"<p class='failed'>No paper-vs-run table: {html.escape(type(exc).__name__)}: "
+                             f"{html.escape(str(exc))}</p>")
+        try:
+            figs = lab_figures(lab, o.out)
+        except Exception as exc:
+            figs = []
+            parts.append(f"<p class='failed'>Figures failed: {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</p>")
+        if figs:
+            parts.append("<h3>Figures</h3>")
+            parts += [f.to_html(full_html=False, include_plotlyjs=False) for f in figs]
+        mans = manifests(o.out)
+        if mans:
+            parts.append(f"<h3>Manifests ({len(mans)})</h3>")
+            for name, man in mans:
+                place = (man.get("platform") or {}).get("where", "")
+                parts.append(f"<details><summary><code>{html.escape(name)}</code> {html.escape(place)}</summary>"
+                             f"<pre>{html.escape(json.dumps(man, indent=1, default=str))}</pre></details>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

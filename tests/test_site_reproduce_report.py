@@ -1,0 +1,59 @@
+"""`mptcplab reproduce` orchestration and its HTML report, with stand-in labs (no kernel needed).
+
+The runner is injected so this exercises the ordering, the failure handling and the report; the
+real path (runner.run_lab, the same as `mptcplab run`) is what the CLI passes.
+"""
+
+import json
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from mptcplab import report
+from mptcplab.commands import reproduce as rep
+from mptcplab.lab import Lab
+
+
+def _lab(id_, needs=(), uml_ok=True, figures=None):
+    lab = Lab(id=id_, slug=f"0{id_[-1]}-x", title=f"title of {id_}", run=lambda ctx: {}, needs=needs, uml_ok=uml_ok,
+              report=lambda out: f"# {id_} paper vs run\n\n| quantity | paper | run |\n|---|---|---|\n| x | 1 | {out.name} |\n")
+    if figures:
+        lab.figures = figures
+    return lab
+
+
+def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(rep, "decide_where", lambda where, needs, uml_ok: (_ for _ in ()).throw(
+        rep.EnvironmentProblem("needs BPF struct_ops; UML has no BPF JIT")) if "bpf" in needs else "native")
+    ran = []
+
+    def runner(lab_id, quick, where, out):
+        ran.append(lab_id)
+        if lab_id == "lab1":
+            raise RuntimeError("tc said: Invalid argument")
+        run = out / "r1"
+        run.mkdir(parents=True)
+        (run / "manifest.json").write_text(json.dumps({"platform": {"where": "native"}, "cmd": "tc qdisc add"}))
+        return 0
+
+    labs = {"lab1": _lab("lab1"), "lab2": _lab("lab2", needs=("bpf",)),
+            "lab3": _lab("lab3", figures=lambda out: [go.Figure(go.Scatter(x=[1, 2], y=[3, 4], name="fig-of-lab3"))])}
+    outcomes = rep.reproduce(labs, tmp_path, quick=True, runner=runner)
+    assert ran == ["lab1", "lab3"]
+    by = {o.lab_id: o for o in outcomes}
+    assert by["lab1"].status == "failed" and "Invalid argument" in by["lab1"].detail
+    assert by["lab2"].status == "cannot-run" and "no BPF JIT" in by["lab2"].detail
+    assert by["lab3"].status == "ok" and by["lab3"].where == "native"
+
+    page = report.render(outcomes, labs, quick=True)
+    assert "Cannot run here" in page and "no BPF JIT" in page and "Invalid argument" in page
+    assert "<table>" in page and "lab3-quick" in page  # lab3's markdown table, rendered
+    assert "fig-of-lab3" in page and "tc qdisc add" in page  # its figure and its manifest
+    assert "cdn.plot.ly" not in page.split("</script>", 1)[1]  # plotly.js is inline, not fetched
+    assert len(page) > 1_000_000  # ... which is why the file is big
+
+
+def test_report_only_needs_results(tmp_path, monkeypatch):
+    monkeypatch.setattr(rep, "decide_where", lambda *a: "uml")
+    (o,) = rep.reproduce({"lab1": _lab("lab1")}, tmp_path, quick=False, report_only=True)
+    assert o.status == "failed" and "no results" in o.detail and o.where == "uml"

@@ -45,3 +45,38 @@ def test_failing_check_reports_its_message():
     assert q["score"] == 0 and "x must exceed 2: widen the sweep" in q["cases"][0]["message"]
     (q,) = checker.check({"q1": test}, {"x": 3})
     assert q["score"] == 1
+
+
+def _student_funcs(src: str) -> dict:
+    import dill
+
+    ns = {"__name__": "__main__"}
+    exec(src, ns)
+    return {k: dill.dumps(v, recurse=True) for k, v in ns.items() if callable(v) and not k.startswith("__")}
+
+
+def test_student_functions_run_in_a_separate_process():
+    import os
+
+    funcs = _student_funcs("import os\ndef double(x):\n    print('noise on stdout')\n    return x * 2\n"
+                           "def whoami():\n    return os.getpid()\n"
+                           "def boom(x):\n    raise ValueError('bad input ' + str(x))\n")
+    oracle = checker.Oracle(funcs)
+    try:
+        assert oracle.proxy("double")(21) == 42
+        assert oracle.proxy("whoami")() != os.getpid()
+        with pytest.raises(RuntimeError, match="raised ValueError: bad input 3"):
+            oracle.proxy("boom")(3)
+    finally:
+        oracle.close()
+
+
+def test_a_student_function_cannot_smuggle_code_back():
+    funcs = _student_funcs("import os\nclass E:\n    def __reduce__(self):\n        return (os.system, ('echo pwned',))\n"
+                           "def evil():\n    return E()\n")
+    oracle = checker.Oracle({"evil": funcs["evil"]})
+    try:
+        with pytest.raises(RuntimeError, match="not plain data"):
+            oracle.proxy("evil")()
+    finally:
+        oracle.close()

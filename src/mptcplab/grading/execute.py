@@ -19,12 +19,19 @@ from pathlib import Path
 DUMP_CELL = r'''
 import pickle as _mlab_pickle, types as _mlab_types
 def _mlab_dump(_path):
-    values, refs = {}, {}
+    values, refs, funcs = {}, {}, {}
     for name, value in list(globals().items()):
         if name.startswith("_") or name in ("In", "Out", "exit", "quit", "get_ipython"):
             continue
         if isinstance(value, _mlab_types.ModuleType):
             refs[name] = ("module", value.__name__, "")
+            continue
+        if isinstance(value, _mlab_types.FunctionType) and value.__module__ == "__main__":
+            try:  # the student's own function, by value: the checker calls it in a separate process
+                import dill
+                funcs[name] = dill.dumps(value, recurse=True)
+            except Exception as exc:
+                refs[name] = ("unpicklable", type(exc).__name__, str(exc)[:200])
             continue
         if isinstance(value, (type, _mlab_types.FunctionType, _mlab_types.BuiltinFunctionType)):
             refs[name] = ("object", getattr(value, "__module__", "") or "", getattr(value, "__qualname__", ""))
@@ -34,7 +41,7 @@ def _mlab_dump(_path):
         except Exception as exc:
             refs[name] = ("unpicklable", type(exc).__name__, str(exc)[:200])
     with open(_path, "wb") as f:
-        _mlab_pickle.dump({"values": values, "refs": refs}, f, protocol=4)
+        _mlab_pickle.dump({"values": values, "refs": refs, "funcs": funcs}, f, protocol=4)
 _mlab_dump(%r)
 '''
 

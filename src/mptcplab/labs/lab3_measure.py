@@ -16,7 +16,8 @@ What is measured, per flow and for the aggregate (the guide explains why each is
 * a retransmission is a data segment that starts below the highest sequence number the flow has
   sent; every retransmission stands for one lost transmission (sender-side view: the emulator's
   drop counter is the independent check);
-* p_r, the packet loss rate = retransmissions / data segments sent;
+* p_r, the packet loss rate = losses / data segments sent, where the losses are the
+  retransmissions of packets first sent inside the measurement window;
 * a loss event = the losses of one RTT: losses are ordered by when the lost packet was first
   sent, and a loss more than one RTT after the first loss of the current event starts a new
   event (at most one per RTT, as TFRC counts them and as TCP halves its window once per RTT);
@@ -129,8 +130,7 @@ def measure(pk: pd.DataFrame, window: tuple[float, float], rto: pd.Series | None
     acks = pk[(pk["kind"] == "ack") & (pk["time"] >= t0) & (pk["time"] <= t1)].sort_values(["flow", "time"])
     in_win = data[(data["time"] >= t0) & (data["time"] <= t1)]
     mss = float(in_win["len"].mode().iloc[0]) if not in_win.empty else np.nan
-    # Loss times: when the lost packet had been sent (first transmission); counted in the window.
-    lost = data[data["retx"]]
+    lost = lost_packets(data, window)
     rows = []
     flows = sorted(data["flow"].unique())
     for f in flows:
@@ -138,11 +138,10 @@ def measure(pk: pd.DataFrame, window: tuple[float, float], rto: pd.Series | None
         fa = acks[acks["flow"] == f]
         rtt = float(fa["ack_rtt"].mean()) if fa["ack_rtt"].notna().any() else np.nan
         fl = lost[lost["flow"] == f]
-        events = group_loss_events(fl["t_orig"].dropna().to_numpy(), rtt if rtt == rtt else 0.0)
-        events = events[(events >= t0) & (events <= t1)]
+        events = group_loss_events(fl["t"].to_numpy(), rtt if rtt == rtt else 0.0)
         adv = fa["ack"].diff()
         adv = adv[adv > 0]
-        sent, retx = len(fd), int(fd["retx"].sum())
+        sent, retx = len(fd), len(fl)
         T = float(rto.get(f, np.nan)) if rto is not None else np.nan
         rows.append({
             "flow": int(f), "packets": sent, "retransmissions": retx, "loss_events": len(events),
@@ -156,8 +155,7 @@ def measure(pk: pd.DataFrame, window: tuple[float, float], rto: pd.Series | None
     if per_flow.empty:
         raise ValueError("no data segments in the capture")
     rtt_all = float(acks["ack_rtt"].mean())
-    agg_events = group_loss_events(lost["t_orig"].dropna().to_numpy(), rtt_all)
-    agg_events = agg_events[(agg_events >= t0) & (agg_events <= t1)]
+    agg_events = group_loss_events(lost["t"].to_numpy(), rtt_all)
     packets = int(per_flow["packets"].sum())
     agg = {
         "n": len(flows), "window_s": span, "mss": mss, "packets": packets,
@@ -172,6 +170,18 @@ def measure(pk: pd.DataFrame, window: tuple[float, float], rto: pd.Series | None
         "timeouts": int(per_flow["timeouts"].sum()),
     }
     return per_flow, agg
+
+
+def lost_packets(data: pd.DataFrame, window: tuple[float, float]) -> pd.DataFrame:
+    """One row per loss (retransmission) whose lost packet was first sent inside the window:
+    flow, t_orig (when it was sent), time (when it was sent again), t (t_orig from the window start)."""
+    d = data if "retx" in data else mark_retransmissions(data)
+    lost = d[d["retx"] & (d["t_orig"] >= window[0]) & (d["t_orig"] <= window[1])]
+    lost = lost[["flow", "t_orig", "time"]].sort_values("t_orig").reset_index(drop=True)
+    # Seconds after the window start, to the microsecond: the loss events are counted on these,
+    # so a table of them (losses.csv) recounts exactly the same events.
+    lost["t"] = (lost["t_orig"] - window[0]).round(6)
+    return lost
 
 
 def timeouts(flow_data: pd.DataFrame, rto: float, window: tuple[float, float]) -> int:

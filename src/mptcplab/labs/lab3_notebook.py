@@ -1,0 +1,179 @@
+"""Lab 3 notebook support: the input grids the students' functions are evaluated on, and the
+diagnoses behind the auto-checks' hints.
+
+The checks only see values the notebook computed (never the students' functions), so the
+notebook evaluates each function on a fixed grid with `values_on_grid`, and the checks compare
+those values. The diagnoses here recognise the known ways to get the models wrong, the misprints
+of the paper's Appendix first, and say what to look at; the exact reference values are only
+compared by hidden checks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import models
+
+# (n, p, rtt, T, b) for model 1.
+GRID1 = [
+    (1, 1e-4, 0.06, 0.26, 1),   # one flow, low loss: close to Padhye
+    (4, 1e-4, 0.06, 0.26, 1),   # four flows, low loss: close to 4 x one flow
+    (2, 0.01, 0.1, 1.0, 1),     # the linear term of (17) vanishes for n = 2: easy by hand
+    (5, 0.003, 0.08, 0.3, 2),   # delayed ACKs (b = 2)
+    (10, 0.005, 0.06, 0.26, 1),
+    (3, 0.02, 0.06, 0.26, 1),
+    (6, 0.01, 0.06, 0.26, 1),
+    (8, 0.2, 0.06, 0.26, 1),    # every flow in a timeout: the floor n / (T (1 + 32 p^2))
+    (3, 0.5, 0.2, 0.01, 2),     # w = E[W_f] < 3: (26) says Q = 1
+]
+# (n, p_e, p_r, rtt, T, b) for model 2.
+GRID2 = [
+    (1, 1e-4, 1e-4, 0.06, 0.26, 1),   # one flow, one loss per event: close to Padhye
+    (4, 0.01, 0.02, 0.1, 1.0, 1),     # j = n / 2: the linear term of (43) vanishes
+    (2, 0.02, 0.2, 0.06, 0.3, 1),     # bursty: j = 10 > n, and j n / w between 1 and n
+    (5, 0.01, 0.08, 0.06, 0.1, 1),    # j = 8 > n = 5
+    (10, 0.002, 0.003, 0.06, 0.26, 1),
+    (6, 0.005, 0.02, 0.06, 0.26, 2),
+    (3, 0.03, 0.03, 0.06, 0.26, 1),   # j = 1
+    (8, 0.2, 0.25, 0.06, 0.26, 1),    # saturated: every flow in a timeout
+]
+# (loss times in seconds, rtt) for counting loss events.
+LOSS_CASES = [
+    ([], 0.06),
+    ([1.0], 0.06),
+    ([1.0, 1.01, 1.05], 0.06),              # one window: one event
+    ([1.0, 1.059, 1.061, 1.2], 0.06),       # the third is more than one RTT after the first
+    ([3.0, 1.0, 2.0, 1.02], 0.06),          # unsorted input
+    ([0.0, 0.05, 0.1, 0.15, 0.2], 0.06),    # a loss every 50 ms: events at 0, 0.1, 0.2
+]
+
+
+def values_on_grid(func, grid) -> list:
+    """func(*point) for every point: a float, or a string saying what went wrong there."""
+    out = []
+    for point in grid:
+        try:
+            v = func(*point)
+        except Exception as exc:  # the check reports it with the point
+            out.append(f"raised {type(exc).__name__}: {exc}")
+            continue
+        if v is None or v is Ellipsis:
+            out.append("returned nothing (None)")
+        elif isinstance(v, complex):
+            out.append(f"returned a complex number {v}")
+        else:
+            try:
+                out.append(float(v))
+            except (TypeError, ValueError):
+                out.append(f"returned {type(v).__name__}, not a number")
+    return out
+
+
+def _first_problem(values, grid, name: str) -> str | None:
+    if not isinstance(values, list) or len(values) != len(grid):
+        return f"{name}_values should hold one value per grid point ({len(grid)}); re-run the cell that defines {name}"
+    for point, v in zip(grid, values):
+        if isinstance(v, str):
+            return f"{name}{point} {v}"
+        if not math.isfinite(v):
+            return f"{name}{point} returned {v}: every point of the grid has a finite throughput"
+    return None
+
+
+def _close(values, ref, rtol=1e-6) -> np.ndarray:
+    v = np.array([x if isinstance(x, float) else np.nan for x in values])
+    return np.isclose(v, np.asarray(ref, dtype=float), rtol=rtol, atol=0)
+
+
+def model1_reference():
+    return [models.parallel_per_flow(n, p, rtt, T, b) for n, p, rtt, T, b in GRID1]
+
+
+def model1_problem(values) -> str | None:
+    """None when model 1's values look right; otherwise the most likely mistake, as a hint."""
+    if (msg := _first_problem(values, GRID1, "model1")) is not None:
+        return msg
+    printed = [models.algorithm1_as_printed(*pt) for pt in GRID1]
+    ref = model1_reference()
+    w = np.array([float(models.per_flow_terms(*pt)["w"]) for pt in GRID1])
+    differs = ~np.isclose(printed, ref, rtol=1e-3) & (w > 3)  # the misprint, whatever was done for w <= 3
+    if np.all(_close(values, printed)[differs]):
+        return ("you copied Algorithm 1's q1 line as printed. Compare its first factor with equation (27): "
+                "the Appendix has 1 - (1 - (1-1/w)^3), which is the probability that the first three packets "
+                "get through; (26) needs sum_{k=0}^{2} A(k) = 1 - (1-1/w)^3, the probability that one of them is lost. "
+                "As printed, almost every loss would be a timeout.")
+    sat = GRID1.index((8, 0.2, 0.06, 0.26, 1))
+    floor = 8 / (0.26 * (1 + 32 * 0.2 ** 2))
+    if not _close([values[sat]], [floor])[0]:
+        return (f"model1{GRID1[sat]} = {values[sat]:.4g}: at this loss every flow is in a timeout, so E[nTO] = q "
+                f"must be capped at n and B = n / (T (1 + 32 p^2)) = {floor:.4g}")
+    small = GRID1.index((3, 0.5, 0.2, 0.01, 2))
+    if not _close([values[small]], [ref[small]])[0]:
+        return (f"model1{GRID1[small]} = {values[small]:.4g}: here w = E[W_f] is below 3, and (26) says a loss "
+                "in such a window is always a timeout (Q = 1); (27) is only the w > 3 case")
+    low = models.pftk(1e-4, 0.06, 0.26)
+    if abs(values[0] / low - 1) > 0.02:
+        return (f"model1{GRID1[0]} = {values[0]:.4g}: one flow at 0.01% loss should be within 2% of Padhye's "
+                f"{low:.4g} packets/s; check a, x (E[X]) and the first term (1 - q/n) / (p x RTT)")
+    if abs(values[1] / (4 * values[0]) - 1) > 0.02:
+        return (f"model1 with n = 4 at 0.01% loss is {values[1]:.4g}, not about 4 x one flow ({4 * values[0]:.4g}): "
+                "check where n appears in a, x and w = 2 n x / b")
+    return None
+
+
+def model2_reference():
+    return [models.parallel_cumulative(n, pe, pr, rtt, T, b) for n, pe, pr, rtt, T, b in GRID2]
+
+
+def model2_problem(values) -> str | None:
+    """None when model 2's values look right; otherwise the most likely mistake, as a hint."""
+    if (msg := _first_problem(values, GRID2, "model2")) is not None:
+        return msg
+    ref = model2_reference()
+    cap1 = [float(models.cumulative_terms(*pt, q1_cap="1")["B"]) for pt in GRID2]
+    differs = ~np.isclose(cap1, ref, rtol=1e-3)
+    if np.all(_close(values, cap1)[differs]):
+        return ("you capped q1 at 1, as Algorithm 2 prints it. q1 = j n / w is E[nTO'], the number of flows that "
+                "time out in one loss event; equation (47) caps it at n (min(n pLost / E[W], n)), not at 1")
+    bursty = GRID2.index((2, 0.02, 0.2, 0.06, 0.3, 1))
+    if not _close([values[bursty]], [ref[bursty]])[0]:
+        return (f"model2{GRID2[bursty]} = {values[bursty]:.4g}: here j = p_r / p_e = 10 is more than n = 2. "
+                "Use j1 = min(j, n) in a, x and w (no more than n flows can be hit), but the uncapped j in q1 = j n / w")
+    sat = GRID2.index((8, 0.2, 0.25, 0.06, 0.26, 1))
+    floor = 8 / (0.26 * (1 + 32 * 0.2 ** 2))
+    if not _close([values[sat]], [floor])[0]:
+        return (f"model2{GRID2[sat]} = {values[sat]:.4g}: every flow is in a timeout here, so q must be capped at n "
+                f"and B = n / (T (1 + 32 p_e^2)) = {floor:.4g}")
+    low = models.pftk(1e-4, 0.06, 0.26)
+    if abs(values[0] / low - 1) > 0.02:
+        return (f"model2{GRID2[0]} = {values[0]:.4g}: one flow at 0.01% loss (j = 1) should be within 2% of Padhye's "
+                f"{low:.4g} packets/s; check a and x against equation (43)")
+    return None
+
+
+def loss_events_reference():
+    from .lab3_measure import group_loss_events
+
+    return [len(group_loss_events(t, rtt)) for t, rtt in LOSS_CASES]
+
+
+def loss_events_problem(values) -> str | None:
+    ref = loss_events_reference()
+    if not isinstance(values, list) or len(values) != len(LOSS_CASES):
+        return f"loss_event_counts should hold one count per case of nb3.LOSS_CASES ({len(LOSS_CASES)})"
+    for (times, rtt), got, want in zip(LOSS_CASES, values, ref):
+        if isinstance(got, str) or got is None:
+            return f"count_loss_events({times}, {rtt}) {got}"
+        if got != want:
+            hint = ""
+            if sorted(times) != list(times):
+                hint = " (the loss times are not sorted: sort them first)"
+            elif got < want:
+                hint = (" (an event lasts one RTT from its *first* loss: a loss more than one RTT after the start "
+                        "of the current event opens a new one, however close the previous loss was)")
+            else:
+                hint = " (losses within one RTT of the first loss of an event belong to that event)"
+            return f"count_loss_events({times}, {rtt}) = {got}, expected {want}{hint}"
+    return None

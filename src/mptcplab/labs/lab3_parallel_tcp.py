@@ -1,0 +1,175 @@
+"""Lab 3 experiment: n parallel TCP Reno flows against the throughput equations of Damjanovic et al.
+
+One sender, one receiver, one path through the emulator with 30 ms one-way delay each way. For
+every scenario point (random loss rate, or DropTail capacity) and n = 1..10: n Reno flows start
+together; the sender-side capture, `ss` samples (RTO) and nstat counters are recorded; after the
+warm-up, the steady-state window gives p, p_e, p_r, RTT, T, b and the throughput
+(lab3_measure), and the models are evaluated on them (lab3_analysis).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import pandas as pd
+from tqdm import tqdm
+
+from ..errors import ExperimentFailed, UsageError
+from ..lab import Lab, RunContext
+from ..links import WIRE_BYTES, LinkSpec
+from ..observe import Capture, Counters, SsSampler
+from ..results import Sweep
+from ..topology import Path, Topology
+from ..traffic import bulk
+from ..verify import check_paths, describe
+from . import lab3_analysis, lab3_measure
+
+PORT = 5201
+VERIFY_LINK = "rate=20mbit,delay={delay}"
+
+
+def _pct(loss: str) -> float:
+    return LinkSpec.parse(f"loss={loss}").loss
+
+
+def bdp_packets(rate_bps: float, rtt_s: float) -> int:
+    """One bandwidth-delay product in full-size packets (the paper's DropTail queue)."""
+    return max(2, math.ceil(rate_bps * rtt_s / 8 / WIRE_BYTES))
+
+
+def points(params: dict) -> list[dict]:
+    """Every run of the sweep, in order: scenario, its link (data direction), n, repetition."""
+    delay = LinkSpec.parse(f"delay={params['delay']}").delay_s
+    out = []
+    flows = [int(n) for n in params["flows"]]
+    if not flows or min(flows) < 1:
+        raise UsageError(f"flows = {params['flows']}: give flow counts >= 1")
+    for loss in params.get("random", {}).get("loss", []):
+        link = f"delay={params['delay']},loss={loss}"
+        LinkSpec.parse(link)
+        out += [{"scenario": "random", "loss_cfg": loss, "capacity_mbps": None, "link": link, "n": n}
+                for n in flows]
+    for cap in params.get("droptail", {}).get("capacity", []):
+        rate = LinkSpec.parse(f"rate={cap}").rate_bps
+        link = f"rate={cap},delay={params['delay']},queue={bdp_packets(rate, 2 * delay)}"
+        out += [{"scenario": "droptail", "loss_cfg": None, "capacity_mbps": rate / 1e6, "link": link, "n": n}
+                for n in flows]
+    reps = int(params.get("repetitions", 1))
+    out = [{**p, "rep": r} for p in out for r in range(1, reps + 1)]
+    for p in out:
+        p["key"] = key(p)
+    return out
+
+
+def key(p: dict) -> str:
+    what = (f"{_pct(p['loss_cfg']) * 100:g}pct" if p["scenario"] == "random" else f"{p['capacity_mbps']:g}mbit")
+    return f"{p['scenario']}-{what}-n{p['n']:02d}-r{p['rep']}"
+
+
+def topology(params: dict) -> Topology:
+    """One path snd -> rcv; its link is set per run. The reverse (ACK) direction only has delay."""
+    delay = params["delay"]
+    return Topology("lab3", hosts=("snd", "rcv"),
+                    paths=[Path("p1", "snd", "rcv", VERIFY_LINK.format(delay=delay), f"delay={delay}")],
+                    sysctls=params.get("sysctls", {}))
+
+
+def _qdisc_stats(net) -> dict:
+    """Packets sent and dropped by the emulator's data-direction qdisc (b-p1 egress)."""
+    out = net.check(["tc", "-n", net.ns("emu"), "-s", "-j", "qdisc", "show", "dev", "b-p1"])
+    for q in json.loads(out):
+        if q.get("root") or q.get("parent") in (None, "root"):
+            return {"packets": int(q.get("packets", 0)), "drops": int(q.get("drops", 0)), "kind": q.get("kind")}
+    return {"packets": 0, "drops": 0, "kind": None}
+
+
+def transfer(net, rd, point: dict, params: dict) -> dict:
+    warmup, steady = float(params["warmup_s"]), float(params["steady_s"])
+    n = point["n"]
+    before = _qdisc_stats(net)
+    with Capture(net, "snd", rd, bpf_filter=f"tcp port {PORT}") as cap, \
+            SsSampler(net, "snd", rd, PORT, interval=0.2) as ss, Counters(net, "snd", rd) as counters:
+        r = bulk(net, "snd", "rcv", "p1", "tcp", duration=warmup + steady + 1.0, flows=n, cc=params["cc"], port=PORT)
+    after = _qdisc_stats(net)
+    ccs = sorted({f["cc"] for f in r.flows})
+    if ccs != [params["cc"]]:
+        raise ExperimentFailed(f"{point['key']}: flows ran {ccs}, expected {params['cc']}")
+    window = (r.t0 + warmup, r.t0 + warmup + steady)
+    pk = lab3_measure.read_capture(cap.path, net.address("snd", "p1"), PORT)
+    ss_table = pd.read_csv(ss.path.with_suffix(".csv"))
+    rto = lab3_measure.rto_per_flow(ss_table, window)
+    per_flow, agg = lab3_measure.measure(pk, window, rto)
+    per_flow.to_csv(rd.file("flows.csv"), index=False)
+    # When each lost packet had been sent, from the window's start: enough to recount loss events.
+    lost = lab3_measure.lost_packets(pk[pk["kind"] == "data"], window)
+    lost[["flow", "t"]].to_csv(rd.file("losses.csv"), index=False)
+    ss.path.unlink()  # ss.csv keeps the parsed samples
+    if not params.get("keep_pcaps"):
+        cap.path.unlink()
+    sent, drops = after["packets"] - before["packets"], after["drops"] - before["drops"]
+    capture_note = rd.manifest.get("observation", {}).get("capture", {})
+    rd.summary.update({
+        **{k: point[k] for k in ("scenario", "n", "rep", "loss_cfg", "capacity_mbps", "link")},
+        **agg, "model_b": lab3_analysis.model_b(agg["b"], params.get("model_b", 1)), "mbps": round(r.mbps, 3),
+        "p_r_emulator": drops / (sent + drops) if sent + drops else None,
+        "emulator": {"sent": sent, "dropped": drops, "qdisc": after["kind"]},
+        "capture_dropped": capture_note.get("dropped by kernel"),
+        "timeouts_nstat": counters.delta.get("TcpExtTCPTimeouts", 0),
+        "window": list(window), "cc": ccs[0],
+    })
+    return rd.summary
+
+
+def run(ctx: RunContext) -> dict:
+    params = ctx.params
+    todo = points(params)
+    sweep = Sweep(ctx.out)
+    started = time.monotonic()
+    with topology(params).up() as net:
+        if not sweep.done("verify"):
+            with sweep.run("verify", {"what": "verify the setup", **params}) as rd:
+                net.record(rd)
+                print("lab3: verifying the setup before measuring (lossless 20 Mbit/s path)", flush=True)
+                check_paths(net, rd, "snd", "rcv", mptcp=False, min_utilisation=0.9)
+                r = bulk(net, "snd", "rcv", "p1", "tcp", duration=2, flows=2, cc=params["cc"], port=PORT)
+                rd.summary["checks"]["cc_seen"] = sorted({f["cc"] for f in r.flows})
+                if rd.summary["checks"]["cc_seen"] != [params["cc"]]:
+                    raise ExperimentFailed(f"flows ran {rd.summary['checks']['cc_seen']}, not {params['cc']}")
+                print(describe(rd.summary["checks"]) + f"\n  congestion control: {params['cc']}", flush=True)
+        left = [p for p in todo if not sweep.done(p["key"])]
+        bar = tqdm(left, desc="lab3 runs", unit="run", dynamic_ncols=True, mininterval=1)
+        current = None
+        for p in bar:
+            if p["link"] != current:
+                net.set_link("p1", p["link"], f"delay={params['delay']}")
+                current = p["link"]
+            with sweep.run(p["key"], {**{k: v for k, v in params.items() if k not in ("random", "droptail", "quick")},
+                                      **p}) as rd:
+                net.record(rd)
+                s = transfer(net, rd, p, params)
+            bar.write(f"  {p['key']:<28} {s['pps']:8.1f} pkt/s  p {s['p']:.4f}  p_e {s['p_e']:.4f}  "
+                      f"p_r {s['p_r']:.4f} (emulator {s['p_r_emulator'] or 0:.4f})  rtt {s['rtt'] * 1e3:5.1f} ms  "
+                      f"T {s['T'] * 1e3:4.0f} ms  b {s['b']:.2f}  timeouts {s['timeouts']}")
+        bar.close()
+    tables = lab3_analysis.compact(ctx.out)
+    runs = tables["runs"]
+    summary = lab3_analysis.error_summary(runs)
+    print("\nlab3: median |model / measured - 1| per model:", flush=True)
+    print(summary.to_string(index=False, formatters={c: "{:.1%}".format for c in lab3_analysis.MODELS}), flush=True)
+    figs = lab3_analysis.write_figures(ctx.out, runs)
+    print(f"lab3: figures: {', '.join(str(f) for f in figs)}", flush=True)
+    return {"runs": len(runs), "minutes": round((time.monotonic() - started) / 60, 2),
+            "median_abs_error": summary.to_dict("records")}
+
+
+def _report(out):
+    from .lab3_analysis import report
+
+    return report(out)
+
+
+LAB = Lab(id="lab3", slug="03-parallel-tcp",
+          title="The parallel-TCP throughput equation (Damjanovic et al.): n Reno flows vs models 1 and 2",
+          run=run, needs=("netem",), uml_ok=True, report=_report, topology=topology)

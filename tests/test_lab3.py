@@ -1,0 +1,139 @@
+"""Lab 3 parameters, sweep points and the analysis from run directories (no kernel needed)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mptcplab import models
+from mptcplab.errors import UsageError
+from mptcplab.lab import get_lab
+from mptcplab.labs import lab3_analysis as la
+from mptcplab.labs import lab3_measure as lm
+from mptcplab.labs import lab3_parallel_tcp as l3
+
+
+def test_parameters_and_points():
+    lab = get_lab("lab3")
+    assert lab.uml_ok and lab.needs == ("netem",)
+    full, quick = lab.load_params(False), lab.load_params(True)
+    assert full["flows"] == list(range(1, 11)) and full["cc"] == "reno"
+    assert full["steady_s"] >= 60 and full["warmup_s"] > 0 and quick["steady_s"] < full["steady_s"]
+    assert full["delay"] == "30ms"
+    pts = l3.points(full)
+    assert len(pts) == 10 * (len(full["random"]["loss"]) + len(full["droptail"]["capacity"]))
+    assert len({p["key"] for p in pts}) == len(pts)
+    rnd = [p for p in pts if p["scenario"] == "random"]
+    assert rnd[0]["link"] == "delay=30ms,loss=0.1%" and rnd[0]["key"] == "random-0.1pct-n01-r1"
+    dt = [p for p in pts if p["scenario"] == "droptail"]
+    assert dt[0]["link"] == "rate=1mbit,delay=30ms,queue=5" and dt[-1]["key"] == "droptail-32mbit-n10-r1"
+    losses = [float(p["loss_cfg"].rstrip("%")) for p in rnd]
+    assert min(losses) == 0.1 and max(losses) == 5
+
+
+def test_droptail_queue_is_one_bdp():
+    assert l3.bdp_packets(8e6, 0.06) == 40  # 8 Mbit/s x 60 ms = 60 kB = 39.6 frames of 1514 B
+    assert l3.bdp_packets(1e6, 0.06) == 5
+
+
+def test_topology_keeps_loss_off_the_ack_path():
+    topo = l3.topology(get_lab("lab3").load_params(True))
+    p = topo.paths[0]
+    assert p.reverse.loss == 0 and p.reverse.delay_s == 0.03 and p.rtt_s == pytest.approx(0.06)
+    assert topo.sysctls["snd"]["net.ipv4.tcp_congestion_control"] == "reno"
+
+
+def test_bad_flow_counts_are_rejected():
+    params = get_lab("lab3").load_params(True)
+    with pytest.raises(UsageError, match="flow counts"):
+        l3.points({**params, "flows": [0, 2]})
+
+
+# ---------------------------------------------------------------- a fake sweep through the analysis
+
+def _fake_run(root, key, scenario, n, loss, seed):
+    """Segments every ms per flow; each lost with probability `loss`, resent one RTT later."""
+    rng = np.random.default_rng(seed)
+    rows, rtt = [], 0.06
+    for f in range(n):
+        for i in range(4000):
+            t = 100 + i * 0.001 + f * 1e-5
+            rows.append((t, 40000 + f, "data", i * 1448, 1448, np.nan, np.nan))
+            if rng.random() < loss:
+                rows.append((t + rtt, 40000 + f, "data", i * 1448, 1448, np.nan, np.nan))
+            if i % 2:
+                rows.append((t + rtt, 40000 + f, "ack", np.nan, 0, (i + 1) * 1448, rtt))
+    pk = pd.DataFrame(rows, columns=["time", "flow", "kind", "seq", "len", "ack", "ack_rtt"]).sort_values("time")
+    window = (100.0, 104.0)
+    per_flow, agg = lm.measure(pk, window)
+    d = root / key
+    d.mkdir()
+    per_flow.to_csv(d / "flows.csv", index=False)
+    lost = lm.lost_packets(pk[pk.kind == "data"], window)
+    lost[["flow", "t"]].to_csv(d / "losses.csv", index=False)
+    summary = {"scenario": scenario, "n": n, "rep": 1, "loss_cfg": f"{loss * 100:g}%" if scenario == "random" else None,
+               "capacity_mbps": 4.0 if scenario == "droptail" else None, **agg, "model_b": 1, "mbps": 1.0,
+               "p_r_emulator": loss, "capture_dropped": 0}
+    (d / "summary.json").write_text(json.dumps(summary))
+    (d / "manifest.json").write_text(json.dumps({"parameters": {"cc": "reno", "delay": "30ms", "steady_s": 4,
+                                                                "warmup_s": 1, "model_b": 1},
+                                                 "platform": {"kernel_release": "6.12", "where": "uml"}}))
+    return agg
+
+
+@pytest.fixture()
+def sweep(tmp_path):
+    _fake_run(tmp_path, "random-1pct-n01-r1", "random", 1, 0.01, 1)
+    _fake_run(tmp_path, "random-1pct-n04-r1", "random", 4, 0.01, 2)
+    _fake_run(tmp_path, "random-5pct-n04-r1", "random", 4, 0.05, 3)
+    _fake_run(tmp_path, "droptail-4mbit-n04-r1", "droptail", 4, 0.02, 4)
+    (tmp_path / "random-2pct-n02-r1.partial").mkdir()  # an unfinished run is ignored
+    return tmp_path
+
+
+def test_compact_predicts_every_model(sweep):
+    t = la.compact(sweep)
+    runs = t["runs"].set_index("run")
+    assert len(runs) == 4 and set(t["losses"].run) == set(runs.index)
+    r = runs.loc["random-1pct-n04-r1"]
+    assert r.model1 == pytest.approx(models.parallel_per_flow(4, r.p, r.rtt, r["T"], 1))
+    assert r.model2 == pytest.approx(models.parallel_cumulative(4, r.p_e, r.p_r, r.rtt, r["T"], 1))
+    assert r.n_pftk_pe == pytest.approx(4 * models.pftk(r.p_e, r.rtt, r["T"], 1))
+    assert r.err_model1 == pytest.approx(r.model1 / r.pps - 1)
+    assert r.p_r >= r.p >= r.p_e > 0
+    # The compact tables are enough to recount the loss events.
+    L = t["losses"][t["losses"].run == "random-1pct-n04-r1"]
+    assert len(lm.group_loss_events(L.t.to_numpy(), r.rtt)) == r.loss_events_cumulative
+    assert len(L) == r.retransmissions
+
+
+def test_error_summary_bands_report_and_figures(sweep):
+    la.compact(sweep)
+    runs = la.load(sweep)["runs"]
+    s = la.error_summary(runs).set_index("runs")
+    assert s.loc["all runs", "count"] == 4 and s.loc["droptail", "count"] == 1
+    assert s.loc["random, p_r > 2%", "count"] == 1
+    band = la.within_band(runs)
+    assert set(band.run) == set(runs[runs.p_r <= 0.02].run)
+    assert (band.in_band_model1 == (band.err_model1.abs() <= 0.25)).all()
+    md = la.report(sweep)
+    assert md.startswith("# Lab 3 — paper vs this run") and "| the paper | this run |" in md
+    assert "Median |relative error| per model" in md
+    figs = la.write_figures(sweep, runs)
+    assert {f.name for f in figs} >= {"median-error.html", "model-vs-measured.html", "throughput-random.html"}
+    out = sweep / "ref"
+    copied = la.export_reference(sweep, out)
+    assert sorted(p.name for p in copied) == sorted(la.COMPACT) and not any(out.glob("*.pcap"))
+
+
+def test_predict_leaves_lossless_runs_without_a_model():
+    runs = pd.DataFrame([{"run": "x", "scenario": "droptail", "n": 1, "p": 0.0, "p_e": 0.0, "p_r": 0.0, "rtt": 0.06,
+                          "T": 0.26, "model_b": 1, "pps": 100.0}])
+    out = la.predict(runs)
+    assert out.model1.isna().all() and out.err_model2.isna().all()
+
+
+def test_load_refuses_an_empty_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no lab3 results"):
+        la.load(tmp_path)

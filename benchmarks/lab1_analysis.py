@@ -1,0 +1,167 @@
+"""Benchmark: Lab 1's analysis against bare tshark and a naive pyshark loop, on one capture.
+
+    sudo .venv/bin/python benchmarks/lab1_analysis.py --record      # make a 10 s MPTCP capture (~100+ Mbit/s)
+    .venv/bin/python benchmarks/lab1_analysis.py RUN_DIR [--out benchmarks/results/lab1_analysis.md]
+
+Three ways to get from the capture to the numbers behind the figures, each in a fresh process,
+timed (wall clock) with the peak memory of its whole process tree (tshark included):
+  1. ours:    mptcplab.labs.lab1_analysis -> Detail.load + Figures 4, 5, 6/9, 10 (objects built)
+  2. tshark:  `tshark -T fields` of the same fields with the same preferences, to /dev/null
+  3. pyshark: a naive loop over pyshark.FileCapture reading the same fields per packet
+Targets (issue #3): ours <= 1.5x bare tshark, >= 10x faster than naive pyshark, < 1 GiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "src"))
+
+from mptcplab.capture import MPTCP_PREFS  # noqa: E402
+from mptcplab.labs.lab1_analysis import PACKET_FIELDS  # noqa: E402
+
+FILTER = "tcp.len > 0 && tcp.dstport == 5201"
+
+OURS = """
+import sys
+from mptcplab.labs import lab1_analysis as la
+d = la.Detail.load(sys.argv[1])
+w = d.busiest_window()
+figs = [la.fig4(d), la.fig5(d, w), la.fig6(d, w), la.fig10(d, w)]
+print(len(d.packets))
+"""
+
+PYSHARK = """
+import sys
+from mptcplab.capture import pyshark_capture
+cap = pyshark_capture(sys.argv[1], display_filter=sys.argv[2])
+rows = []
+for pkt in cap:
+    rows.append((pkt.sniff_timestamp, pkt.tcp.stream, pkt.ip.src, pkt.tcp.srcport, pkt.tcp.seq, pkt.tcp.len,
+                 pkt.tcp.get_field_value("mptcp.dsn"), pkt.tcp.get_field_value("mptcp.reinjection_of"),
+                 pkt.tcp.get_field_value("tcp.analysis.retransmission")))
+cap.close()
+print(len(rows))
+"""
+
+
+def tree_rss_kib(pid: int) -> int:
+    """Resident memory of a process and all its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            stat = (p / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            status = (p / "status").read_text()
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(p.name))
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                rss[int(p.name)] = int(line.split()[1])
+    total, todo = 0, [pid]
+    while todo:
+        q = todo.pop()
+        total += rss.get(q, 0)
+        todo += children.get(q, [])
+    return total
+
+
+def measure(argv: list[str]) -> dict:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, tree_rss_kib(proc.pid))
+        time.sleep(0.05)
+    wall = time.perf_counter() - t0
+    out = proc.stdout.read().strip()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[:3]} failed ({proc.returncode})")
+    return {"seconds": round(wall, 2), "peak_mib": round(peak / 1024, 1), "output": out[-80:]}
+
+
+def tshark_argv(pcap: Path) -> list[str]:
+    argv = ["tshark", "-n", "-r", str(pcap)]
+    for k, v in MPTCP_PREFS.items():
+        argv += ["-o", f"{k}:{v}"]
+    argv += ["-Y", FILTER, "-T", "fields", "-E", "header=y", "-E", "separator=/t", "-E", "occurrence=f"]
+    for f in PACKET_FIELDS:
+        argv += ["-e", f]
+    return argv
+
+
+def record(out: Path) -> Path:
+    """A 10 s MPTCP transfer with a large buffer (both paths busy), observed as in Lab 1's detailed run."""
+    from mptcplab.lab import get_lab
+    from mptcplab.labs.lab1_send_buffer import _detail_run, topology
+    from mptcplab.results import Sweep, experiment_lock
+    from mptcplab.state import signals_unwind
+
+    params = get_lab("lab1").load_params(False, {"detail": {"buffer": "4M", "duration_s": 10}})
+    params["sweep"]["buffers"] = ["4M"]
+    with experiment_lock(), signals_unwind(), topology(params).up() as net:
+        _detail_run(net, Sweep(out), params, table=None)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("run_dir", nargs="?", type=Path, help="a sweep dir with a detail-* run (capture.pcap)")
+    ap.add_argument("--record", action="store_true", help="first record a capture (needs root; UML if no netem)")
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "lab1_analysis.md")
+    a = ap.parse_args()
+    if a.record:
+        a.run_dir = record(a.run_dir or Path("results/bench-lab1"))
+    (detail,) = sorted(a.run_dir.glob("detail-*/capture.pcap"))[-1:]
+    run = detail.parent
+    summary = json.loads((run / "summary.json").read_text())
+    manifest = json.loads((run / "manifest.json").read_text())
+    py = sys.executable
+    env_path = str(HERE.parent / "src")
+    os.environ["PYTHONPATH"] = env_path + os.pathsep + os.environ.get("PYTHONPATH", "")
+    from mptcplab.results import experiment_lock
+
+    # Timings and experiments disturb each other on a small machine: take the experiment lock.
+    with experiment_lock("benchmark: waiting for the running experiment to finish"):
+        results = {
+            "ours (capture -> all figures)": measure([py, "-c", OURS, str(a.run_dir)]),
+            "bare tshark -T fields": measure(tshark_argv(detail)),
+            "naive pyshark loop": measure([py, "-c", PYSHARK, str(detail), FILTER]),
+        }
+    ours, bare, naive = (results[k]["seconds"] for k in results)
+    size = detail.stat().st_size
+    lines = [
+        "# Lab 1 analysis benchmark", "",
+        f"Capture: `{run.name}` — {summary['duration_s']:g} s MPTCP transfer at {summary['mbps']:.1f} Mbit/s over "
+        f"{summary['subflows']} subflows, {size / 1e6:.1f} MB pcap (headers only), recorded on kernel "
+        f"{manifest['platform']['kernel_release']} ({manifest['platform']['where']}).",
+        f"Measured on {platform.node()} ({os.cpu_count()} CPUs), {time.strftime('%Y-%m-%d')}; wall-clock seconds and "
+        "peak resident memory of the whole process tree (tshark included), one run each.", "",
+        "| method | seconds | peak memory (MiB) | packets |", "|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        lines.append(f"| {name} | {r['seconds']} | {r['peak_mib']} | {r['output'].split()[-1] if r['output'] else ''} |")
+    lines += ["", f"- ours / bare tshark = **{ours / bare:.2f}x** (target <= 1.5x)",
+              f"- naive pyshark / ours = **{naive / ours:.1f}x** (target >= 10x)",
+              f"- peak memory of ours: **{results['ours (capture -> all figures)']['peak_mib']} MiB** (target < 1024)", ""]
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text("\n".join(lines))
+    a.out.with_suffix(".json").write_text(json.dumps({"capture": str(run), "results": results}, indent=2) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

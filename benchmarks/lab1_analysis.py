@@ -1,7 +1,9 @@
 """Benchmark: Lab 1's analysis against bare tshark and a naive pyshark loop, on one capture.
 
-    sudo .venv/bin/python benchmarks/lab1_analysis.py --record      # make a 10 s MPTCP capture (~100+ Mbit/s)
-    .venv/bin/python benchmarks/lab1_analysis.py RUN_DIR [--out benchmarks/results/lab1_analysis.md]
+    # 1. record a 10 s MPTCP capture with both paths busy (in UML where the host has no netem):
+    sudo mptcplab uml run -- .venv/bin/python benchmarks/lab1_analysis.py --record results/bench-lab1
+    # 2. measure, on the host, with nothing else running:
+    sudo .venv/bin/python benchmarks/lab1_analysis.py results/bench-lab1
 
 Three ways to get from the capture to the numbers behind the figures, each in a fresh process,
 timed (wall clock) with the peak memory of its whole process tree (tshark included):
@@ -119,11 +121,12 @@ def record(out: Path) -> Path:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run_dir", nargs="?", type=Path, help="a sweep dir with a detail-* run (capture.pcap)")
-    ap.add_argument("--record", action="store_true", help="first record a capture (needs root; UML if no netem)")
+    ap.add_argument("--record", action="store_true", help="only record a capture into RUN_DIR (root; netem)")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "lab1_analysis.md")
     a = ap.parse_args()
     if a.record:
-        a.run_dir = record(a.run_dir or Path("results/bench-lab1"))
+        record(a.run_dir or Path("results/bench-lab1"))
+        return 0
     (detail,) = sorted(a.run_dir.glob("detail-*/capture.pcap"))[-1:]
     run = detail.parent
     summary = json.loads((run / "summary.json").read_text())

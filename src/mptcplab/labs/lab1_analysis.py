@@ -272,6 +272,26 @@ def fig10(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:
     return fig
 
 
+def figures(sweep_dir: Path | str) -> list[go.Figure]:
+    """Every Lab 1 figure of a run, in the paper's order (used by `mptcplab reproduce`)."""
+    d = Detail.load(sweep_dir)
+    window = d.busiest_window()
+    return [fig_throughput(load_sweep(sweep_dir)), fig4(d), fig5(d, window), fig6(d, window), fig10(d, window)]
+
+
+def save_images(sweep_dir: Path | str, dest: Path | str) -> list[Path]:
+    """Static PNGs of every figure (for the site and printed reports)."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    names = ["throughput-vs-buffer", "fig4-dsn", "fig5-zoom", "fig6-cwnd", "fig10-sndbuf-waits"]
+    out = []
+    for name, fig in zip(names, figures(sweep_dir)):
+        path = dest / f"{name}.png"
+        fig.write_image(path, width=1100, height=fig.layout.height or 450, scale=1)
+        out.append(path)
+    return out
+
+
 # ---------------------------------------------------------------- paper vs this run
 
 def report(sweep_dir: Path | str) -> str:
@@ -355,4 +375,5 @@ def export_reference(sweep_dir: Path | str, dest: Path | str) -> Path:
     subprocess.run(["editcap", "-A", f"{t0 + lo:.6f}", "-B", f"{t0 + hi:.6f}", str(d.path / "capture.pcap"),
                     str(out / "capture-window.pcap")], check=True, capture_output=True)
     (dest / "paper-vs-this-run.md").write_text(report(sweep_dir))
+    save_images(sweep_dir, dest / "figures")
     return dest

@@ -172,19 +172,30 @@ def _explain_fatal(fatal: str, opt: Options) -> str:
     return f"the notebook could not be run: {fatal}"
 
 
+def _pts(x: float) -> str:
+    return f"{round(x, 2):g}"
+
+
+def _explain(message: str) -> str:
+    m = re.match(r"NameError: name '(\w+)' is not defined", message)
+    if m:
+        return f"`{m[1]}` is not defined: the cell that sets it did not run or failed (see below)"
+    return message.removeprefix("AssertionError: ")
+
+
 def write_report(r: dict, dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "report.json").write_text(json.dumps(r, indent=1))
     pct = 100 * r["score"] / r["possible"] if r["possible"] else 0
     lines = [f"# {r['lab']}: grade for {r['student']}", "",
-             f"**Score: {r['score']:g} / {r['possible']:g} ({pct:.0f}%)**", "",
+             f"**Score: {_pts(r['score'])} / {_pts(r['possible'])} ({pct:.0f}%)**", "",
              "| question | score | feedback |", "|---|---|---|"]
     for q in r["questions"]:
-        public_fail = [c["message"] for c in q["cases"] if not c["passed"] and not c["hidden"]]
+        public_fail = list(dict.fromkeys(_explain(c["message"]) for c in q["cases"] if not c["passed"] and not c["hidden"]))
         hidden_fail = sum(1 for c in q["cases"] if not c["passed"] and c["hidden"])
         notes = public_fail[:3] + ([f"{hidden_fail} hidden check(s) failed"] if hidden_fail else [])
         text = "; ".join(n.replace("|", "\\|").replace("\n", " ") for n in notes) or "all checks passed"
-        lines.append(f"| {q['question']} | {q['score']:g} / {q['possible']:g} | {text} |")
+        lines.append(f"| {q['question']} | {_pts(q['score'])} / {_pts(q['possible'])} | {text} |")
     if not r["questions"]:
         lines.append("| (none) | 0 | no check could be run |")
     lines += ["", "## What happened when your notebook ran", ""]

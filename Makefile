@@ -5,7 +5,7 @@ VENV ?= .venv
 MPTCPLAB = $(VENV)/bin/mptcplab
 QUICK = $(if $(FULL),,--quick)
 
-.PHONY: setup reproduce test test-unit clean
+.PHONY: setup uml-if-needed reproduce test test-unit clean
 
 setup:
 	scripts/install-deps.sh
@@ -14,7 +14,13 @@ reproduce: setup
 	$(MPTCPLAB) doctor || true
 	$(MPTCPLAB) reproduce $(QUICK)
 
-test: setup
+# Without netem the real-kernel tests run in the UML kernel: build it (or find it cached) first,
+# outside any per-test timeout.
+uml-if-needed: setup
+	$(VENV)/bin/python -c "import sys; from mptcplab.doctor import netem_usable; sys.exit(not netem_usable())" \
+	  || $(MPTCPLAB) uml build
+
+test: setup uml-if-needed
 	$(VENV)/bin/pytest -q -ra
 
 test-unit: setup

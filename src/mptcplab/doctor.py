@@ -130,7 +130,7 @@ def checks() -> list[Check]:
         "ss": ("iproute2", ["ss", "-V"]), "nstat": ("iproute2", ["nstat", "-V"]),
         "ethtool": ("ethtool", ["ethtool", "--version"]), "tcpdump": ("tcpdump", ["tcpdump", "--version"]),
         "tshark": ("tshark", ["tshark", "--version"]), "iperf3": ("iperf3", ["iperf3", "--version"]),
-        "mptcpize": ("mptcpd", None), "ping": ("iputils-ping", ["ping", "-V"]),
+        "ping": ("iputils-ping", ["ping", "-V"]),
     }
     for tool, (pkg, argv) in tools.items():
         path = shutil.which(tool)
@@ -142,9 +142,10 @@ def checks() -> list[Check]:
     if shutil.which("iperf3"):
         v = re.search(r"iperf (\d+)\.(\d+)", _version(["iperf3", "--version"]))
         native = bool(v and (int(v[1]), int(v[2])) >= (3, 19))
-        out.append(Check("iperf3 MPTCP mode", native or shutil.which("mptcpize") is not None,
-                         "iperf3 --mptcp" if native else "via `mptcpize run iperf3` (iperf3 < 3.19)",
-                         f"{apt} mptcpd (for mptcpize) or iperf3 >= 3.19"))
+        how = ("iperf3 --mptcp" if native else "via `mptcpize run iperf3`" if shutil.which("mptcpize")
+               else "via the kit's LD_PRELOAD shim (no mptcpize here)" if shutil.which("gcc") else "")
+        out.append(Check("iperf3 MPTCP mode", bool(how), how or "iperf3 < 3.19, no mptcpize, no gcc for the shim",
+                         f"{apt} mptcpd (Ubuntu: provides mptcpize), or gcc, or iperf3 >= 3.19"))
     tracefs = ensure_tracefs()
     out.append(Check("tracefs", tracefs, str(TRACEFS), "mount -t tracefs nodev /sys/kernel/tracing "
                      "(kernel needs CONFIG_FTRACE with event tracing)"))

@@ -1,24 +1,23 @@
-"""Lab 1 for real: `mptcplab run lab1 --quick` finds the degradation and records every figure input."""
+"""Lab 1 for real: its quick run (from the session's `mptcplab reproduce --quick`) finds the
+degradation and records every figure input."""
 
 import json
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
+from mptcplab.labs import lab1_analysis as la
 from mptcplab.results import Sweep
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def sweep_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("lab1") / "lab1-quick"
-    res = subprocess.run([sys.executable, "-m", "mptcplab.cli", "run", "lab1", "--quick", "--out", str(out)],
-                         capture_output=True, text=True, timeout=1200)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    return out
+def sweep_dir(reproduced):
+    out, res = reproduced
+    sweep = out / "lab1-quick"
+    assert (sweep / "lab-summary.json").exists(), res.stdout[-3000:] + res.stderr[-3000:]
+    return sweep
 
 
 def test_setup_verified(sweep_dir):
@@ -48,3 +47,10 @@ def test_detail_run_has_every_figure_input(sweep_dir):
     assert (detail / "capture.pcap").stat().st_size > 100_000  # Fig. 4/5 come from the capture
     manifest = json.loads((detail / "manifest.json").read_text())
     assert manifest["observation"]["tracing"]["events"]["tcp_probe"]
+
+
+def test_figures_and_report_from_its_own_capture(sweep_dir):
+    figs = la.figures(sweep_dir)
+    assert len(figs) == 5 and all(f.data for f in figs)
+    text = (sweep_dir / "paper-vs-this-run.md").read_text()
+    assert "| quantity | paper | this run |" in text and "User-Mode Linux" in text or "native" in text

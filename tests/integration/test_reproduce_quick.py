@@ -1,0 +1,22 @@
+"""The README's main job, quick: every lab runs for real where it can, one HTML report."""
+
+import json
+
+import pytest
+
+from mptcplab.lab import all_labs
+
+pytestmark = pytest.mark.integration
+
+
+def test_every_lab_ran_and_the_report_has_them(reproduced):
+    out, res = reproduced
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+    page = (out / "report.html").read_text()
+    for lab in all_labs().values():
+        sweep = out / f"{lab.id}-quick"
+        assert (sweep / "lab-summary.json").exists(), f"{lab.id} did not complete"
+        assert (sweep / "paper-vs-this-run.md").exists(), f"{lab.id} has no paper-vs-this-run table"
+        assert lab.id in page
+        manifests = list(sweep.glob("*/manifest.json"))
+        assert manifests and all(json.loads(m.read_text())["platform"]["kernel_release"] for m in manifests)

@@ -177,6 +177,7 @@ mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 ip link set lo up
 hostname mptcplab-uml
+stty cols 120 rows 40 2>/dev/null  # the console reports 0 columns, which hides progress bars
 export HOME=/root PATH={path} MPTCPLAB_WHERE=uml {env}
 cd {cwd}
 {command} </dev/null 2>&1

@@ -113,9 +113,10 @@ def test_error_summary_bands_report_and_figures(sweep):
     runs = la.load(sweep)["runs"]
     s = la.error_summary(runs).set_index("runs")
     assert s.loc["all runs", "count"] == 4 and s.loc["droptail", "count"] == 1
-    assert s.loc["random, p_r > 2%", "count"] == 1
+    assert s.loc["random, loss > 2%", "count"] == 1
     band = la.within_band(runs)
-    assert set(band.run) == set(runs[runs.p_r <= 0.02].run)
+    dt = runs[runs.scenario == "droptail"]
+    assert set(band.run) == {"random-1pct-n01-r1", "random-1pct-n04-r1", *dt[dt.p_r <= 0.02].run}
     assert (band.in_band_model1 == (band.err_model1.abs() <= 0.25)).all()
     md = la.report(sweep)
     assert md.startswith("# Lab 3 — paper vs this run") and "| the paper | this run |" in md
@@ -127,8 +128,19 @@ def test_error_summary_bands_report_and_figures(sweep):
     assert sorted(p.name for p in copied) == sorted(la.COMPACT) and not any(out.glob("*.pcap"))
 
 
+def test_runs_with_a_queue_under_random_loss_are_not_graded(sweep):
+    runs = la.compact(sweep)["runs"]
+    assert runs.base_rtt.eq(0.06).all() and not runs.queued.any()
+    runs.loc[runs.run == "random-1pct-n04-r1", "rtt"] = 0.2  # the guest could not keep up
+    runs = la.predict(runs)
+    assert runs.set_index("run").loc["random-1pct-n04-r1", "queued"]
+    assert "random-1pct-n04-r1" not in set(la.within_band(runs).run)
+    assert la.error_summary(runs).set_index("runs").loc["random, queue built up", "count"] == 1
+
+
 def test_predict_leaves_lossless_runs_without_a_model():
-    runs = pd.DataFrame([{"run": "x", "scenario": "droptail", "n": 1, "p": 0.0, "p_e": 0.0, "p_r": 0.0, "rtt": 0.06,
+    runs = pd.DataFrame([{"run": "x", "scenario": "droptail", "n": 1, "loss_cfg": None, "base_rtt": 0.06, "p": 0.0,
+                          "p_e": 0.0, "p_r": 0.0, "rtt": 0.06,
                           "T": 0.26, "model_b": 1, "pps": 100.0}])
     out = la.predict(runs)
     assert out.model1.isna().all() and out.err_model2.isna().all()

@@ -1,0 +1,121 @@
+"""Lab 3 notebook, executed headless: `otter assign` accepts the master (and runs every test,
+hidden ones included, on the solution), the unfilled student notebook fails every check with its
+hint, and a submission that copies the printed Algorithm 1 fails Q1 with the misprint hint.
+
+Skipped where otter-grader or nbclient are not installed; CI installs both (`.[dev]`).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+otter = pytest.importorskip("otter")
+nbclient = pytest.importorskip("nbclient")
+import nbformat  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+MASTER = ROOT / "solutions" / "03-parallel-tcp.ipynb"
+REFERENCE = Path(os.environ.get("MPTCPLAB_LAB3_TEST_RESULTS", ROOT / "solutions" / "results" / "lab3"))
+TIMEOUT = 300
+
+TYPO_MODEL1 = '''
+def model1(n, p, rtt, T, b=1):
+    # Algorithm 1, line by line as printed in the Appendix
+    a = math.sqrt(p * b * (24 * n * n + p * b * (n * n - 4 * n + 4)))
+    x = (p * b * (2 - n) + a) / (6 * n * n * p)
+    w = 2 * n * x / b
+    z = T * (1 + 32 * p * p) / (1 - p)
+    q1 = (1 - (1 - pow(1 - 1 / w, 3))) * (1 + pow(1 - 1 / w, 3) * (1 - pow(1 - 1 / w, w - 3)))
+    if q1 > 1:
+        q1 = 1
+    if q1 * z / (x * rtt) >= n:
+        q = n
+    else:
+        q = q1 * z / (x * rtt)
+    return (1 - q / n) / (p * x * rtt) + q / (z * (1 - p))
+
+
+model1_values = nb3.values_on_grid(model1, nb3.GRID1)
+'''
+
+# What each unfilled question must say (a fragment of its first failing check's message).
+UNFILLED = {
+    "q1": "returned nothing (None)",
+    "q2": "returned nothing (None)",
+    "q3": "count_loss_events([], 0.06) None",
+    "q4": "my_rates needs the columns p, p_e and p_r",
+    "q5": "comparison needs the columns",
+    "q6": "graded needs the columns in_band1 and in_band2",
+}
+
+
+@pytest.fixture(scope="module")
+def assigned(tmp_path_factory):
+    if not REFERENCE.joinpath("runs.csv").exists():
+        pytest.fail(f"the reference results {REFERENCE} are missing")
+    dest = tmp_path_factory.mktemp("assign") / "03-parallel-tcp"
+    exe = Path(sys.executable).with_name("otter")
+    env = {**os.environ, "MPTCPLAB_LAB3_RESULTS": str(REFERENCE)}
+    proc = subprocess.run([str(exe) if exe.exists() else "otter", "assign", "--no-pdfs", str(MASTER), str(dest)],
+                          capture_output=True, text=True, env=env, timeout=2 * TIMEOUT, cwd=dest.parent)
+    # run_tests: true -> otter runs every test (hidden too) on the solution and fails otherwise.
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return dest
+
+
+def _execute(nb_path: Path) -> nbformat.NotebookNode:
+    nb = nbformat.read(nb_path, as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=TIMEOUT, kernel_name="python3", allow_errors=True,
+                                     resources={"metadata": {"path": str(nb_path.parent)}})
+    os.environ["MPTCPLAB_LAB3_RESULTS"] = str(REFERENCE)  # inherited by the kernel
+    client.execute()
+    return nb
+
+
+def _checks(nb) -> dict[str, str]:
+    """grader.check("qN") -> the text it displayed."""
+    out = {}
+    for cell in nb.cells:
+        src = cell.source.strip()
+        if cell.cell_type == "code" and src.startswith("grader.check("):
+            q = src.split('"')[1]
+            texts = []
+            for o in cell.get("outputs", []):
+                texts.append(o.get("text", "") or o.get("data", {}).get("text/plain", "") or o.get("evalue", ""))
+            out[q] = "\n".join(texts)
+    return out
+
+
+def test_solution_passes_every_check(assigned):
+    nb = _execute(assigned / "autograder" / "03-parallel-tcp.ipynb")
+    checks = _checks(nb)
+    assert set(checks) == {f"q{i}" for i in range(1, 7)}
+    for q, text in checks.items():
+        assert "passed" in text and "failed" not in text.lower(), f"{q}: {text[-1500:]}"
+
+
+def test_unfilled_notebook_fails_every_check_helpfully(assigned, tmp_path):
+    student = tmp_path / "03-parallel-tcp.ipynb"
+    shutil.copy(assigned / "student" / "03-parallel-tcp.ipynb", student)
+    checks = _checks(_execute(student))
+    assert set(checks) == set(UNFILLED)
+    for q, hint in UNFILLED.items():
+        assert "failed" in checks[q].lower(), f"{q} passed while unfilled: {checks[q][-800:]}"
+        assert hint in checks[q], f"{q}: expected the hint {hint!r} in:\n{checks[q][-1500:]}"
+
+
+def test_copying_the_printed_algorithm_1_fails_with_the_misprint_hint(assigned, tmp_path):
+    student = tmp_path / "03-parallel-tcp.ipynb"
+    nb = nbformat.read(assigned / "student" / "03-parallel-tcp.ipynb", as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code" and "def model1(" in c.source]
+    assert len(cells) == 1
+    cells[0].source = TYPO_MODEL1.strip()
+    nbformat.write(nb, student)
+    checks = _checks(_execute(student))
+    assert "failed" in checks["q1"].lower()
+    assert "you copied Algorithm 1's q1 line as printed" in checks["q1"], checks["q1"][-1500:]
+    assert "equation (27)" in checks["q1"]

@@ -46,7 +46,7 @@ model1_values = nb3.values_on_grid(model1, nb3.GRID1)
 UNFILLED = {
     "q1": "returned nothing (None)",
     "q2": "returned nothing (None)",
-    "q3": "count_loss_events([], 0.06) None",
+    "q3": "count_loss_events([], 0.06) returned nothing (None)",
     "q4": "my_rates needs the columns p, p_e and p_r",
     "q5": "comparison needs the columns",
     "q6": "graded needs the columns in_band1 and in_band2",

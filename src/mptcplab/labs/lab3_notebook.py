@@ -164,8 +164,10 @@ def loss_events_problem(values) -> str | None:
     if not isinstance(values, list) or len(values) != len(LOSS_CASES):
         return f"loss_event_counts should hold one count per case of nb3.LOSS_CASES ({len(LOSS_CASES)})"
     for (times, rtt), got, want in zip(LOSS_CASES, values, ref):
-        if isinstance(got, str) or got is None:
-            return f"count_loss_events({times}, {rtt}) {got}"
+        if got is None or got is Ellipsis:
+            return f"count_loss_events({times}, {rtt}) returned nothing (None): implement it and re-run its cell"
+        if not isinstance(got, (int, np.integer)):
+            return f"count_loss_events({times}, {rtt}) returned {got!r}: return the number of loss events (an int)"
         if got != want:
             hint = ""
             if sorted(times) != list(times):

@@ -53,6 +53,9 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
         if report_only:
             if not sweep.exists():
                 o.status, o.detail = "failed", f"no results in {sweep} (run without --report-only)"
+            else:  # where these results were made, as their manifests record it
+                places = {(m.get("platform") or {}).get("where") for _, m in report.manifests(sweep)} - {None}
+                o.where = "/".join(sorted(places)) or o.where
             outcomes.append(o)
             continue
         print(f"== {lab.id}: {lab.title} ({'quick' if quick else 'full'}, {o.where})", file=sys.stderr, flush=True)

@@ -38,13 +38,15 @@ def in_place(where: str, argv: list[str], here: Callable[[], int]) -> int:
 
 
 def _flatten(d: dict, prefix: str = ""):
+    """{"a": {"b.c": 1}} -> ('a."b.c"', '1'): --set items that parse back to the same dict."""
     import json as _json
 
     for k, v in d.items():
+        key = f"{prefix}{_json.dumps(k) if '.' in k or ' ' in k else k}"
         if isinstance(v, dict):
-            yield from _flatten(v, f"{prefix}{k}.")
+            yield from _flatten(v, f"{key}.")
         else:
-            yield f"{prefix}{k}", _json.dumps(v)  # JSON scalars and lists are valid TOML values
+            yield key, _json.dumps(v)  # JSON scalars and lists are valid TOML values
 
 
 def default_out(lab_id: str, quick: bool) -> Path:

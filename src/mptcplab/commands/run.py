@@ -22,21 +22,30 @@ def register(sub) -> None:
 
 
 def parse_overrides(items: list[str]) -> dict:
-    """['sweep.repetitions=2', 'sweep.buffers=["64K"]'] -> nested dict, values parsed as TOML."""
+    """KEY=VALUE items -> nested dict. KEY is a TOML key (quote parts with dots:
+    sysctls.snd."net.ipv4.tcp_sack"=0); VALUE is a TOML value, or else a bare string."""
+    import json
     import tomllib
 
     out: dict = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise UsageError(f"--set {item!r}: write KEY=VALUE, e.g. --set sweep.repetitions=2")
         try:
-            parsed = tomllib.loads(f"v = {value}")["v"]
+            parsed = tomllib.loads(f"{key} = {value}")
         except tomllib.TOMLDecodeError:
-            parsed = value  # a bare word is a string
-        node = out
-        *parents, leaf = key.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = parsed
+            try:
+                parsed = tomllib.loads(f"{key} = {json.dumps(value)}")  # a bare word is a string
+            except tomllib.TOMLDecodeError as exc:
+                raise UsageError(f"--set {item!r}: {exc}") from None
+        _merge_into(out, parsed)
     return out
+
+
+def _merge_into(base: dict, over: dict) -> None:
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict):
+            _merge_into(base[k], v)
+        else:
+            base[k] = v

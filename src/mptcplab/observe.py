@@ -211,8 +211,7 @@ class Tracing:
         (self.inst / "trace_clock").write_text("mono")  # = Python's time.monotonic(), converted to epoch
         self.notes["tcp_probe"] = self._enable("tcp/tcp_probe", f"dport == {self.port}")
         if self.want_mptcp:
-            self.notes["mptcp"] = [e for e in ("mptcp_subflow_get_send", "ack_update_msk")
-                                   if self._enable(f"mptcp/{e}")]
+            self.notes["mptcp"] = [e for e in MPTCP_EVENTS if self._enable(f"mptcp/{e}")]
         if self.want_waits:
             self.wait_method = self._enable_waits()
             self.notes["sndbuf_waits"] = self.wait_method or "unavailable (no kprobes, no sched_switch)"
@@ -272,9 +271,24 @@ class Tracing:
         return False
 
     def _parse(self) -> None:
-        text = self.raw.read_text()
-        events = parse_trace(text, self.clock_offset)
-        probe = events.get("tcp_probe")
+        """One streaming pass over the raw trace (it reaches 100+ MB at high rates; UML has 2 GB)."""
+        import csv
+
+        probe_lines, wait_lines = [], []
+        with open(self.raw) as f, open(self.rd.file("mptcp_events.csv"), "w", newline="") as mout:
+            writer = csv.DictWriter(mout, fieldnames=MPTCP_EVENT_FIELDS, extrasaction="ignore")
+            writer.writeheader()
+            for line in f:
+                m = _LINE.match(line)
+                event = m["event"] if m else None
+                if event == "tcp_probe":
+                    probe_lines.append(line)
+                elif event in MPTCP_EVENTS:
+                    writer.writerow({"time": float(m["ts"]) + self.clock_offset, "pid": m["pid"],
+                                     "comm": m["comm"].strip(), "event": event, **dict(_KV.findall(m["rest"]))})
+                else:  # sched_switch, kprobes and the stack traces that follow them
+                    wait_lines.append(line)
+        probe = parse_trace("".join(probe_lines), self.clock_offset).get("tcp_probe")
         if probe is not None:
             probe = probe.rename(columns={"srtt": "srtt_us"})
             for col in ("snd_nxt", "snd_una"):
@@ -286,19 +300,20 @@ class Tracing:
             cols = ["time", "saddr", "sport", "daddr", "dport", "data_len", "snd_nxt", "snd_una", "snd_cwnd",
                     "ssthresh", "snd_wnd", "srtt_us", "rcv_wnd"]
             probe[cols].to_csv(self.rd.file("tcp_probe.csv"), index=False)
-        mptcp = [df.assign(event=name) for name, df in events.items()
-                 if name in ("mptcp_subflow_get_send", "ack_update_msk")]
-        if mptcp:
-            import pandas as pd
-
-            pd.concat(mptcp, ignore_index=True).sort_values("time").to_csv(self.rd.file("mptcp_events.csv"),
-                                                                            index=False)
+        if not self.want_mptcp:
+            self.rd.file("mptcp_events.csv").unlink()
         if self.want_waits:
-            waits = sndbuf_waits(text, self.clock_offset, self.wait_method)
+            waits = sndbuf_waits("".join(wait_lines), self.clock_offset, self.wait_method)
             waits.to_csv(self.rd.file("sndbuf_waits.csv"), index=False)
             self.notes["sndbuf_wait_count"] = len(waits)
         # The raw trace is large; the CSVs above carry what the analysis needs.
         self.raw.unlink()
+
+
+MPTCP_EVENTS = ("mptcp_subflow_get_send", "ack_update_msk")
+MPTCP_EVENT_FIELDS = ["time", "pid", "comm", "event",
+                      "active", "free", "snd_wnd", "pace", "backup", "ratio",  # mptcp_subflow_get_send
+                      "data_ack", "old_snd_una", "new_snd_una", "new_wnd_end", "msk_wnd_end"]  # ack_update_msk
 
 
 _LINE = re.compile(r"^\s*(?P<comm>.+?)-(?P<pid>\d+)\s+\[\d+\]\s+\S+\s+(?P<ts>[\d.]+):\s+(?P<event>\w+):\s?(?P<rest>.*)$")

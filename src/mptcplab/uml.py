@@ -187,7 +187,7 @@ halt -f
 """
 
 
-def run(command: list[str], mem: str = "1G", timeout: float | None = None,
+def run(command: list[str], mem: str = "2G", timeout: float | None = None,
         env: dict[str, str] | None = None, stream=None) -> int:
     """Boot the UML kernel, run `command` inside as root, return its exit status.
 

@@ -15,7 +15,7 @@ def register(sub) -> None:
     b.add_argument("-j", "--jobs", type=int, default=None, help="parallel make jobs (default: all cores)")
     b.set_defaults(func=_build)
     r = usub.add_parser("run", help="boot the UML kernel, run CMD inside as root, return its exit status")
-    r.add_argument("--mem", default="1G", help="UML memory (default 1G)")
+    r.add_argument("--mem", default="2G", help="UML memory (default 2G)")
     r.add_argument("--timeout", type=float, default=None, help="seconds before the kernel is stopped")
     r.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
     r.set_defaults(func=_run)

@@ -23,18 +23,19 @@ from .topology import require_root
 
 def in_place(where: str, argv: list[str], here: Callable[[], int]) -> int:
     """Run `here()` natively, or `mptcplab ARGV --where native` inside UML."""
-    if where == "uml" and not uml.inside_uml():
-        with experiment_lock():
-            kernel = uml.kernel_path() or uml.build()
-            print(f"mptcplab: running in the UML kernel ({kernel.parent.name})", flush=True)
-            return uml.run([sys.executable, "-m", "mptcplab.cli", *argv, "--where", "native"],
-                           env={"MPTCPLAB_UML_KERNEL": kernel.parent.name, "PYTHONUNBUFFERED": "1"})
-    require_root()
+    to_uml = where == "uml" and not uml.inside_uml()
+    if not to_uml:
+        require_root()
     with experiment_lock(), state.signals_unwind():
         stale = state.clean(all_owners=False)
         if stale:
             print(f"mptcplab: removed what an earlier run left behind: {', '.join(stale)}", file=sys.stderr)
-        return here()
+        if not to_uml:
+            return here()
+        kernel = uml.kernel_path() or uml.build()
+        print(f"mptcplab: running in the UML kernel ({kernel.parent.name})", flush=True)
+        return uml.run([sys.executable, "-m", "mptcplab.cli", *argv, "--where", "native"],
+                       env={"MPTCPLAB_UML_KERNEL": kernel.parent.name, "PYTHONUNBUFFERED": "1"})
 
 
 def _flatten(d: dict, prefix: str = ""):

@@ -81,17 +81,22 @@ def tree_rss_kib(pid: int) -> int:
 
 
 def measure(argv: list[str]) -> dict:
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    peak = 0
-    while proc.poll() is None:
-        peak = max(peak, tree_rss_kib(proc.pid))
-        time.sleep(0.05)
-    wall = time.perf_counter() - t0
-    out = proc.stdout.read().strip()
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as sink:  # a file, not a pipe: tshark's output must not block it
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL, text=True)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, tree_rss_kib(proc.pid))
+            time.sleep(0.05)
+        wall = time.perf_counter() - t0
+        sink.seek(0)
+        lines = sink.read().strip().splitlines()
+    out = lines[-1] if lines and not argv[0] == "tshark" else str(max(len(lines) - 1, 0))
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[:3]} failed ({proc.returncode})")
-    return {"seconds": round(wall, 2), "peak_mib": round(peak / 1024, 1), "output": out[-80:]}
+    return {"seconds": round(wall, 2), "peak_mib": round(peak / 1024, 1), "output": out[-80:]}  # packets
 
 
 def tshark_argv(pcap: Path) -> list[str]:

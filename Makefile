@@ -5,10 +5,13 @@ VENV ?= .venv
 MPTCPLAB = $(VENV)/bin/mptcplab
 QUICK = $(if $(FULL),,--quick)
 
-.PHONY: setup uml-if-needed reproduce test test-unit clean
+.PHONY: setup setup-dev uml-if-needed reproduce test test-unit clean
 
 setup:
 	scripts/install-deps.sh
+
+setup-dev:
+	scripts/install-deps.sh --dev
 
 reproduce: setup
 	$(MPTCPLAB) doctor || true
@@ -16,14 +19,14 @@ reproduce: setup
 
 # Without netem the real-kernel tests run in the UML kernel: build it (or find it cached) first,
 # outside any per-test timeout.
-uml-if-needed: setup
+uml-if-needed: setup-dev
 	$(VENV)/bin/python -c "import sys; from mptcplab.doctor import netem_usable; sys.exit(not netem_usable())" \
 	  || $(MPTCPLAB) uml build
 
-test: setup uml-if-needed
+test: setup-dev uml-if-needed
 	$(VENV)/bin/pytest -q -ra
 
-test-unit: setup
+test-unit: setup-dev
 	$(VENV)/bin/pytest -q -ra -m "not integration"
 
 clean:

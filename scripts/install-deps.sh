@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install what the kit needs on a Debian/Ubuntu host (or the Vagrant VM), non-interactively.
 # Idempotent: already-installed packages are skipped by apt; the venv is reused.
-# Usage: scripts/install-deps.sh [--no-apt]   (run as root for the apt part)
+# Usage: scripts/install-deps.sh [--dev] [--no-apt]   (run as root for the apt part)
+#   --dev  also what the test suite needs: vagrant + vagrant-libvirt (validate the Vagrantfile for
+#          both providers) and chromium (check that the site's figures draw)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 venv=${MPTCPLAB_VENV:-$here/.venv}
@@ -14,7 +16,17 @@ apt_pkgs=(
   python3-venv python3-pip
 )
 
-if [ "${1:-}" != "--no-apt" ]; then
+dev=0; apt=1
+for arg in "$@"; do
+  case "$arg" in
+    --dev) dev=1 ;;
+    --no-apt) apt=0 ;;
+    *) echo "install-deps: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+[ "$dev" = 1 ] && apt_pkgs+=(vagrant vagrant-libvirt chromium)
+
+if [ "$apt" = 1 ]; then
   if [ "$(id -u)" -ne 0 ]; then echo "install-deps: run as root (apt-get), or pass --no-apt" >&2; exit 2; fi
   export DEBIAN_FRONTEND=noninteractive
   # tshark asks whether non-root users may capture; answer it up front.

@@ -45,5 +45,5 @@ fi
 
 if [ ! -x "$venv/bin/python" ]; then python3 -m venv "$venv"; fi
 "$venv/bin/pip" install -q --upgrade pip
-"$venv/bin/pip" install -q -e "$here[dev]"
+"$venv/bin/pip" install -q -e "${here}[dev]"
 echo "install-deps: done (venv: $venv)"

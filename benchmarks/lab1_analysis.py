@@ -131,6 +131,7 @@ def main() -> int:
     ap.add_argument("run_dir", nargs="?", type=Path, help="a sweep dir with a detail-* run (capture.pcap)")
     ap.add_argument("--record", action="store_true", help="only record a capture into RUN_DIR (root; netem)")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "lab1_analysis.md")
+    ap.add_argument("--render-only", action="store_true", help="rewrite the .md from the recorded .json")
     ap.add_argument("--pyshark-packets", type=int, default=10000,
                     help="packets the pyshark loop reads (it takes minutes per 100k); its time is scaled up "
                          "to the whole capture, and the table says so (0: the whole capture)")
@@ -145,6 +146,17 @@ def main() -> int:
     py = sys.executable
     env_path = str(HERE.parent / "src")
     os.environ["PYTHONPATH"] = env_path + os.pathsep + os.environ.get("PYTHONPATH", "")
+    from mptcplab.results import experiment_lock
+
+    if a.render_only:
+        results = json.loads(a.out.with_suffix(".json").read_text())["results"]
+    else:
+        results = run_all(a, detail, py)
+    render(a, results, run, detail, summary, manifest)
+    return 0
+
+
+def run_all(a, detail: Path, py: str) -> dict:
     from mptcplab.results import experiment_lock
 
     # Timings and experiments disturb each other on a small machine: take the experiment lock.
@@ -162,6 +174,10 @@ def main() -> int:
         r["measured_packets"], r["measured_seconds"] = n_py, r["seconds"]
         r["seconds"] = round(r["seconds"] * n_all / n_py, 1)
         r["output"] = f"{n_all} (extrapolated from {n_py} packets in {r['measured_seconds']} s)"
+    return results
+
+
+def render(a, results: dict, run: Path, detail: Path, summary: dict, manifest: dict) -> None:
     ours, bare, naive = (results[k]["seconds"] for k in results)
     size = detail.stat().st_size
     lines = [
@@ -174,7 +190,7 @@ def main() -> int:
         "| method | seconds | peak memory (MiB) | packets |", "|---|---|---|---|",
     ]
     for name, r in results.items():
-        lines.append(f"| {name} | {r['seconds']} | {r['peak_mib']} | {r['output'].split()[-1] if r['output'] else ''} |")
+        lines.append(f"| {name} | {r['seconds']} | {r['peak_mib']} | {r['output']} |")
     lines += ["", f"- ours / bare tshark = **{ours / bare:.2f}x** (target <= 1.5x)",
               f"- naive pyshark / ours = **{naive / ours:.1f}x** (target >= 10x)",
               f"- peak memory of ours: **{results['ours (capture -> all figures)']['peak_mib']} MiB** (target < 1024)", ""]
@@ -182,7 +198,6 @@ def main() -> int:
     a.out.write_text("\n".join(lines))
     a.out.with_suffix(".json").write_text(json.dumps({"capture": str(run), "results": results}, indent=2) + "\n")
     print("\n".join(lines))
-    return 0
 
 
 if __name__ == "__main__":

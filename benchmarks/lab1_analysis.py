@@ -146,8 +146,6 @@ def main() -> int:
     py = sys.executable
     env_path = str(HERE.parent / "src")
     os.environ["PYTHONPATH"] = env_path + os.pathsep + os.environ.get("PYTHONPATH", "")
-    from mptcplab.results import experiment_lock
-
     if a.render_only:
         results = json.loads(a.out.with_suffix(".json").read_text())["results"]
     else:

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from mptcplab import state
-from mptcplab.results import RunDir, Sweep
+from mptcplab.results import Sweep
 
 
 def test_run_dir_is_atomic_and_has_provenance(tmp_path):

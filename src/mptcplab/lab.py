@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 

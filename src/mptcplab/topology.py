@@ -30,7 +30,7 @@ import re
 import shlex
 import subprocess
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import mptcpconf
 from .errors import EnvironmentProblem, UsageError

@@ -235,7 +235,7 @@ def fig6(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:
         fig.update_xaxes(title_text="time (s)", row=1, col=col)
     fig.update_yaxes(title_text="cwnd (packets)", row=1, col=1)
     drops = cwnd_drops(d.probe)
-    fig.update_layout(title=f"Fig. 6/9: congestion window per subflow (tcp:tcp_probe)<br><sup>cwnd reductions: "
+    fig.update_layout(title="Fig. 6/9: congestion window per subflow (tcp:tcp_probe)<br><sup>cwnd reductions: "
                             + ", ".join(f"{p} {n}" for p, n in drops.items()) + "</sup>", height=420)
     return fig
 

@@ -8,6 +8,7 @@ copy in solutions/results/lab1/, which has the same layout minus the raw capture
     d = Detail.load(path)               # the degraded run with capture and tracing
     fig4(d); fig5(d); fig6(d); fig10(d)
     report(path)                        # the "paper vs this run" markdown table
+    export_reference(path, dest)        # the compact copy shipped in solutions/results/lab1/
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,17 +25,25 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..capture import fields
 from ..results import Sweep
+from ..tshark import MPTCP_PREFS, fields
 
 PAPER = {  # Kato et al. 2020, Section III-B and IV-B
     "mptcp_mbps_mean": 46.8, "mptcp_mbps_sd": 3.54, "mptcp_mbps_range": (42.4, 49.8),
     "tcp_wmem": 1048576, "waits": 278, "penalisations": 28, "slow_cwnd_peak": 700, "slow_cwnd_drops": 20,
     "duration_s": 10, "kernel": "multipath-tcp.org out-of-tree MPTCP (Ubuntu 16.04), minRTT scheduler + RP",
 }
+PORT = 5201
+LINK_MBPS = 100.0  # each path's rate in the lab's topology
+GOODPUT_LIMIT = LINK_MBPS * 1448 / 1514  # TCP payload a full 100 Mbit/s link carries (timestamps on)
 COLORS = {"fast": "#1f77b4", "slow": "#d62728", "tcp-fast": "#1f77b4", "tcp-slow": "#d62728", "mptcp": "#2ca02c"}
-PACKET_FIELDS = ["frame.time_epoch", "tcp.stream", "ip.src", "tcp.srcport", "tcp.seq", "tcp.len", "mptcp.dsn",
-                 "mptcp.reinjection_of", "tcp.analysis.retransmission"]
+# What the figures need from each data segment. The DSS option's own numbers are read, and each
+# packet's data sequence number is computed from them (see data_sequence_numbers): tshark 4.0's
+# per-packet `mptcp.dsn` can point at the wrong mapping when several are outstanding.
+PACKET_FIELDS = ["frame.time_epoch", "tcp.stream", "mptcp.stream", "ip.src", "tcp.seq", "tcp.len",
+                 "tcp.options.mptcp.rawdataseqno", "tcp.options.mptcp.subflowseqno",
+                 "tcp.options.mptcp.datalvllen", "mptcp.reinjection_of", "tcp.analysis.retransmission"]
+DATA_FILTER = f"tcp.len > 0 && tcp.dstport == {PORT}"
 
 
 # ---------------------------------------------------------------- the sweep
@@ -42,59 +52,110 @@ def load_sweep(path: Path | str) -> pd.DataFrame:
     """One row per sweep transfer (not the setup check, not the detailed run)."""
     path = Path(path)
     if (path / "sweep.csv").exists():  # the compact reference copy
-        return pd.read_csv(path / "sweep.csv")
-    table = Sweep(path).summaries()
-    if table.empty:
-        raise FileNotFoundError(f"no completed lab1 runs in {path}")
-    keep = table["config"].notna() if "config" in table else pd.Series(False, index=table.index)
+        table = pd.read_csv(path / "sweep.csv")
+    else:
+        table = Sweep(path).summaries()
+    if table.empty or "config" not in table:
+        raise FileNotFoundError(f"no completed lab1 transfers in {path}: run `sudo mptcplab run lab1 --quick`")
+    keep = table["config"].notna()
     if "detail" in table:
         keep &= table["detail"].isna() | (table["detail"] == False)  # noqa: E712
     cols = ["run", "method", "buffer", "buffer_bytes", "config", "rep", "mbps", "subflows", "sndbuf_effective"]
-    return table.loc[keep, [c for c in cols if c in table]].reset_index(drop=True)
+    out = table.loc[keep, [c for c in cols if c in table]].reset_index(drop=True)
+    for c in ("buffer_bytes", "rep", "subflows", "sndbuf_effective"):
+        if c in out and out[c].notna().all():
+            out[c] = out[c].astype(np.int64)
+    return out
+
+
+# Two-sided 95% quantiles of Student's t for n-1 degrees of freedom (no scipy needed).
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+
+
+def t95(dof: int) -> float:
+    if dof < 1:
+        return float("nan")
+    keys = [k for k in _T95 if k <= dof]
+    return _T95[max(keys)] if dof <= 30 else 1.96
 
 
 def throughput_table(sweep: pd.DataFrame) -> pd.DataFrame:
-    """Mean, sd and count per method, buffer and config; plus MPTCP vs single-path TCP (fast path)."""
+    """Per method, buffer and config: mean, sd, count and 95% CI half-width of the goodput; and,
+    per method and buffer, whether MPTCP is below single-path TCP on the fast path (`degraded`)."""
     g = sweep.groupby(["method", "buffer_bytes", "config"])["mbps"].agg(["mean", "std", "count"]).reset_index()
+    g["ci95"] = [t95(n - 1) * s / np.sqrt(n) if n > 1 else np.nan for s, n in zip(g["std"], g["count"])]
     wide = g.pivot_table(index=["method", "buffer_bytes"], columns="config", values="mean").reset_index()
-    wide["degraded"] = wide["mptcp"] < wide["tcp-fast"]
-    wide["mptcp_over_tcp_fast"] = wide["mptcp"] / wide["tcp-fast"]
+    if {"mptcp", "tcp-fast"} <= set(wide.columns):
+        wide["degraded"] = wide["mptcp"] < wide["tcp-fast"]
+        wide["mptcp_over_tcp_fast"] = wide["mptcp"] / wide["tcp-fast"]
+    else:
+        wide["degraded"], wide["mptcp_over_tcp_fast"] = False, np.nan
     return g.merge(wide[["method", "buffer_bytes", "degraded", "mptcp_over_tcp_fast"]], on=["method", "buffer_bytes"])
+
+
+def degradation_region(sweep: pd.DataFrame, method: str = "wmem") -> list[int]:
+    """Buffer sizes (bytes, ascending) where MPTCP's mean goodput is below single-path TCP's on the fast path."""
+    t = throughput_table(sweep)
+    t = t[(t["method"] == method) & t["degraded"]]
+    return sorted(int(b) for b in t["buffer_bytes"].unique())
 
 
 def _kib(b: float) -> str:
     return f"{b / 1048576:g} MiB" if b >= 1048576 else f"{b / 1024:g} KiB"
 
 
-def fig_throughput(sweep: pd.DataFrame) -> go.Figure:
+def fig_throughput(sweep: pd.DataFrame, error: str = "sd") -> go.Figure:
+    """Goodput vs send buffer, one panel per way of setting it; error bars = `error` ("sd" or "ci95")
+    over the repetitions; the buffer sizes where MPTCP < single-path TCP (fast path) shaded."""
+    if error not in ("sd", "ci95"):
+        raise ValueError("error is 'sd' or 'ci95'")
     t = throughput_table(sweep)
     methods = [m for m in ("wmem", "sndbuf") if m in set(t["method"])]
-    titles = {"wmem": "sysctl net.ipv4.tcp_wmem = B B B", "sndbuf": "setsockopt(SO_SNDBUF, B)"}
-    fig = make_subplots(rows=1, cols=len(methods), shared_yaxes=True, subplot_titles=[titles[m] for m in methods])
+    titles = {"wmem": "sysctl net.ipv4.tcp_wmem = \"B B B\"", "sndbuf": "setsockopt(SO_SNDBUF, B)"}
+    fig = make_subplots(rows=1, cols=len(methods), shared_yaxes=True, horizontal_spacing=0.06,
+                        subplot_titles=[titles[m] for m in methods])
+    err_col = "std" if error == "sd" else "ci95"
     for col, method in enumerate(methods, 1):
         sub = t[t["method"] == method]
         for config in ("tcp-fast", "tcp-slow", "mptcp"):
             s = sub[sub["config"] == config].sort_values("buffer_bytes")
+            if s.empty:
+                continue
             fig.add_trace(go.Scatter(
-                x=s["buffer_bytes"], y=s["mean"], error_y=dict(type="data", array=s["std"].fillna(0)),
+                x=s["buffer_bytes"], y=s["mean"], error_y=dict(type="data", array=s[err_col].fillna(0)),
                 mode="lines+markers", name=config, legendgroup=config, showlegend=col == 1,
                 line=dict(color=COLORS[config]), customdata=np.stack([s["count"], s["std"].fillna(0)], axis=-1),
-                hovertemplate="%{x:,} B: %{y:.1f} Mbit/s (sd %{customdata[1]:.1f}, n=%{customdata[0]})"))
-        # Shade the buffer sizes where MPTCP is below single-path TCP on the fast path.
+                hovertemplate=f"{config}<br>B=%{{x:,}} bytes: %{{y:.1f}} Mbit/s "
+                              "(sd %{customdata[1]:.1f}, n=%{customdata[0]})<extra></extra>"), row=1, col=col)
+        # Shade the buffer sizes where MPTCP is below single-path TCP on the fast path: each degraded
+        # point's band reaches half-way (on the log axis) to its neighbours.
         sizes = sorted(sub["buffer_bytes"].unique())
-        bad = set(sub[sub["degraded"]]["buffer_bytes"])
+        bad = sorted(set(sub[sub["degraded"]]["buffer_bytes"]))
         for i, b in enumerate(sizes):
             if b in bad:
                 lo = np.sqrt(sizes[i - 1] * b) if i > 0 else b / 1.3
                 hi = np.sqrt(sizes[i + 1] * b) if i + 1 < len(sizes) else b * 1.3
-                fig.add_vrect(x0=lo, x1=hi, fillcolor="orange", opacity=0.15, line_width=0, row=1, col=col)
-        if bad:
-            fig.add_annotation(x=np.log10(np.sqrt(min(bad) * max(bad))), y=1.02, yref="paper", xref=f"x{col}",
-                               text="MPTCP < single-path TCP", showarrow=False, font=dict(color="darkorange"))
+                fig.add_vrect(x0=lo, x1=hi, fillcolor="orange", opacity=0.18, line_width=0, layer="below",
+                              row=1, col=col)
+        xa, ya = ("x", "y") if col == 1 else (f"x{col}", f"y{col}")
+        fig.add_annotation(x=np.log10(np.sqrt(min(bad) * max(bad))) if bad else np.log10(np.sqrt(sizes[0] * sizes[-1])),
+                           y=0.98, yref=f"{ya} domain", yanchor="top", xref=xa, showarrow=False,
+                           text=f"MPTCP < single-path TCP<br>{_kib(min(bad))} to {_kib(max(bad))}" if bad
+                           else "no buffer size with<br>MPTCP < single-path TCP",
+                           font=dict(color="darkorange", size=12))
+        fig.add_hline(y=GOODPUT_LIMIT, line=dict(color="grey", dash="dot", width=1), row=1, col=col)
         fig.update_xaxes(type="log", title_text="send buffer B (bytes)", row=1, col=col)
-    fig.update_yaxes(title_text="goodput (Mbit/s)", rangemode="tozero", row=1, col=1)
-    fig.update_layout(title="Throughput vs send buffer: single-path TCP on each path and MPTCP over both",
-                      height=450, legend=dict(orientation="h", y=-0.2))
+    fig.add_annotation(x=0, xref="paper", y=GOODPUT_LIMIT, yref="y", text="one full 100 Mbit/s path",
+                       showarrow=False, xanchor="left", yanchor="bottom", font=dict(color="grey", size=10))
+    top = float((t["mean"] + t[err_col].fillna(0)).max())
+    fig.update_yaxes(range=[0, max(top, GOODPUT_LIMIT) * 1.15])
+    fig.update_yaxes(title_text="goodput at the receiver (Mbit/s)", row=1, col=1)
+    n = int(sweep.groupby(["method", "buffer_bytes", "config"]).size().max())
+    fig.update_layout(title=f"Throughput vs send buffer: single-path TCP on each path and MPTCP over both<br><sup>"
+                            f"mean of {n} run(s) per point, error bars {'1 sd' if error == 'sd' else '95% CI'}; "
+                            f"shaded: MPTCP below single-path TCP on the fast path</sup>",
+                      height=480, margin=dict(t=110), legend=dict(orientation="h", y=-0.22))
     return fig
 
 
@@ -105,23 +166,19 @@ class Detail:
     path: Path
     summary: dict
     manifest: dict
-    packets: pd.DataFrame  # sender's data segments: time (s from t0), path, dsn, seq, len, flags
-    probe: pd.DataFrame  # tcp_probe at the sender: time, path, snd_cwnd, srtt_us, ...
+    packets: pd.DataFrame  # sender's data segments: time (s from t0), path, stream, seq, len, dsn, flags
+    probe: pd.DataFrame  # tcp_probe at the sender: time (s from t0), path, snd_cwnd, srtt_us, ...
     waits: pd.DataFrame  # send-buffer waits: start, end (s from t0), duration_s, method
     counters: dict  # nstat deltas during the transfer
 
     @classmethod
     def load(cls, sweep_dir: Path | str) -> "Detail":
-        sweep_dir = Path(sweep_dir)
-        runs = sorted(sweep_dir.glob("detail-*/summary.json"))
-        if not runs:
-            raise FileNotFoundError(f"no detailed run (detail-*) in {sweep_dir}")
-        d = runs[-1].parent
+        d = find_detail(sweep_dir)
         summary = json.loads((d / "summary.json").read_text())
         manifest = json.loads((d / "manifest.json").read_text())
         t0 = summary["t0"]
-        paths = {p["a_addr"]: p["name"] for p in manifest["network"]["paths"]}
-        packets = _read_packets(d, paths, t0)
+        paths = path_names(manifest)
+        packets = read_packets(d, paths, t0)
         probe = _read_table(d, "tcp_probe.csv")
         probe = probe[probe["saddr"].isin(paths)].copy()
         probe["path"] = probe["saddr"].map(paths)
@@ -133,16 +190,46 @@ class Detail:
 
     @property
     def method(self) -> str:
+        """How the send-buffer waits were measured (kprobe or sched_switch stacks)."""
+        if "method" in self.waits and len(self.waits):
+            return str(self.waits["method"].iloc[0])
         return self.summary.get("sndbuf_wait_method") or "unknown"
+
+    @property
+    def duration(self) -> float:
+        return float(self.summary.get("duration_s", 10))
 
     def busiest_window(self, width: float = 0.6) -> tuple[float, float]:
         """The `width`-second window with the most send-buffer waits (the paper zooms on 0.6 s)."""
         if self.waits.empty:
-            return 7.5, 7.5 + width
+            return max(0.0, self.duration - 2.5), max(0.0, self.duration - 2.5) + width
         starts = np.sort(self.waits["start"].to_numpy())
+        starts = starts[starts <= self.duration - width] if (starts <= self.duration - width).any() else starts
         counts = np.searchsorted(starts, starts + width) - np.arange(len(starts))
         lo = float(starts[int(np.argmax(counts))])
         return lo, lo + width
+
+
+def find_detail(sweep_dir: Path | str) -> Path:
+    """The sweep's detailed run: the newest completed run whose summary says "detail": true."""
+    sweep_dir = Path(sweep_dir)
+    found = []
+    for s in sweep_dir.glob("*/summary.json"):
+        if s.parent.name.endswith(".partial"):
+            continue
+        try:
+            if json.loads(s.read_text()).get("detail"):
+                found.append(s.parent)
+        except json.JSONDecodeError:
+            continue
+    if not found:
+        raise FileNotFoundError(f"no detailed run in {sweep_dir}: `mptcplab run lab1` makes one after the sweep")
+    return max(found, key=lambda p: (p / "summary.json").stat().st_mtime)
+
+
+def path_names(manifest: dict) -> dict[str, str]:
+    """Sender address -> path name ("fast", "slow")."""
+    return {p["a_addr"]: p["name"] for p in manifest["network"]["paths"]}
 
 
 def _read_table(d: Path, name: str) -> pd.DataFrame:
@@ -152,27 +239,74 @@ def _read_table(d: Path, name: str) -> pd.DataFrame:
     raise FileNotFoundError(f"{d}: {name} is missing")
 
 
-def _read_packets(d: Path, paths: dict, t0: float) -> pd.DataFrame:
-    """Sender data segments from the capture (or from packets.csv.gz in the compact copy)."""
-    compact = d / "packets.csv.gz"
-    if compact.exists():
-        return pd.read_csv(compact)
-    raw = fields(d / "capture.pcap", PACKET_FIELDS, display_filter="tcp.len > 0 && tcp.dstport == 5201")
+def data_sequence_numbers(pk: pd.DataFrame) -> pd.Series:
+    """Each data segment's MPTCP data sequence number (relative: the connection's first byte is 1).
+
+    `pk` has stream, seq (relative TCP sequence number), and the DSS mapping fields map_dsn
+    (64-bit), map_ssn (relative subflow sequence number) and map_len where the segment carries one.
+    A segment belongs to the mapping of its subflow with the highest start at or below its sequence
+    number (this also places TCP retransmissions and segments whose option held no mapping), and
+    DSN = map_dsn + (seq - map_ssn), computed in uint64 so the 64-bit numbers stay exact and wrap.
+    """
+    maps = pk.loc[pk["map_dsn"].notna(), ["stream", "map_ssn", "map_dsn", "map_len"]].dropna()
+    maps = maps.drop_duplicates(["stream", "map_ssn"], keep="last")
+    map_dsn = maps["map_dsn"].to_numpy(np.uint64)  # looked up by position: a merge would make it float
+    maps = pd.DataFrame({"stream": maps["stream"].to_numpy(np.int64), "map_ssn": maps["map_ssn"].to_numpy(np.int64),
+                         "map_len": maps["map_len"].to_numpy(np.int64), "mi": np.arange(len(maps))})
+    left = pd.DataFrame({"stream": pk["stream"].to_numpy(np.int64), "seq": pk["seq"].to_numpy(np.int64),
+                         "pos": np.arange(len(pk))})
+    hit = pd.merge_asof(left.sort_values("seq"), maps.sort_values("map_ssn"), left_on="seq", right_on="map_ssn",
+                        by="stream", direction="backward").sort_values("pos")
+    okv = (hit["mi"].notna() & (hit["seq"] < hit["map_ssn"] + hit["map_len"])).to_numpy()
+    absolute = np.zeros(len(pk), dtype=np.uint64)
+    mi = hit["mi"].to_numpy()[okv].astype(np.int64)
+    offset = (hit["seq"] - hit["map_ssn"]).to_numpy()[okv].astype(np.int64).astype(np.uint64)
+    absolute[okv] = map_dsn[mi] + offset
+    conns = pk["conn"].to_numpy(np.int64) if "conn" in pk else np.zeros(len(pk), dtype=np.int64)
+    out = pd.Series(pd.NA, index=pk.index, dtype="Int64")
+    # Relative to the connection's first data byte (the earliest segment of each MPTCP connection).
+    times = pk["time"].to_numpy()
+    for conn in np.unique(conns[okv]):
+        sel = okv & (conns == conn)
+        first = np.flatnonzero(sel)[np.argmin(times[sel])]
+        base = absolute[first] - np.uint64(1)
+        out[sel] = (absolute[sel] - base).astype(np.int64)  # uint64 subtraction wraps like the DSN does
+    return out
+
+
+def packets_from_capture(pcap: Path | str, paths: dict[str, str], t0: float) -> pd.DataFrame:
+    """The sender's data segments of a capture: time (s from t0), path, stream, seq, len, dsn,
+    reinjection (Wireshark: data already sent on another subflow), tcp_retransmission, dsn_resent."""
+    raw = fields(pcap, PACKET_FIELDS, display_filter=DATA_FILTER, prefs=MPTCP_PREFS)
     raw = raw[raw["ip.src"].isin(paths)]
     df = pd.DataFrame({
         "time": raw["frame.time_epoch"] - t0,
-        "path": raw["ip.src"].map(paths),
-        "stream": raw["tcp.stream"],
+        "path": raw["ip.src"].astype(str).map(paths),
+        "stream": raw["tcp.stream"], "conn": raw["mptcp.stream"].fillna(0),
         "seq": raw["tcp.seq"], "len": raw["tcp.len"],
-        "dsn": raw["mptcp.dsn"],
-        "reinjection": raw["mptcp.reinjection_of"].notna(),
-        "tcp_retransmission": raw["tcp.analysis.retransmission"].notna(),
-    })
-    # Data whose DSN was already sent, and not a TCP retransmission: MPTCP sent it again
-    # (a reinjection, possibly on another subflow). A lower DSN alone is not one: each subflow
-    # gets its own chunk of the data stream and may put it on the wire later.
-    df["dsn_resent"] = df.duplicated("dsn") & ~df["tcp_retransmission"]
-    return df.reset_index(drop=True)
+        "map_dsn": raw["tcp.options.mptcp.rawdataseqno"], "map_ssn": raw["tcp.options.mptcp.subflowseqno"],
+        "map_len": raw["tcp.options.mptcp.datalvllen"],
+        "reinjection": raw["mptcp.reinjection_of"].notna().to_numpy(),
+        "tcp_retransmission": raw["tcp.analysis.retransmission"].to_numpy(),
+    }).sort_values("time", kind="stable").reset_index(drop=True)
+    df["dsn"] = data_sequence_numbers(df)
+    # Wireshark flags some retransmissions differently (after SACK, as fast or spurious ones): the
+    # same subflow bytes sent again is a TCP retransmission whatever the flag says.
+    df["tcp_retransmission"] |= df.duplicated(["stream", "seq"])
+    # Data whose DSN was already sent, other than a TCP retransmission of the same subflow bytes:
+    # MPTCP sent it again (a reinjection). A lower DSN alone is not one: each subflow gets its
+    # own chunk of the data stream and may put it on the wire later.
+    df["dsn_resent"] = df.duplicated("dsn") & ~df.duplicated(["stream", "seq"]) & df["dsn"].notna()
+    cols = ["time", "path", "stream", "seq", "len", "dsn", "reinjection", "tcp_retransmission", "dsn_resent"]
+    return df[cols]
+
+
+def read_packets(d: Path, paths: dict, t0: float) -> pd.DataFrame:
+    """Sender data segments from the run's capture (or from packets.csv.gz in the compact copy)."""
+    compact = d / "packets.csv.gz"
+    if compact.exists():
+        return pd.read_csv(compact, dtype={"dsn": "Int64"})
+    return packets_from_capture(d / "capture.pcap", paths, t0)
 
 
 def _zoom(df: pd.DataFrame, col: str, window: tuple[float, float]) -> pd.DataFrame:
@@ -181,62 +315,54 @@ def _zoom(df: pd.DataFrame, col: str, window: tuple[float, float]) -> pd.DataFra
 
 def fig4(d: Detail) -> go.Figure:
     """Data sequence number over time per subflow: the first and the last 2.5 s."""
-    T = d.summary.get("duration_s", 10)
+    T = d.duration
     windows = [(0, 2.5), (T - 2.5, T)]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[f"(a) {a:g}-{b:g} s" for a, b in windows])
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[f"({c}) {a:g} s to {b:g} s" for c, (a, b) in
+                                                         zip("ab", windows)])
     for col, w in enumerate(windows, 1):
         for path, g in _zoom(d.packets, "time", w).groupby("path"):
             g = g.iloc[:: max(1, len(g) // 4000)]  # thinned for the browser; the shape is unchanged
-            fig.add_trace(go.Scattergl(x=g["time"], y=g["dsn"] / 1e6, mode="markers", marker=dict(size=3,
-                          color=COLORS[path]), name=f"{path} subflow", legendgroup=path, showlegend=col == 1), 1, col)
-        fig.update_xaxes(title_text="time (s)", row=1, col=col)
-    fig.update_yaxes(title_text="data sequence number (MB, relative)", row=1, col=1)
-    fig.update_layout(title=f"Fig. 4: data sequence numbers per subflow ({d.summary['mbps']:.1f} Mbit/s, "
-                            f"tcp_wmem {d.summary.get('buffer')})", height=420)
+            fig.add_trace(go.Scattergl(x=g["time"], y=g["dsn"].astype(float) / 1e6, mode="markers",
+                                       marker=dict(size=3, color=COLORS.get(path)), name=f"{path} subflow",
+                                       legendgroup=path, showlegend=col == 1), 1, col)
+        fig.update_xaxes(title_text="time (s)", range=list(w), row=1, col=col)
+    fig.update_yaxes(title_text="data sequence number (MB)", row=1, col=1)
+    share = d.packets.groupby("path")["len"].sum()
+    share = ", ".join(f"{p} {v / share.sum():.0%}" for p, v in share.items())
+    fig.update_layout(title=f"Fig. 4: data sequence number per subflow ({d.summary['mbps']:.1f} Mbit/s, "
+                            f"{d.summary.get('method', 'wmem')} {d.summary.get('buffer')})<br><sup>bytes sent "
+                            f"per subflow: {share}</sup>", height=440)
     return fig
 
 
 def fig5(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:
-    """Zoom: (a) MPTCP data sequence numbers with data sent again marked; (b) TCP sequence numbers."""
+    """Zoom: (a) MPTCP data sequence numbers, MPTCP-level resends marked; (b) TCP sequence numbers
+    per subflow, TCP retransmissions marked; the MPTcpExt counters of the whole run in the title."""
     window = window or d.busiest_window()
     z = _zoom(d.packets, "time", window)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1,
                         subplot_titles=["(a) MPTCP data sequence number", "(b) TCP sequence number per subflow"])
     for path, g in z.groupby("path"):
-        fig.add_trace(go.Scattergl(x=g["time"], y=g["dsn"] / 1e6, mode="markers", name=f"{path} subflow",
-                                   legendgroup=path, marker=dict(size=3, color=COLORS[path])), 1, 1)
+        fig.add_trace(go.Scattergl(x=g["time"], y=g["dsn"].astype(float) / 1e6, mode="markers",
+                                   name=f"{path} subflow", legendgroup=path,
+                                   marker=dict(size=3, color=COLORS.get(path))), 1, 1)
         fig.add_trace(go.Scattergl(x=g["time"], y=g["seq"] / 1e6, mode="markers", legendgroup=path,
-                                   showlegend=False, marker=dict(size=3, color=COLORS[path])), 2, 1)
+                                   showlegend=False, marker=dict(size=3, color=COLORS.get(path))), 2, 1)
     resent = z[z["dsn_resent"] | z["reinjection"]]
-    fig.add_trace(go.Scatter(x=resent["time"], y=resent["dsn"] / 1e6, mode="markers", name="MPTCP-level resend",
-                             marker=dict(symbol="x", size=9, color="black")), 1, 1)
+    fig.add_trace(go.Scatter(x=resent["time"], y=resent["dsn"].astype(float) / 1e6, mode="markers",
+                             name="MPTCP-level resend", marker=dict(symbol="x", size=9, color="black")), 1, 1)
     tcp_rtx = z[z["tcp_retransmission"]]
     fig.add_trace(go.Scatter(x=tcp_rtx["time"], y=tcp_rtx["seq"] / 1e6, mode="markers", name="TCP retransmission",
                              marker=dict(symbol="circle-open", size=10, color="black")), 2, 1)
     c = d.counters
     note = (f"whole run: MPTcpExtMPTCPRetrans={c.get('MPTcpExtMPTCPRetrans', 0)}, "
-            f"TcpRetransSegs={c.get('TcpRetransSegs', 0)}; in this window: {len(resent)} MPTCP-level, "
-            f"{len(tcp_rtx)} TCP-level")
-    fig.update_yaxes(title_text="MB (relative)")
+            f"TcpExtTCPLostRetransmit={c.get('TcpExtTCPLostRetransmit', 0)}, "
+            f"TcpRetransSegs={c.get('TcpRetransSegs', 0)}; in this window: {len(resent)} MPTCP-level resends, "
+            f"{len(tcp_rtx)} TCP retransmissions")
+    fig.update_yaxes(title_text="MB")
+    fig.update_xaxes(range=list(window))
     fig.update_xaxes(title_text="time (s)", row=2, col=1)
-    fig.update_layout(title=f"Fig. 5: {window[0]:.2f}-{window[1]:.2f} s<br><sup>{note}</sup>", height=600)
-    return fig
-
-
-def fig6(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:
-    """Congestion window per subflow (tcp_probe): whole run (Fig. 6) and the zoom window (Fig. 9)."""
-    window = window or d.busiest_window()
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4],
-                        subplot_titles=["(Fig. 6) whole run", f"(Fig. 9) {window[0]:.2f}-{window[1]:.2f} s"])
-    for col, df in ((1, d.probe), (2, _zoom(d.probe, "time", window))):
-        for path, g in df.groupby("path"):
-            fig.add_trace(go.Scattergl(x=g["time"], y=g["snd_cwnd"], mode="lines", name=f"{path} subflow",
-                                       legendgroup=path, showlegend=col == 1, line=dict(color=COLORS[path])), 1, col)
-        fig.update_xaxes(title_text="time (s)", row=1, col=col)
-    fig.update_yaxes(title_text="cwnd (packets)", row=1, col=1)
-    drops = cwnd_drops(d.probe)
-    fig.update_layout(title="Fig. 6/9: congestion window per subflow (tcp:tcp_probe)<br><sup>cwnd reductions: "
-                            + ", ".join(f"{p} {n}" for p, n in drops.items()) + "</sup>", height=420)
+    fig.update_layout(title=f"Fig. 5: {window[0]:.2f} s to {window[1]:.2f} s<br><sup>{note}</sup>", height=600)
     return fig
 
 
@@ -249,27 +375,60 @@ def cwnd_drops(probe: pd.DataFrame) -> dict:
     return out
 
 
+def fig6(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:
+    """Congestion window per subflow (tcp_probe): whole run (Fig. 6) and the zoom window (Fig. 9)."""
+    window = window or d.busiest_window()
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4],
+                        subplot_titles=["(Fig. 6) whole run", f"(Fig. 9) {window[0]:.2f} s to {window[1]:.2f} s"])
+    for col, df in ((1, d.probe), (2, _zoom(d.probe, "time", window))):
+        for path, g in df.groupby("path"):
+            fig.add_trace(go.Scattergl(x=g["time"], y=g["snd_cwnd"], mode="lines", name=f"{path} subflow",
+                                       legendgroup=path, showlegend=col == 1, line=dict(color=COLORS.get(path),
+                                                                                        shape="hv")), 1, col)
+        fig.update_xaxes(title_text="time (s)", row=1, col=col)
+    fig.update_xaxes(range=list(window), row=1, col=2)
+    fig.update_yaxes(title_text="cwnd (packets)", rangemode="tozero", row=1, col=1)
+    drops = cwnd_drops(d.probe)
+    peak = d.probe.groupby("path")["snd_cwnd"].max()
+    fig.update_layout(title="Fig. 6/9: congestion window per subflow (tcp:tcp_probe)<br><sup>"
+                            + "; ".join(f"{p}: peak {int(peak[p])}, {drops.get(p, 0)} reductions" for p in peak.index)
+                            + f" (paper: slow subflow near {PAPER['slow_cwnd_peak']}, more than "
+                              f"{PAPER['slow_cwnd_drops']} penalisations)</sup>", height=440)
+    return fig
+
+
 def fig10(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:
-    """When the sender was blocked waiting for send-buffer memory."""
+    """When the sender was blocked waiting for send-buffer memory: whole run and the zoom window."""
     window = window or d.busiest_window()
     w = d.waits.sort_values("start")
-    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.15,
-                        subplot_titles=["whole run", f"{window[0]:.2f}-{window[1]:.2f} s (as the paper's Fig. 10)"])
+    fig = make_subplots(rows=2, cols=1, vertical_spacing=0.17,
+                        subplot_titles=["whole run", f"{window[0]:.2f} s to {window[1]:.2f} s (as the paper's Fig. 10)"])
     for row, df in ((1, w), (2, w[(w["end"] >= window[0]) & (w["start"] <= window[1])])):
         x, y = [], []
         for s, e in zip(df["start"], df["end"]):
-            x += [s, s, e, e]
-            y += [0, 1, 1, 0]
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line=dict(color="#1f77b4"), fill="tozeroy",
+            x += [s, s, e, e, None]
+            y += [0, 1, 1, 0, None]
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line=dict(color="#1f77b4", width=1), fill="toself",
                                  name="blocked in sk_stream_wait_memory", showlegend=row == 1), row, 1)
-        fig.update_yaxes(tickvals=[0, 1], ticktext=["sending", "waiting"], range=[-0.1, 1.2], row=row, col=1)
-    T = d.summary.get("duration_s", 10)
-    blocked = w["duration_s"].sum()
+        fig.update_yaxes(tickvals=[0, 1], ticktext=["sending", "waiting"], range=[-0.1, 1.25], row=row, col=1)
+    # The paper marks its penalisations here; upstream has none, so mark MPTCP-level resends instead.
+    resent = d.packets[d.packets["dsn_resent"] | d.packets["reinjection"]]
+    for row, df in ((1, resent), (2, _zoom(resent, "time", window))):
+        fig.add_trace(go.Scatter(x=df["time"], y=np.full(len(df), 1.12), mode="markers", showlegend=row == 1,
+                                 name=f"MPTCP-level resend ({len(resent)} in the run; the paper marks penalisations)",
+                                 marker=dict(color="black", size=6)), row, 1)
     fig.update_xaxes(title_text="time (s)", row=2, col=1)
-    fig.update_layout(height=480, title=(
-        f"Fig. 10: send-buffer waits: {len(w)} in {T:g} s, blocked {blocked / T:.0%} of the time "
-        f"(paper: {PAPER['waits']} waits)<br><sup>method: {d.method}</sup>"))
+    fig.update_xaxes(range=[0, d.duration], row=1, col=1)
+    fig.update_xaxes(range=list(window), row=2, col=1)
+    blocked = float(w["duration_s"].sum())
+    fig.update_layout(height=500, legend=dict(orientation="h", y=-0.2), title=(
+        f"Fig. 10: send-buffer waits: {len(w)} in {d.duration:g} s, blocked {blocked:.2f} s "
+        f"({blocked / d.duration:.0%} of the time); paper: {PAPER['waits']} waits<br>"
+        f"<sup>measured by {d.method}</sup>"))
     return fig
+
+
+FIGURE_NAMES = ["throughput-vs-buffer", "fig4-dsn", "fig5-zoom", "fig6-cwnd", "fig10-sndbuf-waits"]
 
 
 def figures(sweep_dir: Path | str) -> list[go.Figure]:
@@ -280,12 +439,11 @@ def figures(sweep_dir: Path | str) -> list[go.Figure]:
 
 
 def save_images(sweep_dir: Path | str, dest: Path | str) -> list[Path]:
-    """Static PNGs of every figure (for the site and printed reports)."""
+    """Static PNGs of every figure (for the site and printed reports; kaleido, no browser)."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    names = ["throughput-vs-buffer", "fig4-dsn", "fig5-zoom", "fig6-cwnd", "fig10-sndbuf-waits"]
     out = []
-    for name, fig in zip(names, figures(sweep_dir)):
+    for name, fig in zip(FIGURE_NAMES, figures(sweep_dir)):
         path = dest / f"{name}.png"
         fig.write_image(path, width=1100, height=fig.layout.height or 450, scale=1)
         out.append(path)
@@ -294,36 +452,54 @@ def save_images(sweep_dir: Path | str, dest: Path | str) -> list[Path]:
 
 # ---------------------------------------------------------------- paper vs this run
 
+def _mean_at(t: pd.DataFrame, method: str, size: int, config: str) -> pd.Series | None:
+    row = t[(t["method"] == method) & (t["buffer_bytes"] == size) & (t["config"] == config)]
+    return None if row.empty else row.iloc[0]
+
+
 def report(sweep_dir: Path | str) -> str:
+    """The "paper vs this run" markdown table (kernel and place from the manifests)."""
     sweep_dir = Path(sweep_dir)
     sweep = load_sweep(sweep_dir)
     t = throughput_table(sweep)
     d = Detail.load(sweep_dir)
     plat = d.manifest["platform"]
     place = {"uml": "User-Mode Linux kernel", "native": "native kernel"}.get(plat["where"], plat["where"])
-    wmem = t[t["method"] == "wmem"]
-    deg = sorted(wmem[wmem["degraded"]]["buffer_bytes"].unique())
-    at_1m = wmem[(wmem["buffer_bytes"] == PAPER["tcp_wmem"]) & (wmem["config"] == "mptcp")]
-    fast = wmem[wmem["config"] == "tcp-fast"]["mean"].mean()
+    if plat.get("hostname", "").startswith("mptcplab-vm") or plat.get("vm"):
+        place += " in the kit's VM"
+    deg = {m: degradation_region(sweep, m) for m in ("wmem", "sndbuf") if m in set(sweep["method"])}
+    at_1m = _mean_at(t, "wmem", PAPER["tcp_wmem"], "mptcp")
+    fast = t[(t["method"] == "wmem") & (t["config"] == "tcp-fast")]["mean"].mean()
     drops = cwnd_drops(d.probe)
     peak = d.probe.groupby("path")["snd_cwnd"].max().to_dict()
     reps = int(sweep["rep"].max()) if "rep" in sweep else 1
+    eff = sweep[(sweep["config"] == "mptcp") & (sweep["method"] == "wmem")]
+    eff_ratio = (eff["sndbuf_effective"] / eff["buffer_bytes"]).median() if "sndbuf_effective" in eff else np.nan
+    blocked = float(d.waits["duration_s"].sum())
     rows = [
-        ("MPTCP goodput at tcp_wmem = 1 MiB", f"{PAPER['mptcp_mbps_mean']} Mbit/s (42.4-49.8, 5 runs)",
-         f"{at_1m['mean'].iloc[0]:.1f} Mbit/s (sd {at_1m['std'].fillna(0).iloc[0]:.1f}, n={int(at_1m['count'].iloc[0])})"
-         if len(at_1m) else "not in this sweep",
-         "upstream sizes the MPTCP buffer as tcp_wmem[0] + the subflows' buffers, so 1 MiB is already large"),
+        ("MPTCP goodput at tcp_wmem = 1 MiB", f"{PAPER['mptcp_mbps_mean']} Mbit/s (42.4-49.8, sd 3.54, 5 runs)",
+         f"{at_1m['mean']:.1f} Mbit/s (sd {0 if pd.isna(at_1m['std']) else at_1m['std']:.1f}, n={int(at_1m['count'])})"
+         if at_1m is not None else "not in this sweep",
+         "upstream gives the MPTCP socket tcp_wmem[0] + the subflows' buffers "
+         f"(here {eff_ratio:.2g} x B), so 1 MiB is already past the region" if eff_ratio == eff_ratio else
+         "upstream gives the MPTCP socket tcp_wmem[0] + the subflows' buffers"),
         ("Single-path TCP on the fast path", "about 100 Mbit/s link", f"{fast:.1f} Mbit/s goodput (mean over buffers)",
-         "goodput excludes 66 header bytes per 1514-byte frame: 95.6 Mbit/s is a full link"),
-        ("Buffer sizes where MPTCP < single-path TCP", "1 MiB (and the medium buffers of refs [16, 17])",
-         ", ".join(_kib(b) for b in deg) or "none in this sweep",
-         "the degradation exists upstream but sits at smaller buffers"),
+         f"goodput excludes headers: {GOODPUT_LIMIT:.1f} Mbit/s is a full 100 Mbit/s link"),
+        ("Buffer sizes where MPTCP < single-path TCP (tcp_wmem)", "1 MiB (medium buffers in refs [16, 17])",
+         ", ".join(_kib(b) for b in deg.get("wmem", [])) or "none in this sweep",
+         "the degradation exists upstream but at smaller buffers"),
+        ("... the same with SO_SNDBUF", "not measured",
+         ", ".join(_kib(b) for b in deg.get("sndbuf", [])) or "none in this sweep",
+         "SO_SNDBUF (doubled by the kernel) locks the MPTCP socket's buffer: no sum over subflows"),
+        (f"Detailed run ({d.summary.get('method', 'wmem')} {d.summary.get('buffer')})", "48.6 Mbit/s (run 4)",
+         f"{d.summary['mbps']:.1f} Mbit/s", "the most degraded buffer of this sweep, not 1 MiB"),
         ("Send-buffer waits in the detailed run", f"{PAPER['waits']} in 10 s (kernel patch)",
-         f"{len(d.waits)} in {d.summary.get('duration_s', 10):g} s ({d.method})",
-         "measured without patching the kernel"),
-        ("Penalisations / opportunistic retransmissions", f"{PAPER['penalisations']} penalisations",
-         f"MPTCP-level retransmissions: {d.counters.get('MPTcpExtMPTCPRetrans', 0)}",
-         "upstream has no RP mechanism; it retransmits at MPTCP level only on timeouts and stale subflows"),
+         f"{len(d.waits)} in {d.duration:g} s, blocked {blocked / d.duration:.0%} of the time ({d.method})",
+         "measured without patching the kernel; the method is named"),
+        ("Penalisations / opportunistic retransmissions", f"{PAPER['penalisations']} penalisations (1-3 cuts each)",
+         f"MPTCP-level retransmissions: {d.counters.get('MPTcpExtMPTCPRetrans', 0)}; TCP: "
+         f"{d.counters.get('TcpRetransSegs', 0)} segments",
+         "upstream has no RP mechanism; it resends at MPTCP level only on timeouts and stale subflows"),
         ("Slow subflow cwnd", f"peaks near {PAPER['slow_cwnd_peak']} packets, >{PAPER['slow_cwnd_drops']} drops",
          f"peak {int(peak.get('slow', 0))} packets, {drops.get('slow', 0)} drops (fast: peak "
          f"{int(peak.get('fast', 0))}, {drops.get('fast', 0)} drops)", "no penalisation upstream"),
@@ -331,9 +507,10 @@ def report(sweep_dir: Path | str) -> str:
     lines = [
         "# Lab 1: paper vs this run",
         "",
-        f"This run: kernel {plat['kernel_release']} in a {place} ({'quick' if reps == 1 else f'{reps} repetitions'}"
-        f" sweep, {len(sweep)} transfers; detailed run {d.path.name}: {d.summary['mbps']:.1f} Mbit/s). "
-        f"Paper: {PAPER['kernel']}.",
+        f"This run: Linux {plat['kernel_release']} (upstream MPTCP, scheduler "
+        f"{d.manifest.get('network', {}).get('sysctls', {}).get('snd', {}).get('net.mptcp.scheduler', 'default')}) "
+        f"in a {place}; {'quick sweep, 1 repetition' if reps == 1 else f'{reps} repetitions'} "
+        f"({len(sweep)} transfers); detailed run `{d.path.name}`. Paper: {PAPER['kernel']}.",
         "",
         "| quantity | paper | this run | why they may differ |",
         "|---|---|---|---|",
@@ -345,35 +522,42 @@ def report(sweep_dir: Path | str) -> str:
 # ---------------------------------------------------------------- compact reference results
 
 def export_reference(sweep_dir: Path | str, dest: Path | str) -> Path:
-    """Copy what the notebook and report need, compactly: tables, manifests, no raw capture.
+    """Copy what the notebook and the report need, compactly: tables and manifests, no raw capture.
 
-    The detailed run's packets (from the capture) and tcp_probe become gzipped CSVs; a 0.6 s slice
-    of the capture (the busiest window) is kept for packet-level exploration with pyshark.
+    The detailed run's packets (from the capture) and tcp_probe become gzipped CSVs; the capture
+    is cut to the handshakes plus the busiest 0.6 s (capture-window.pcap), enough for packet-level
+    exploration with pyshark with the MPTCP analysis working.
     """
-    import subprocess
-
     sweep_dir, dest = Path(sweep_dir), Path(dest)
+    d = Detail.load(sweep_dir)
+    sweep = load_sweep(sweep_dir)
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    load_sweep(sweep_dir).to_csv(dest / "sweep.csv", index=False)
-    shutil.copy2(sweep_dir / "verify" / "summary.json", dest / "verify-summary.json")
-    shutil.copy2(sweep_dir / "verify" / "manifest.json", dest / "verify-manifest.json")
-    d = Detail.load(sweep_dir)
+    sweep.to_csv(dest / "sweep.csv", index=False)
+    for name in ("summary.json", "manifest.json"):
+        if (sweep_dir / "verify" / name).exists():
+            shutil.copy2(sweep_dir / "verify" / name, dest / f"verify-{name}")
     out = dest / d.path.name
     out.mkdir()
     for name in ("summary.json", "manifest.json", "counters.json", "sndbuf_waits.csv", "intervals.csv",
                  "topology.sh"):
-        shutil.copy2(d.path / name, out / name)
+        if (d.path / name).exists():
+            shutil.copy2(d.path / name, out / name)
     with gzip.open(out / "packets.csv.gz", "wt") as f:
         d.packets.to_csv(f, index=False, float_format="%.6f")
-    probe = pd.read_csv(d.path / "tcp_probe.csv")
+    probe = _read_table(d.path, "tcp_probe.csv")
     with gzip.open(out / "tcp_probe.csv.gz", "wt") as f:
-        probe[probe["saddr"].isin({p["a_addr"] for p in d.manifest["network"]["paths"]})].to_csv(f, index=False)
+        probe[probe["saddr"].isin(path_names(d.manifest))].to_csv(f, index=False)
+    if (d.path / "ss.csv").exists():
+        with gzip.open(out / "ss.csv.gz", "wt") as f:
+            pd.read_csv(d.path / "ss.csv").to_csv(f, index=False)
     lo, hi = d.busiest_window()
     t0 = d.summary["t0"]
-    subprocess.run(["editcap", "-A", f"{t0 + lo:.6f}", "-B", f"{t0 + hi:.6f}", str(d.path / "capture.pcap"),
+    keep = (f"tcp.flags.syn == 1 || frame.number <= 30 || "
+            f"(frame.time_epoch >= {t0 + lo:.6f} && frame.time_epoch <= {t0 + hi:.6f})")
+    subprocess.run(["tshark", "-n", "-r", str(d.path / "capture.pcap"), "-Y", keep, "-w",
                     str(out / "capture-window.pcap")], check=True, capture_output=True)
     (dest / "paper-vs-this-run.md").write_text(report(sweep_dir))
-    save_images(sweep_dir, dest / "figures")
+    save_images(dest, dest / "figures")
     return dest

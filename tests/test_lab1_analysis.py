@@ -1,0 +1,194 @@
+"""Lab 1 analysis: DSNs from DSS mappings, the degradation region, the figures and the report,
+on synthetic inputs where the answer is known and on the shipped reference results (a real run)."""
+
+import gzip
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mptcplab.lab import REPO_ROOT
+from mptcplab.labs import lab1_analysis as la
+
+REF = REPO_ROOT / "solutions/results/lab1"
+has_tshark = shutil.which("tshark") is not None
+
+
+# ---------------------------------------------------------------- data sequence numbers
+
+def segments(rows):
+    """A segment table as packets_from_capture builds it (64-bit DSNs kept exact: no float on the way)."""
+    cols = list(zip(*rows))
+    return pd.DataFrame({
+        "time": cols[0], "stream": cols[1], "seq": cols[2], "len": cols[3],
+        "map_dsn": pd.array(list(cols[4]), dtype="UInt64"),
+        "map_ssn": pd.array(list(cols[5]), dtype="UInt32"), "map_len": pd.array(list(cols[6]), dtype="UInt32"),
+    })
+
+
+def test_dsn_from_mappings_two_subflows_retransmission_and_no_option():
+    base = 2**64 - 3000  # the 64-bit DSN wraps inside this transfer: arithmetic must stay exact
+    wrap = lambda x: x % 2**64  # noqa: E731
+    pk = segments([
+        (0.00, 0, 1, 1000, base, 1, 3000),           # fast subflow, mapping of 3000 bytes
+        (0.01, 0, 1001, 1000, None, None, None),      # same mapping, option without it
+        (0.02, 1, 1, 1000, wrap(base + 3000), 1, 2000),     # slow subflow carries DSN 3001..5000 (after the wrap)
+        (0.03, 0, 2001, 1000, base, 1, 3000),
+        (0.04, 0, 3001, 1000, wrap(base + 5000), 3001, 1000),
+        (0.05, 1, 1001, 1000, None, None, None),
+        (0.30, 1, 1, 1000, wrap(base + 3000), 1, 2000),     # TCP retransmission on the slow subflow
+    ])
+    dsn = la.data_sequence_numbers(pk)
+    assert list(dsn) == [1, 1001, 3001, 2001, 5001, 4001, 3001]
+    assert dsn.dtype == "Int64"
+
+
+def test_dsn_unknown_without_a_mapping():
+    pk = segments([(0.0, 0, 1, 100, None, None, None), (0.1, 0, 101, 100, 10**6, 101, 100)])
+    dsn = la.data_sequence_numbers(pk)
+    assert pd.isna(dsn.iloc[0]) and dsn.iloc[1] == 1
+
+
+def test_reference_packets_are_consistent():
+    """In the whole reference run every stream byte was sent once (apart from TCP retransmissions):
+    the DSNs tile 1..N with no overlap, and N is the payload the capture holds."""
+    d = la.Detail.load(REF)
+    p = d.packets
+    assert set(p["path"]) == {"fast", "slow"} and p["dsn"].notna().all()
+    first = p[~p["tcp_retransmission"]].sort_values("dsn")
+    ends = (first["dsn"] + first["len"]).to_numpy()
+    assert first["dsn"].iloc[0] == 1 and (first["dsn"].to_numpy()[1:] == ends[:-1]).all()
+    total = sum(s["bytes"] for s in d.summary["capture_check"]["subflows"])  # the runner's own count
+    assert total == p["len"].sum()
+    assert ends[-1] - 1 == first["len"].sum()
+
+
+@pytest.mark.skipif(not has_tshark, reason="tshark not installed")
+def test_packets_from_capture_match_the_exported_table():
+    """The capture slice (handshakes + busiest 0.6 s) gives the same DSNs as the whole capture did."""
+    d = la.Detail.load(REF)
+    sl = la.packets_from_capture(d.path / "capture-window.pcap", la.path_names(d.manifest), d.summary["t0"])
+    win = sl[(sl["time"] > 0.1) & ~sl["tcp_retransmission"]]
+    whole = d.packets[~d.packets["tcp_retransmission"]]
+    joined = win.merge(whole, on=["stream", "seq"], suffixes=("", "_whole"))
+    assert len(joined) > 1000 and (joined["time"] - joined["time_whole"]).abs().max() < 1e-5
+    # The slice starts its DSN count at its own first segment, so compare differences.
+    diff = (joined["dsn"] - joined["dsn_whole"]).unique()
+    assert len(diff) == 1
+
+
+# ---------------------------------------------------------------- the sweep
+
+def synthetic_sweep(mptcp_mbps):
+    rows = []
+    for method in ("wmem", "sndbuf"):
+        for b, m in mptcp_mbps.items():
+            for rep in (1, 2, 3):
+                rows += [{"method": method, "buffer_bytes": b, "config": "tcp-fast", "rep": rep, "mbps": 95 + rep / 10},
+                         {"method": method, "buffer_bytes": b, "config": "tcp-slow", "rep": rep, "mbps": 40.0},
+                         {"method": method, "buffer_bytes": b, "config": "mptcp", "rep": rep, "mbps": m + rep}]
+    return pd.DataFrame(rows)
+
+
+def test_degradation_region_and_ci():
+    sweep = synthetic_sweep({65536: 30, 131072: 60, 262144: 120, 1048576: 180})
+    assert la.degradation_region(sweep) == [65536, 131072]
+    t = la.throughput_table(sweep)
+    row = t[(t.method == "wmem") & (t.buffer_bytes == 65536) & (t.config == "mptcp")].iloc[0]
+    assert row["mean"] == pytest.approx(32) and row["std"] == pytest.approx(1)
+    assert row["ci95"] == pytest.approx(4.303 / np.sqrt(3))
+    assert la.degradation_region(synthetic_sweep({65536: 100, 1048576: 180})) == []
+
+
+def test_throughput_figure_has_a_panel_per_method_and_the_region_shaded():
+    sweep = synthetic_sweep({65536: 30, 131072: 60, 262144: 120, 1048576: 180})
+    fig = la.fig_throughput(sweep)
+    by_axis = {}
+    for tr in fig.data:
+        by_axis.setdefault(tr.xaxis, []).append(tr.name)
+    assert by_axis == {"x": ["tcp-fast", "tcp-slow", "mptcp"], "x2": ["tcp-fast", "tcp-slow", "mptcp"]}
+    rects = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert sorted({r.xref for r in rects}) == ["x", "x2"] and len(rects) == 4
+    for r in rects:  # each band covers a degraded size and no healthy one
+        assert r.x0 < 131072 * 1.5 and r.x1 <= np.sqrt(131072 * 262144) + 1
+    assert any("64 KiB to 128 KiB" in (a.text or "") for a in fig.layout.annotations)
+    ci = la.fig_throughput(sweep, error="ci95")
+    assert ci.data[2].error_y.array[0] == pytest.approx(4.303 / np.sqrt(3))
+    with pytest.raises(ValueError):
+        la.fig_throughput(sweep, error="sem")
+
+
+def test_reference_sweep_loads_and_shows_degradation():
+    sweep = la.load_sweep(REF)
+    assert {"method", "buffer_bytes", "config", "rep", "mbps"} <= set(sweep.columns)
+    assert sweep["buffer_bytes"].dtype == np.int64
+    assert la.degradation_region(sweep, "wmem")
+    assert (sweep.loc[sweep.config != "mptcp", "mbps"] <= la.LINK_MBPS).all()
+
+
+# ---------------------------------------------------------------- the detailed run
+
+def test_cwnd_drops_and_busiest_window():
+    probe = pd.DataFrame({"time": np.arange(8.0), "path": ["slow"] * 8,
+                          "snd_cwnd": [10, 20, 40, 20, 30, 40, 39, 10]})
+    assert la.cwnd_drops(probe) == {"slow": 2}
+    d = la.Detail(REF, {"duration_s": 10}, {}, pd.DataFrame(), probe,
+                  pd.DataFrame({"start": [1.0, 5.0, 5.1, 5.2, 5.5, 9.0], "end": [1.1, 5.05, 5.15, 5.3, 5.6, 9.1],
+                                "duration_s": [0.1, 0.05, 0.05, 0.1, 0.1, 0.1]}), {})
+    assert d.busiest_window() == (5.0, 5.6)
+
+
+def test_reference_figures_are_built_from_the_run():
+    figs = la.figures(REF)
+    assert len(figs) == len(la.FIGURE_NAMES) == 5
+    d = la.Detail.load(REF)
+    f4, f5, f6, f10 = figs[1:]
+    assert {t.name for t in f4.data} == {"fast subflow", "slow subflow"}
+    assert "MPTcpExtMPTCPRetrans" in f5.layout.title.text
+    assert {t.name for t in f6.data if t.showlegend is not False} == {"fast subflow", "slow subflow"}
+    assert d.method in f10.layout.title.text and f"{len(d.waits)} in" in f10.layout.title.text
+    # Fig. 4 plots this run's DSNs, not a made-up curve
+    ys = np.concatenate([np.asarray(t.y, dtype=float) for t in f4.data])
+    assert ys.max() == pytest.approx(d.packets["dsn"].max() / 1e6, rel=0.01)
+
+
+def test_report_names_kernel_place_and_paper_values():
+    text = la.report(REF)
+    d = la.Detail.load(REF)
+    assert d.manifest["platform"]["kernel_release"] in text
+    assert "User-Mode Linux" in text or "native" in text
+    for paper_value in ("46.8", "278", "28 penalisations", "700"):
+        assert paper_value in text
+    assert f"{len(d.waits)} in" in text and d.method in text
+    assert text.count("\n|") >= 8
+
+
+# ---------------------------------------------------------------- export
+
+@pytest.mark.skipif(not has_tshark, reason="tshark not installed")
+def test_export_reference_round_trip(tmp_path):
+    """A sweep directory laid out as the runner writes it (capture.pcap, tcp_probe.csv) exports to
+    the compact layout, which loads to the same analysis."""
+    src = tmp_path / "run"
+    det = src / "detail-wmem-32K-mptcp"
+    det.mkdir(parents=True)
+    ref_det = REF / "detail-wmem-32K-mptcp"
+    for name in ("summary.json", "manifest.json", "counters.json", "sndbuf_waits.csv", "intervals.csv"):
+        shutil.copy2(ref_det / name, det / name)
+    shutil.copy2(ref_det / "capture-window.pcap", det / "capture.pcap")
+    with gzip.open(ref_det / "tcp_probe.csv.gz", "rt") as f:
+        (det / "tcp_probe.csv").write_text(f.read())
+    shutil.copy2(REF / "sweep.csv", src / "sweep.csv")
+    (src / "verify").mkdir()
+    for name in ("summary", "manifest"):
+        shutil.copy2(REF / f"verify-{name}.json", src / "verify" / f"{name}.json")
+
+    out = la.export_reference(src, tmp_path / "ref")
+    assert (out / "paper-vs-this-run.md").read_text().startswith("# Lab 1: paper vs this run")
+    assert sorted(p.name for p in (out / "figures").iterdir()) == sorted(f"{n}.png" for n in la.FIGURE_NAMES)
+    assert not (out / det.name / "capture.pcap").exists() and (out / det.name / "capture-window.pcap").exists()
+    again = la.Detail.load(out)
+    assert len(again.packets) == len(la.Detail.load(src).packets)
+    assert json.loads((out / det.name / "summary.json").read_text())["detail"] is True

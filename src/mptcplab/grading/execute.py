@@ -1,6 +1,6 @@
 """Execute one student notebook (inside the sandbox) and save the values it computed.
 
-No test is present while student code runs: the sandbox hides the autograder, and the checks run
+No test is present while student code runs: the sandbox's root holds no autograder, and the checks run
 later in a separate process (`mptcplab.grading.checker`) that never executes student code. Here we
 only run the cells (errors do not stop the run, as in Otter), cap what the notebook may print, and
 append one cell that pickles each global value separately into `env.pkl` for the checker.

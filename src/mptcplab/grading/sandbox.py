@@ -4,9 +4,11 @@ Layers, all from the stock kernel and util-linux (no Docker needed):
 - `unshare --net --mount --pid --ipc --uts`: a fresh network namespace holding only a loopback
   (the Jupyter kernel talks to its client over 127.0.0.1; nothing else is reachable), a private
   mount table, and a PID namespace so every process the submission starts dies with it;
-- inside, while still root, `prepare()` hides everything a student must not read (the master
-  notebooks, the autograder, other submissions, /root, /home, /tmp) under empty tmpfs mounts, puts
-  the reference results back read-only, and mounts the submission's copy as the working directory;
+- inside, while still root, `prepare()` builds a new root on a tmpfs holding only what a notebook
+  needs: the system (read-only), the Python runtime, the kit's code and guides, the reference
+  results, and the submission's copy as `<repo>/notebooks`; then it chroots into it. An allowlist,
+  not a list of things to hide: solutions, autograders, tests, other submissions, other checkouts
+  of the kit, /root, /home and the host's /tmp are simply not there, wherever they live;
 - then it drops to an unprivileged user, sets rlimits (address space, CPU seconds, file size,
   processes, open files) and execs the command;
 - the caller wraps it all in `timeout -s KILL`, so a hung submission cannot outlive its budget.
@@ -21,6 +23,7 @@ import os
 import pwd
 import resource
 import shutil
+import site
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -44,14 +47,30 @@ class Spec:
     workdir: str  # the submission's private copy; becomes <repo>/notebooks inside
     user: str = "nobody"
     limits: Limits = field(default_factory=Limits)
-    hide: list[str] = field(default_factory=list)  # more paths to cover (submission dirs, output dir)
     repo: str = str(REPO_ROOT)
 
 
-def default_hidden(repo: Path) -> list[Path]:
-    """What untrusted code must never see: solutions, autograders, tests, VCS history, homes, temp."""
-    return [Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/root"), Path("/home"),
-            repo / "solutions", repo / "build", repo / "tests", repo / ".git", repo / "results"]
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")  # read-only, as on the host
+REPO_PARTS = ("src", "labs", "solutions/results")  # the kit's code, guides and reference results, read-only
+DEVICES = ("null", "zero", "full", "random", "urandom")
+
+
+def visible(spec: Spec) -> dict[Path, Path]:
+    """Everything the sandbox shows, as {path inside: path on the host}; all read-only except the
+    submission's copy. The Python runtime and its site-packages are added wherever they live
+    (pyenv or uv interpreters are often under /root, a venv often inside the checkout)."""
+    repo = Path(spec.repo)
+    paths = [Path(p) for p in SYSTEM if os.path.lexists(p)]
+    paths += [repo / part for part in REPO_PARTS if (repo / part).is_dir()]
+    runtime = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.executable).resolve().parent,
+               *(Path(p).resolve() for p in site.getsitepackages())}
+    paths += sorted(p for p in runtime if p.is_dir())
+    shown: dict[Path, Path] = {}
+    for p in sorted(set(paths), key=lambda p: len(p.parts)):
+        if not any(p.is_relative_to(q) for q in shown):  # already inside a shown tree
+            shown[p] = p
+    shown[repo / "notebooks"] = Path(spec.workdir)
+    return shown
 
 
 def grader_user(preferred: str | None = None) -> str:
@@ -88,38 +107,40 @@ def _sh(*argv: str, **kw) -> None:
 
 
 def prepare(spec: Spec) -> None:
-    """Inside the new namespaces, as root: build the filesystem view, then drop privileges."""
-    repo = Path(spec.repo)
+    """Inside the new namespaces, as root: build the new root, chroot into it, drop privileges."""
     user = pwd.getpwnam(spec.user)
-    hidden = sorted({Path(p) for p in [*map(str, default_hidden(repo)), *spec.hide]}, key=lambda p: len(p.parts))
-    # Paths that must stay visible are held by file descriptor, because the tmpfs mounts below
-    # cover their parents: the submission's copy, the reference results, and the Python runtime
-    # itself (pyenv or uv interpreters often live under /root).
-    results = repo / "solutions" / "results"
-    keep = {repo / "notebooks": spec.workdir}
-    if results.is_dir():
-        keep[results] = str(results)
-    for runtime in {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}:
-        if any(runtime.is_relative_to(h) for h in hidden):
-            keep[runtime] = str(runtime)
-    fds = {target: os.open(src, os.O_PATH | os.O_DIRECTORY) for target, src in keep.items()}
+    shown = visible(spec)
+    # Held by file descriptor: the tmpfs for the new root is mounted over /tmp, which may hold
+    # the checkout or the submission's copy (CI clones into /tmp).
+    fds = {inside: os.open(src, os.O_PATH) for inside, src in shown.items()}
     _sh("mount", "--make-rprivate", "/")
-    covered: list[Path] = []
-    for path in hidden:
-        if not path.is_dir() or any(path.is_relative_to(c) for c in covered):
-            continue
-        if repo.is_relative_to(path):
-            continue  # never cover the kit itself (e.g. a checkout under /home: its siblings stay visible)
-        _sh("mount", "-t", "tmpfs", "-o", "size=256m,mode=1777,nosuid,nodev", "mlab-hidden", str(path))
-        covered.append(path)
-    for target, fd in fds.items():
-        target.mkdir(parents=True, exist_ok=True)
-        _sh("mount", "--no-canonicalize", "--bind", f"/proc/self/fd/{fd}", str(target), pass_fds=(fd,))
-        if target != repo / "notebooks":
-            _sh("mount", "-o", "remount,bind,ro", str(target))
+    root = Path("/tmp")
+    _sh("mount", "-t", "tmpfs", "-o", "size=256m,mode=0755,nosuid,nodev", "mlab-sandbox", str(root))
+    for inside, fd in fds.items():
+        target = root / inside.relative_to("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        host = Path(f"/proc/self/fd/{fd}")
+        if str(inside) in SYSTEM and os.path.islink(inside):  # merged /usr: /bin -> usr/bin
+            target.symlink_to(os.readlink(inside))
+        else:
+            target.mkdir() if os.path.isdir(host) else target.touch()
+            _sh("mount", "--no-canonicalize", "--bind", str(host), str(target), pass_fds=(fd,))
+            if inside != Path(spec.repo) / "notebooks":
+                _sh("mount", "-o", "remount,bind,ro,nosuid,nodev", str(target))
         os.close(fd)
+    for sub in ("tmp", "dev/shm"):
+        (root / sub).mkdir(parents=True)
+        _sh("mount", "-t", "tmpfs", "-o", "size=256m,mode=1777,nosuid,nodev", "mlab-tmp", str(root / sub))
+    for dev in DEVICES:
+        (root / "dev" / dev).touch()
+        _sh("mount", "--bind", f"/dev/{dev}", str(root / "dev" / dev))
+    (root / "dev" / "fd").symlink_to("/proc/self/fd")
+    for sub, fstype in (("proc", "proc"), ("sys", "sysfs")):
+        (root / sub).mkdir()
+        _sh("mount", "-t", fstype, "-o", "nosuid,nodev,noexec" + (",ro" if sub == "sys" else ""), fstype, str(root / sub))
+    os.chroot(root)
     _sh("ip", "link", "set", "lo", "up")
-    notebooks = repo / "notebooks"
+    notebooks = Path(spec.repo) / "notebooks"
 
     lim = spec.limits
     mb = 1024 * 1024

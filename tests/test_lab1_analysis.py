@@ -120,6 +120,15 @@ def test_throughput_figure_has_a_panel_per_method_and_the_region_shaded():
         la.fig_throughput(sweep, error="sem")
 
 
+def test_effective_buffer_figure_puts_both_methods_on_the_msk_buffer_axis():
+    sweep = la.load_sweep(REF)
+    fig = la.fig_effective_buffer(sweep, la.Detail.load(REF).manifest)
+    xs = {t.name: list(t.x) for t in fig.data}
+    wm = sweep[(sweep.method == "wmem") & (sweep.config == "mptcp")]
+    assert sorted(set(wm["sndbuf_effective"])) == xs["MPTCP, tcp_wmem = B B B"]
+    assert la.slow_path_bdp(rtt_ms=80) == pytest.approx(100e6 * 1448 / 1514 / 8 * 0.08)
+
+
 def test_reference_sweep_loads_and_shows_degradation():
     sweep = la.load_sweep(REF)
     assert {"method", "buffer_bytes", "config", "rep", "mbps"} <= set(sweep.columns)
@@ -187,7 +196,8 @@ def test_export_reference_round_trip(tmp_path):
 
     out = la.export_reference(src, tmp_path / "ref")
     assert (out / "paper-vs-this-run.md").read_text().startswith("# Lab 1: paper vs this run")
-    assert sorted(p.name for p in (out / "figures").iterdir()) == sorted(f"{n}.png" for n in la.FIGURE_NAMES)
+    assert {p.name for p in (out / "figures").iterdir()} == {f"{n}.png" for n in la.FIGURE_NAMES} | {
+        "mptcp-vs-effective-buffer.png"}
     assert not (out / det.name / "capture.pcap").exists() and (out / det.name / "capture-window.pcap").exists()
     again = la.Detail.load(out)
     assert len(again.packets) == len(la.Detail.load(src).packets)

@@ -115,3 +115,4 @@ def test_pyshark_inside_a_running_event_loop():
     rows = asyncio.run(cell())
     assert len(rows) == 5
     assert all(int(dsn) > 2**32 and stream is not None and missing == "-" for stream, dsn, _, missing in rows)
+    assert all(type(v) is str for row in rows for v in row[:2])  # plain values: they pickle as data

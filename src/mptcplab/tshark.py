@@ -227,7 +227,8 @@ def pyshark_capture(pcap: Path | str, display_filter: str | None = None, **kw):
 
 
 def field(pkt, name: str, default=None):
-    """A field of a pyshark packet by its Wireshark name ("tcp.seq", "mptcp.dsn", ...), or `default`.
+    """A field of a pyshark packet by its Wireshark name ("tcp.seq", "mptcp.dsn", ...), as a plain
+    str (pyshark's own field objects do not pickle as data), or `default`.
 
     pyshark files MPTCP's fields under the tcp layer; this looks in the named layer, then in tcp.
     """
@@ -237,5 +238,5 @@ def field(pkt, name: str, default=None):
         if lay is not None:
             value = lay.get_field_value(name)
             if value is not None:
-                return value
+                return str(value)
     return default

@@ -159,6 +159,42 @@ def fig_throughput(sweep: pd.DataFrame, error: str = "sd") -> go.Figure:
     return fig
 
 
+def slow_path_bdp(manifest: dict | None = None, rtt_ms: float = 80.0) -> float:
+    """Bytes in flight that keep the slow path full: its goodput limit x its RTT (from the manifest)."""
+    if manifest:
+        rtt_ms = max(p.get("rtt_ms_configured", 0) for p in manifest["network"]["paths"])
+    return GOODPUT_LIMIT * 1e6 / 8 * rtt_ms / 1000
+
+
+def fig_effective_buffer(sweep: pd.DataFrame, manifest: dict | None = None) -> go.Figure:
+    """MPTCP goodput against the send buffer the MPTCP socket really had (`sndbuf_effective`):
+    tcp_wmem B gives it tcp_wmem[0] + the subflows' buffers (about 3B), SO_SNDBUF B gives 2B (locked).
+    Plotted this way, both methods fall on one curve, crossing single-path TCP near the slow
+    path's bandwidth-delay product."""
+    m = sweep[(sweep["config"] == "mptcp") & sweep["sndbuf_effective"].notna()]
+    g = m.groupby(["method", "sndbuf_effective"])["mbps"].agg(["mean", "std"]).reset_index()
+    fig = go.Figure()
+    for method, symbol in (("wmem", "circle"), ("sndbuf", "diamond")):
+        s = g[g["method"] == method].sort_values("sndbuf_effective")
+        if s.empty:
+            continue
+        fig.add_trace(go.Scatter(x=s["sndbuf_effective"], y=s["mean"], error_y=dict(array=s["std"].fillna(0)),
+                                 mode="lines+markers", marker=dict(symbol=symbol, size=8),
+                                 name={"wmem": "MPTCP, tcp_wmem = B B B", "sndbuf": "MPTCP, SO_SNDBUF = B"}[method]))
+    fast = sweep[sweep["config"] == "tcp-fast"]["mbps"].mean()
+    fig.add_hline(y=fast, line=dict(color=COLORS["tcp-fast"], dash="dash"),
+                  annotation_text=f"single-path TCP, fast path ({fast:.0f} Mbit/s)", annotation_position="bottom right")
+    bdp = slow_path_bdp(manifest)
+    fig.add_vline(x=bdp, line=dict(color=COLORS["slow"], dash="dot"))
+    fig.add_annotation(x=np.log10(bdp), y=1, yref="paper", yanchor="bottom", showarrow=False,  # log axis: log10
+                       text=f"slow path's bandwidth-delay product: {bdp / 1e6:.2f} MB", font=dict(color=COLORS["slow"]))
+    fig.update_xaxes(type="log", title_text="the MPTCP socket's send buffer, sk_sndbuf (bytes)")
+    fig.update_yaxes(title_text="goodput (Mbit/s)", rangemode="tozero")
+    fig.update_layout(title="MPTCP goodput vs the buffer the MPTCP socket really had", height=430,
+                      legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
 # ---------------------------------------------------------------- the detailed run
 
 @dataclass
@@ -443,7 +479,10 @@ def save_images(sweep_dir: Path | str, dest: Path | str) -> list[Path]:
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     out = []
-    for name, fig in zip(FIGURE_NAMES, figures(sweep_dir)):
+    figs = list(zip(FIGURE_NAMES, figures(sweep_dir)))
+    figs.append(("mptcp-vs-effective-buffer",
+                 fig_effective_buffer(load_sweep(sweep_dir), Detail.load(sweep_dir).manifest)))
+    for name, fig in figs:
         path = dest / f"{name}.png"
         fig.write_image(path, width=1100, height=fig.layout.height or 450, scale=1)
         out.append(path)

@@ -163,3 +163,11 @@ def experiment_lock(wait_message: str = "another experiment is running; waiting 
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def copy_compact(sweep: Path | str, dest: Path | str, names) -> list[Path]:
+    """Copy a sweep's compact files (never its per-run directories) to a reference folder,
+    e.g. solutions/results/labN/."""
+    sweep, dest = Path(sweep), Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    return [Path(shutil.copy2(sweep / name, dest / name)) for name in names]

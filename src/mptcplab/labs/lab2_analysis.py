@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import pandas as pd
+
+from .. import results
 
 # The report's tables (Mbit/s, mean of 10 runs; ns-3, 5 Mbit/s links, UDP cross traffic).
 # "Mobility": the Wi-Fi MANET with random mobility (first table); "static": no mobility (second).
@@ -160,16 +161,10 @@ def load(path: Path) -> dict:
 
 
 def export_reference(sweep: Path, dest: Path) -> list[Path]:
-    """Copy the compact tables (not the raw runs) to e.g. solutions/results/lab2/."""
-    sweep, dest = Path(sweep), Path(dest)
+    """The compact tables and the paper-vs-this-run report, copied to e.g. solutions/results/lab2/."""
     compact(sweep)
-    (sweep / "paper-vs-this-run.md").write_text(report(sweep))
-    dest.mkdir(parents=True, exist_ok=True)
-    copied = []
-    for name in COMPACT:
-        shutil.copy2(sweep / name, dest / name)
-        copied.append(dest / name)
-    return copied
+    (Path(sweep) / "paper-vs-this-run.md").write_text(report(sweep))
+    return results.copy_compact(sweep, dest, COMPACT)
 
 
 # ---------------------------------------------------------------- tables

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .. import models
+from .. import models, results
 from ..links import LinkSpec
 
 COMPACT = ("runs.csv", "flows.csv", "losses.csv", "lab3-manifest.json", "paper-vs-this-run.md")
@@ -161,16 +160,10 @@ def load(path: Path) -> dict:
 
 
 def export_reference(sweep: Path, dest: Path) -> list[Path]:
-    """Copy the compact tables (never the per-run directories) to e.g. solutions/results/lab3/."""
-    sweep, dest = Path(sweep), Path(dest)
+    """The compact tables and the paper-vs-this-run report, copied to e.g. solutions/results/lab3/."""
     compact(sweep)
-    (sweep / "paper-vs-this-run.md").write_text(report(sweep))
-    dest.mkdir(parents=True, exist_ok=True)
-    copied = []
-    for name in COMPACT:
-        shutil.copy2(sweep / name, dest / name)
-        copied.append(dest / name)
-    return copied
+    (Path(sweep) / "paper-vs-this-run.md").write_text(report(sweep))
+    return results.copy_compact(sweep, dest, COMPACT)
 
 
 # ---------------------------------------------------------------- figures

@@ -150,7 +150,9 @@ def _make_with_progress(argv: list[str], quiet: bool) -> None:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tail: list[str] = []
     count = 0
-    with tqdm(total=total, unit="obj", desc="[uml build] compiling", disable=quiet, mininterval=2) as bar:
+    # In a log (CI, nohup) a bar redrawn every 2 s is one endless line: redraw once a minute there.
+    every = 2 if sys.stderr.isatty() else 60
+    with tqdm(total=total, unit="obj", desc="[uml build] compiling", disable=quiet, mininterval=every) as bar:
         for line in proc.stdout:
             tail = (tail + [line])[-40:]
             if line.lstrip().startswith(("CC ", "AS ", "LD ")):

@@ -116,6 +116,10 @@ def prepare(spec: Spec) -> None:
     _sh("mount", "--make-rprivate", "/")
     root = Path("/tmp")
     _sh("mount", "-t", "tmpfs", "-o", "size=256m,mode=0755,nosuid,nodev", "mlab-sandbox", str(root))
+    # Private /tmp first: a checkout that lives under /tmp is then bound inside it, not covered.
+    for sub in ("tmp", "dev/shm"):
+        (root / sub).mkdir(parents=True)
+        _sh("mount", "-t", "tmpfs", "-o", "size=256m,mode=1777,nosuid,nodev", "mlab-tmp", str(root / sub))
     for inside, fd in fds.items():
         target = root / inside.relative_to("/")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -128,9 +132,6 @@ def prepare(spec: Spec) -> None:
             if inside != Path(spec.repo) / "notebooks":
                 _sh("mount", "-o", "remount,bind,ro,nosuid,nodev", str(target))
         os.close(fd)
-    for sub in ("tmp", "dev/shm"):
-        (root / sub).mkdir(parents=True)
-        _sh("mount", "-t", "tmpfs", "-o", "size=256m,mode=1777,nosuid,nodev", "mlab-tmp", str(root / sub))
     for dev in DEVICES:
         (root / "dev" / dev).touch()
         _sh("mount", "--bind", f"/dev/{dev}", str(root / "dev" / dev))

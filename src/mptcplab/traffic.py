@@ -8,6 +8,7 @@ Two tools, one result shape:
   the sender alone and TCP_CONGESTION per connection, reports subflows from MPTCP_INFO.
 - `tool="iperf3"`: iperf3, made MPTCP with `--mptcp` (iperf3 >= 3.19), else `mptcpize run`, else the
   kit's equivalent LD_PRELOAD shim (Debian 12 has no mptcpize). `BulkResult.tool` says which.
+  Not in the kit's UML kernel: iperf3 stalls under its `time-travel` clock.
 
 An MPTCP transfer that fell back to plain TCP, or ran with a different number of subflows than
 the topology was built for, raises `ExperimentFailed`: a silent fallback would look like a result.
@@ -174,6 +175,9 @@ def _run_iperf3(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interva
 
     from .observe import read_counters
 
+    if "time-travel" in Path("/proc/cmdline").read_text():
+        raise EnvironmentProblem("iperf3 stalls in the kit's UML kernel, whose clock skips idle time "
+                                 "(`time-travel`): use tool='bulk' there")
     prefix, extra, how = iperf3_mptcp_prefix() if proto == "mptcp" else ([], [], "iperf3")
     before = read_counters(net, src)
     server = net.popen(dst, [*prefix, "iperf3", *extra, "-s", "-1", "-J", "-B", addr, "-p", str(port)],

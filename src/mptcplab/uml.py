@@ -209,7 +209,8 @@ def run(command: list[str], mem: str = "2G", timeout: float | None = None,
     ))
     init.chmod(0o755)
     argv = [str(kernel), f"mem={mem}", "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "rw",
-            f"init={init}", "con=null", "con0=null,fd:1", "quiet", f"umid={umid}", f"uml_dir={rundir}"]
+            f"init={init}", "con=null", "con0=null,fd:1", "quiet", f"umid={umid}", f"uml_dir={rundir}",
+            "time-travel"]  # idle skips to the next timer: see vagrant/uml/mptcplab.config
     stream = stream or sys.stdout
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True,

@@ -52,6 +52,8 @@ def test_example_two_paths_verified_and_recorded(tmp_path):
     assert checks["mptcp"]["mp_join_syns"] == 1
     # ... and the manifest records where and how
     assert manifest["platform"]["where"] in ("native", "uml")
+    if manifest["platform"]["where"] == "uml":  # booted so that idle skips to the next timer
+        assert manifest["platform"]["uml_clock"] == "time-travel"
     net = manifest["network"]
     assert any("netem" in q and "delay 40ms" in q for q in net["qdiscs"])
     assert any("subflow" in e for e in net["mptcp"]["snd"]["endpoints"])

@@ -220,7 +220,13 @@ class Detail:
         probe["path"] = probe["saddr"].map(paths)
         probe["time"] -= t0
         waits = _read_table(d, "sndbuf_waits.csv")
-        waits[["start", "end"]] -= t0
+        # Only the measured window counts: a wait that began before the transfer's t0 or ended
+        # after it is cut at the edge, so the blocked share never exceeds 100%.
+        duration = float(summary.get("duration_s", 10))
+        waits["start"] = (waits["start"] - t0).clip(lower=0)
+        waits["end"] = (waits["end"] - t0).clip(upper=duration)
+        waits = waits[waits["end"] > waits["start"]].reset_index(drop=True)
+        waits["duration_s"] = waits["end"] - waits["start"]
         counters = json.loads((d / "counters.json").read_text())
         return cls(d, summary, manifest, packets, probe, waits, counters.get("delta", counters))
 
@@ -456,7 +462,7 @@ def fig10(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:
     fig.update_xaxes(title_text="time (s)", row=2, col=1)
     fig.update_xaxes(range=[0, d.duration], row=1, col=1)
     fig.update_xaxes(range=list(window), row=2, col=1)
-    blocked = float(w["duration_s"].sum())
+    blocked = float(d.waits["duration_s"].sum())
     fig.update_layout(height=500, legend=dict(orientation="h", y=-0.2), title=(
         f"Fig. 10: send-buffer waits: {len(w)} in {d.duration:g} s, blocked {blocked:.2f} s "
         f"({blocked / d.duration:.0%} of the time); paper: {PAPER['waits']} waits<br>"

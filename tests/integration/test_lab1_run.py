@@ -9,7 +9,9 @@ import pytest
 from mptcplab.labs import lab1_analysis as la
 from mptcplab.results import Sweep
 
-pytestmark = pytest.mark.integration
+# The session's quick reproduction (every lab, ~30 min on a slow 2-core host) runs inside the
+# first of these tests: it needs more than the suite's default 900 s.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,9 @@ import pytest
 
 from mptcplab.lab import all_labs
 
-pytestmark = pytest.mark.integration
+# The session's quick reproduction (every lab, ~30 min on a slow 2-core host) runs inside the
+# first of these tests: it needs more than the suite's default 900 s.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
 
 
 def test_every_lab_ran_and_the_report_has_them(reproduced):

@@ -462,7 +462,7 @@ def fig10(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:
     fig.update_xaxes(title_text="time (s)", row=2, col=1)
     fig.update_xaxes(range=[0, d.duration], row=1, col=1)
     fig.update_xaxes(range=list(window), row=2, col=1)
-    blocked = float(d.waits["duration_s"].sum())
+    blocked = float(w["duration_s"].sum())
     fig.update_layout(height=500, legend=dict(orientation="h", y=-0.2), title=(
         f"Fig. 10: send-buffer waits: {len(w)} in {d.duration:g} s, blocked {blocked:.2f} s "
         f"({blocked / d.duration:.0%} of the time); paper: {PAPER['waits']} waits<br>"

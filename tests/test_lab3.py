@@ -149,3 +149,14 @@ def test_predict_leaves_lossless_runs_without_a_model():
 def test_load_refuses_an_empty_directory(tmp_path):
     with pytest.raises(FileNotFoundError, match="no lab3 results"):
         la.load(tmp_path)
+
+
+def test_reference_command_exports_only_a_completed_run(sweep, tmp_path):
+    from mptcplab.cli import main
+
+    dest = tmp_path / "reference"
+    assert main(["notebooks", "reference", "lab3", str(sweep), "--dest", str(dest)]) == 2  # no lab-summary.json
+    assert not dest.exists()
+    (sweep / "lab-summary.json").write_text("{}")
+    assert main(["notebooks", "reference", "lab3", str(sweep), "--dest", str(dest)]) == 0
+    assert sorted(p.name for p in dest.iterdir()) == sorted(la.COMPACT)

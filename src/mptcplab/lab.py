@@ -39,6 +39,7 @@ class Lab:
     needs: tuple[str, ...] = ("netem",)  # capabilities, see mptcplab.doctor.CAPABILITIES
     uml_ok: bool = True  # False when the lab needs something UML lacks (BPF JIT for struct_ops)
     report: Callable[[Path], str] | None = None  # sweep dir -> markdown "paper vs this run"
+    export: Callable[[Path, Path], object] | None = None  # (sweep dir, dest): compact reference results
     topology: Callable[[dict], object] | None = None  # params -> mptcplab.topology.Topology
 
     @property

@@ -1,4 +1,6 @@
-"""`mptcplab notebooks assign [--check]`: student notebooks from the Otter masters in solutions/."""
+"""`mptcplab notebooks assign [--check]`: student notebooks from the Otter masters in solutions/.
+`mptcplab notebooks reference LAB RUN_DIR`: a real run's compact results become the reference
+results the notebooks fall back on and the site renders (solutions/results/LAB/)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..grading import autograder as ag
+from ..lab import get_lab
 
 
 def register(sub) -> None:
@@ -22,6 +25,12 @@ def register(sub) -> None:
     a.add_argument("--notebooks", type=Path, default=ag.NOTEBOOKS, help=argparse_help("student notebooks"))
     a.add_argument("--build", type=Path, default=ag.ASSIGN_DIR, help=argparse_help("otter assign output"))
     a.set_defaults(func=_assign)
+    r = nsub.add_parser("reference", help="copy a real run's compact results (tables, manifests, trimmed "
+                                          "capture; never raw pcaps) to solutions/results/LAB")
+    r.add_argument("lab", help="lab1, lab2 or lab3")
+    r.add_argument("run_dir", type=Path, help="the completed run's directory, e.g. results/lab1")
+    r.add_argument("--dest", type=Path, help="default: solutions/results/LAB (replaced)")
+    r.set_defaults(func=_reference)
 
 
 def argparse_help(what: str) -> str:
@@ -52,4 +61,18 @@ def _assign(args) -> int:
         return 1
     if args.check:
         print(f"notebooks/ is up to date with {len(masters)} master(s)", file=sys.stderr)
+    return 0
+
+
+def _reference(args) -> int:
+    lab = get_lab(args.lab)
+    if not (args.run_dir / "lab-summary.json").exists():
+        raise UsageError(f"{args.run_dir}: not a completed {lab.id} run (no lab-summary.json); "
+                         f"run `sudo mptcplab run {lab.id} --out {args.run_dir}` to the end first")
+    if lab.export is None:
+        raise UsageError(f"{lab.id} has no reference export")
+    dest = args.dest or ag.SOLUTIONS / "results" / lab.id
+    lab.export(args.run_dir, dest)
+    print(f"{lab.id}: reference results from {args.run_dir} written to {dest}; now run "
+          "`mptcplab notebooks assign` and commit results and notebooks together", file=sys.stderr)
     return 0

@@ -178,5 +178,12 @@ def _report(out):
     return report(out)
 
 
+def _export(sweep, dest):
+    from .lab1_analysis import export_reference
+
+    return export_reference(sweep, dest)
+
+
 LAB = Lab(id="lab1", slug="01-send-buffer", title="MPTCP send-buffer starvation (Kato et al. 2020)",
-          run=run, needs=("netem",), uml_ok=True, report=_report, topology=topology)
+          run=run, needs=("netem",), uml_ok=True, report=_report, export=_export,
+          topology=topology)

@@ -290,6 +290,13 @@ def _report(out):
     return report(out)
 
 
+def _export(sweep, dest):
+    from .lab2_analysis import export_reference
+
+    return export_reference(sweep, dest)
+
+
 LAB = Lab(id="lab2", slug="02-delay-window-cc",
           title="CS218 delay-window multipath congestion control vs uncoupled, EWTCP, coupled and LIA (BPF)",
-          run=run, needs=("bpf_struct_ops",), uml_ok=False, report=_report, topology=topology)
+          run=run, needs=("bpf_struct_ops",), uml_ok=False, report=_report, export=_export,
+          topology=topology)

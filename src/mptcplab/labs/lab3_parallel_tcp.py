@@ -170,6 +170,13 @@ def _report(out):
     return report(out)
 
 
+def _export(sweep, dest):
+    from .lab3_analysis import export_reference
+
+    return export_reference(sweep, dest)
+
+
 LAB = Lab(id="lab3", slug="03-parallel-tcp",
           title="The parallel-TCP throughput equation (Damjanovic et al.): n Reno flows vs models 1 and 2",
-          run=run, needs=("netem",), uml_ok=True, report=_report, topology=topology)
+          run=run, needs=("netem",), uml_ok=True, report=_report, export=_export,
+          topology=topology)

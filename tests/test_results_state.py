@@ -6,7 +6,7 @@ import os
 import pytest
 
 from mptcplab import state
-from mptcplab.results import Sweep
+from mptcplab.results import Sweep, clock_totals
 
 
 def test_run_dir_is_atomic_and_has_provenance(tmp_path):
@@ -25,6 +25,23 @@ def test_run_dir_is_atomic_and_has_provenance(tmp_path):
     assert m["platform"]["kernel_release"] == os.uname().release
     assert m["parameters"] == {"x": 1}
     assert sweep.summaries().to_dict("records") == [{"run": "a", "mbps": 9.5}]
+
+
+def test_a_uml_run_records_guest_and_host_seconds(tmp_path, monkeypatch):
+    """Under UML the manifest keeps both clocks (see results.host_time); natively there is one."""
+    import time
+
+    with Sweep(tmp_path).run("native", {}):
+        pass
+    assert "clock" not in json.loads((tmp_path / "native" / "manifest.json").read_text())
+    monkeypatch.setenv("MPTCPLAB_WHERE", "uml")
+    with Sweep(tmp_path).run("uml", {}):
+        time.sleep(0.3)
+    m = json.loads((tmp_path / "uml" / "manifest.json").read_text())
+    # Here the "host" clock is this machine's own, so both read the same interval.
+    assert m["clock"]["guest_s"] >= 0.3 and abs(m["clock"]["host_wall_s"] - m["clock"]["guest_s"]) < 0.1
+    assert ".host-clock" not in m["artefacts"] and not list(tmp_path.rglob(".host-clock"))
+    assert clock_totals(tmp_path) == (m["clock"]["guest_s"], m["clock"]["host_wall_s"])  # the native run adds 0
 
 
 def test_sweep_lists_only_complete_runs(tmp_path):

@@ -85,6 +85,20 @@ def platform_info() -> dict:
     return info
 
 
+def host_time(directory: Path) -> float:
+    """The host's wall clock, read from a guest: the mtime the host gives a file written through
+    hostfs. Under UML's time-travel clock, idle time is skipped and time spent in the guest kernel
+    is partly not counted, so guest seconds and wall-clock seconds differ; manifests keep both."""
+    stamp = Path(directory) / ".host-clock"
+    with open(stamp, "w") as f:
+        f.write("t")
+        f.flush()
+        os.fsync(f.fileno())
+    t = os.stat(stamp).st_mtime
+    stamp.unlink()
+    return t
+
+
 class RunDir:
     def __init__(self, final: Path, params: dict) -> None:
         self.final = Path(final)
@@ -102,6 +116,7 @@ class RunDir:
             "tools": tool_versions(),
             "git": git_commit(),
         }
+        self._clocks = self._read_clocks() if self.manifest["platform"]["where"] == "uml" else None
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -114,8 +129,16 @@ class RunDir:
     def write_json(self, name: str, obj) -> Path:
         return self.write_text(name, json.dumps(obj, indent=2, default=str) + "\n")
 
+    def _read_clocks(self) -> tuple[float, float]:
+        import time
+
+        return time.time(), host_time(self.path)
+
     def finish(self) -> Path:
         self.manifest["finished"] = now()
+        if self._clocks:
+            (guest0, host0), (guest1, host1) = self._clocks, self._read_clocks()
+            self.manifest["clock"] = {"guest_s": round(guest1 - guest0, 3), "host_wall_s": round(host1 - host0, 3)}
         self.manifest["artefacts"] = sorted(p.name for p in self.path.iterdir())
         self.write_json("summary.json", self.summary)
         self.write_json("manifest.json", self.manifest)
@@ -149,6 +172,16 @@ class Sweep:
 
         rows = [{"run": d.name, **json.loads((d / "summary.json").read_text())} for d in self.runs()]
         return pd.DataFrame(rows)
+
+
+def clock_totals(sweep: Path | str) -> tuple[float, float]:
+    """(guest seconds, host wall-clock seconds) summed over a sweep's UML runs (see host_time)."""
+    guest = wall = 0.0
+    for d in Sweep(sweep).runs():
+        clock = json.loads((d / "manifest.json").read_text()).get("clock") or {}
+        guest += clock.get("guest_s", 0.0)
+        wall += clock.get("host_wall_s", 0.0)
+    return guest, wall
 
 
 @contextlib.contextmanager

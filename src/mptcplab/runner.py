@@ -17,7 +17,7 @@ from typing import Callable
 from . import state, uml
 from .doctor import decide_where
 from .lab import RunContext, get_lab
-from .results import experiment_lock
+from .results import clock_totals, experiment_lock
 from .topology import require_root
 
 
@@ -72,6 +72,10 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
               flush=True)
         summary = lab.run(RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now))
         (out / "lab-summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        guest, wall = clock_totals(out)
+        if guest:
+            print(f"{lab.id}: UML clock: the runs took {guest:.0f} s on the guest's time-travel clock and "
+                  f"{wall:.0f} s of wall-clock time (each manifest's `clock`)", flush=True)
         if lab.report:
             (out / "paper-vs-this-run.md").write_text(lab.report(out))
             print(f"{lab.id}: paper vs this run: {out / 'paper-vs-this-run.md'}")

@@ -33,7 +33,9 @@ def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, mo
             raise RuntimeError("tc said: Invalid argument")
         run = out / "r1"
         run.mkdir(parents=True)
-        (run / "manifest.json").write_text(json.dumps({"platform": {"where": "native"}, "cmd": "tc qdisc add"}))
+        (run / "manifest.json").write_text(json.dumps({"platform": {"where": "uml"}, "cmd": "tc qdisc add",
+                                                       "clock": {"guest_s": 12.0, "host_wall_s": 40.0}}))
+        (run / "summary.json").write_text("{}")
         return 0
 
     labs = {"lab1": _lab("lab1"), "lab2": _lab("lab2", needs=("bpf",)),
@@ -49,6 +51,7 @@ def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, mo
     assert "Cannot run here" in page and "no BPF JIT" in page and "Invalid argument" in page
     assert "<table>" in page and "lab3-quick" in page  # lab3's markdown table, rendered
     assert "fig-of-lab3" in page and "tc qdisc add" in page  # its figure and its manifest
+    assert "took 12 s on the UML guest's time-travel clock, 40 s of wall-clock time" in page
     assert "cdn.plot.ly" not in page.split("</script>", 1)[1]  # plotly.js is inline, not fetched
     assert len(page) > 1_000_000  # ... which is why the file is big
 

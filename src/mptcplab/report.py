@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .results import clock_totals
+
 
 @dataclass
 class LabOutcome:
@@ -104,6 +106,11 @@ def render(outcomes: list[LabOutcome], labs: dict, quick: bool) -> str:
         parts.append(f"<p>Ran {where.get(o.where or '', html.escape(o.where or '?'))}"
                      + (f" in {o.seconds:.0f} s" if o.seconds is not None else "")
                      + (f"; results in <code>{html.escape(str(o.out))}</code>" if o.out else "") + ".</p>")
+        guest, wall = clock_totals(o.out) if o.out and o.out.exists() else (0, 0)
+        if guest:
+            parts.append(f"<p>Its runs took {guest:.0f} s on the UML guest's time-travel clock, {wall:.0f} s of "
+                         "wall-clock time (the guest skips idle time and counts its kernel's work only in "
+                         "part; each manifest's <code>clock</code>).</p>")
         if o.status == "failed":
             parts.append(f"<p class='failed'><b>Failed:</b> {html.escape(o.detail)}</p>")
             if o.log_tail:

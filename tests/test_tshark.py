@@ -12,8 +12,9 @@ import pytest
 from mptcplab import tshark
 from mptcplab.errors import EnvironmentProblem
 from mptcplab.lab import REPO_ROOT
+from mptcplab.labs.lab1_analysis import find_detail
 
-PCAP = REPO_ROOT / "solutions/results/lab1/detail-wmem-32K-mptcp/capture-window.pcap"
+PCAP = find_detail(REPO_ROOT / "solutions/results/lab1") / "capture-window.pcap"  # Lab 1's reference capture slice
 NAMES = ["frame.time_epoch", "tcp.stream", "ip.src", "tcp.seq", "tcp.len", "tcp.flags", "tcp.flags.syn",
          "tcp.analysis.retransmission", "tcp.options.mptcp.rawdataseqno", "tcp.options.mptcp.subflowseqno",
          "mptcp.reinjection_of"]

@@ -542,12 +542,12 @@ def report(sweep_dir: Path | str) -> str:
          f"{len(d.waits)} in {d.duration:g} s, blocked {blocked / d.duration:.0%} of the time ({d.method})",
          "measured without patching the kernel; the method is named"),
         ("Penalisations / opportunistic retransmissions", f"{PAPER['penalisations']} penalisations (1-3 cuts each)",
-         f"MPTCP-level retransmissions: {d.counters.get('MPTcpExtMPTCPRetrans', 0)}; TCP: "
-         f"{d.counters.get('TcpRetransSegs', 0)} segments",
+         f"MPTCP-level retransmissions: {d.counters.get('MPTcpExtMPTCPRetrans', 0)}; TCP-level "
+         f"retransmitted segments: {d.counters.get('TcpRetransSegs', 0)}",
          "upstream has no RP mechanism; it resends at MPTCP level only on timeouts and stale subflows"),
         ("Slow subflow cwnd", f"peaks near {PAPER['slow_cwnd_peak']} packets, >{PAPER['slow_cwnd_drops']} drops",
-         f"peak {int(peak.get('slow', 0))} packets, {drops.get('slow', 0)} drops (fast: peak "
-         f"{int(peak.get('fast', 0))}, {drops.get('fast', 0)} drops)", "no penalisation upstream"),
+         f"peak {int(peak.get('slow', 0))} packets, cwnd drops: {drops.get('slow', 0)} (fast: peak "
+         f"{int(peak.get('fast', 0))}, drops: {drops.get('fast', 0)})", "no penalisation upstream"),
     ]
     lines = [
         "# Lab 1: paper vs this run",

@@ -21,6 +21,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from . import __version__
@@ -130,8 +131,6 @@ class RunDir:
         return self.write_text(name, json.dumps(obj, indent=2, default=str) + "\n")
 
     def _read_clocks(self) -> tuple[float, float]:
-        import time
-
         return time.time(), host_time(self.path)
 
     def finish(self) -> Path:

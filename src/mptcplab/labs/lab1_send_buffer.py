@@ -20,6 +20,7 @@ from ..results import Sweep
 from ..topology import Path, Topology
 from ..traffic import bulk, verify_capture
 from ..verify import check_paths, describe
+from . import lab1_analysis
 
 PORT = 5201
 CONFIGS = {  # config -> (protocol, path the connection starts on)
@@ -172,18 +173,7 @@ def _ensure_wmem_max(net, largest: int) -> None:
         print(f"lab1: warning: net.core.wmem_max is {now}; SO_SNDBUF above it is capped by the kernel", flush=True)
 
 
-def _report(out):
-    from .lab1_analysis import report
-
-    return report(out)
-
-
-def _export(sweep, dest):
-    from .lab1_analysis import export_reference
-
-    return export_reference(sweep, dest)
-
-
 LAB = Lab(id="lab1", slug="01-send-buffer", title="MPTCP send-buffer starvation (Kato et al. 2020)",
-          run=run, needs=("netem",), uml_ok=True, report=_report, export=_export,
+          run=run, needs=("netem",), uml_ok=True, report=lab1_analysis.report,
+          export=lab1_analysis.export_reference,
           topology=topology)

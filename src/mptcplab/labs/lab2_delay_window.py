@@ -29,6 +29,7 @@ from ..results import Sweep
 from ..topology import Path, Topology
 from ..traffic import bulk, udp_onoff
 from ..verify import check_paths, describe
+from . import lab2_analysis
 
 PORT = 5201
 TCP_PORT = 5202
@@ -225,8 +226,6 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
 # ---------------------------------------------------------------- the lab
 
 def run(ctx: RunContext) -> dict:
-    from . import lab2_analysis
-
     params = ctx.params
     algos = algorithms(params)
     netem = _netem()
@@ -284,19 +283,8 @@ def key(rep: int, variant: str, algo: cc.Algorithm) -> str:
     return f"{variant}-{algo.key}-r{rep}"
 
 
-def _report(out):
-    from .lab2_analysis import report
-
-    return report(out)
-
-
-def _export(sweep, dest):
-    from .lab2_analysis import export_reference
-
-    return export_reference(sweep, dest)
-
-
 LAB = Lab(id="lab2", slug="02-delay-window-cc",
           title="CS218 delay-window multipath congestion control vs uncoupled, EWTCP, coupled and LIA (BPF)",
-          run=run, needs=("bpf_struct_ops",), uml_ok=False, report=_report, export=_export,
+          run=run, needs=("bpf_struct_ops",), uml_ok=False, report=lab2_analysis.report,
+          export=lab2_analysis.export_reference,
           topology=topology)

@@ -164,19 +164,7 @@ def run(ctx: RunContext) -> dict:
             "median_abs_error": summary.to_dict("records")}
 
 
-def _report(out):
-    from .lab3_analysis import report
-
-    return report(out)
-
-
-def _export(sweep, dest):
-    from .lab3_analysis import export_reference
-
-    return export_reference(sweep, dest)
-
-
 LAB = Lab(id="lab3", slug="03-parallel-tcp",
           title="The parallel-TCP throughput equation (Damjanovic et al.): n Reno flows vs models 1 and 2",
-          run=run, needs=("netem",), uml_ok=True, report=_report, export=_export,
+          run=run, needs=("netem",), uml_ok=True, report=lab3_analysis.report, export=lab3_analysis.export_reference,
           topology=topology)

@@ -20,7 +20,7 @@ reproduce: setup
 # Without netem the real-kernel tests run in the UML kernel: build it (or find it cached) first,
 # outside any per-test timeout.
 uml-if-needed: setup-dev
-	$(VENV)/bin/python -c "import sys; from mptcplab.doctor import netem_usable; sys.exit(not netem_usable())" \
+	$(VENV)/bin/python -c "import sys; from mptcplab.kernel import netem_usable; sys.exit(not netem_usable())" \
 	  || $(MPTCPLAB) uml build
 
 test: setup-dev uml-if-needed

@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from mptcplab import cc, doctor, traffic
+from mptcplab import cc, kernel, traffic
 from mptcplab.results import experiment_lock
-from mptcplab.topology import Path, Topology
+from mptcplab.topology import NetPath, Topology
 
 pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(not doctor.struct_ops_usable() or __import__("os").geteuid() != 0,
+              pytest.mark.skipif(not kernel.struct_ops_usable() or __import__("os").geteuid() != 0,
                                  reason="needs root and BPF struct_ops (BTF, bpftool, clang; not UML)")]
 
 
@@ -24,7 +24,7 @@ def _kit_namespaces(run_id: str) -> list[str]:
 
 def test_each_algorithm_runs_on_both_subflows_and_unloads():
     topo = Topology("cctest", hosts=("snd", "rcv"),
-                    paths=[Path("p1", "snd", "rcv", "rate=5mbit"), Path("p2", "snd", "rcv", "rate=5mbit")],
+                    paths=[NetPath("p1", "snd", "rcv", "rate=5mbit"), NetPath("p2", "snd", "rcv", "rate=5mbit")],
                     mptcp_subflows=2)
     seen = {}
     with experiment_lock():

@@ -2,16 +2,16 @@
 
 import pytest
 
-from mptcplab import doctor
+from mptcplab import doctor, kernel
 from mptcplab.errors import EnvironmentProblem, UsageError
 
 
 @pytest.fixture
 def caps(monkeypatch):
     have = {"netem": False, "bpf_struct_ops": True, "tbf": True}
-    monkeypatch.setattr(doctor, "_has", lambda c: have[c])
-    monkeypatch.setattr(doctor, "in_uml", lambda: False)
-    monkeypatch.setattr("mptcplab.topology.require_root", lambda: None)
+    monkeypatch.setattr(kernel, "has", lambda c: have[c])
+    monkeypatch.setattr(kernel, "inside_uml", lambda: False)
+    monkeypatch.setattr(kernel, "require_root", lambda: None)
     return have
 
 
@@ -36,7 +36,7 @@ def test_native_without_netem_says_how_to_fix(caps):
 
 
 def test_inside_uml_is_native(caps, monkeypatch):
-    monkeypatch.setattr(doctor, "in_uml", lambda: True)
+    monkeypatch.setattr(kernel, "inside_uml", lambda: True)
     assert doctor.decide_where("uml", ("netem",)) == "native"
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from mptcplab.lab import REPO_ROOT
 from mptcplab.labs import lab1_analysis as la
+from mptcplab.labs import lab1_measure as lm
 
 REF = REPO_ROOT / "solutions/results/lab1"
 has_tshark = shutil.which("tshark") is not None
@@ -40,14 +41,14 @@ def test_dsn_from_mappings_two_subflows_retransmission_and_no_option():
         (0.05, 1, 1001, 1000, None, None, None),
         (0.30, 1, 1, 1000, wrap(base + 3000), 1, 2000),     # TCP retransmission on the slow subflow
     ])
-    dsn = la.data_sequence_numbers(pk)
+    dsn = lm.data_sequence_numbers(pk)
     assert list(dsn) == [1, 1001, 3001, 2001, 5001, 4001, 3001]
     assert dsn.dtype == "Int64"
 
 
 def test_dsn_unknown_without_a_mapping():
     pk = segments([(0.0, 0, 1, 100, None, None, None), (0.1, 0, 101, 100, 10**6, 101, 100)])
-    dsn = la.data_sequence_numbers(pk)
+    dsn = lm.data_sequence_numbers(pk)
     assert pd.isna(dsn.iloc[0]) and dsn.iloc[1] == 1
 
 
@@ -69,7 +70,7 @@ def test_reference_packets_are_consistent():
 def test_packets_from_capture_match_the_exported_table():
     """The capture slice (handshakes + busiest 0.6 s) gives the same DSNs as the whole capture did."""
     d = la.Detail.load(REF)
-    sl = la.packets_from_capture(d.path / "capture-window.pcap", la.path_names(d.manifest), d.summary["t0"])
+    sl = lm.packets_from_capture(d.path / "capture-window.pcap", la.path_names(d.manifest), d.summary["t0"])
     win = sl[(sl["time"] > 0.1) & ~sl["tcp_retransmission"]]
     whole = d.packets[~d.packets["tcp_retransmission"]]
     joined = win.merge(whole, on=["stream", "seq"], suffixes=("", "_whole"))
@@ -146,7 +147,7 @@ def test_reference_sweep_loads_and_shows_degradation():
 def test_cwnd_drops_and_busiest_window():
     probe = pd.DataFrame({"time": np.arange(8.0), "path": ["slow"] * 8,
                           "snd_cwnd": [10, 20, 40, 20, 30, 40, 39, 10]})
-    assert la.cwnd_drops(probe) == {"slow": 2}
+    assert lm.cwnd_drops(probe) == {"slow": 2}
     d = la.Detail(REF, {"duration_s": 10}, {}, pd.DataFrame(), probe,
                   pd.DataFrame({"start": [1.0, 5.0, 5.1, 5.2, 5.5, 9.0], "end": [1.1, 5.05, 5.15, 5.3, 5.6, 9.1],
                                 "duration_s": [0.1, 0.05, 0.05, 0.1, 0.1, 0.1]}), {})

@@ -10,6 +10,7 @@ from mptcplab.errors import UsageError
 from mptcplab.lab import get_lab
 from mptcplab.labs import lab2_analysis as la
 from mptcplab.labs import lab2_delay_window as l2
+from mptcplab.labs import lab2_measure as l2m
 
 SS = """\
 @ 100.0
@@ -29,7 +30,7 @@ def test_lab_declares_bpf_and_no_uml():
     lab = get_lab("lab2")
     assert lab.needs == ("bpf_struct_ops",) and lab.uml_ok is False
     full, quick = lab.load_params(False), lab.load_params(True)
-    assert full["runs"] == 10 and quick["runs"] < full["runs"]
+    assert full["repetitions"] == 10 and quick["repetitions"] < full["repetitions"]
     assert quick["fairness"]["shared"] == full["fairness"]["shared"]  # [quick.fairness] merges, not replaces
     assert set(full["algorithms"]) == {"uncoupled", "ewtcp", "coupled", "lia", "cs218"}
 
@@ -51,11 +52,11 @@ def test_topology_rejects_bad_mobility():
 
 
 def test_subflow_table_takes_the_last_sample_of_each_subflow():
-    rows = l2.subflow_table(SS, "mlab_lia")
+    rows = l2m.subflow_table(SS, "mlab_lia")
     assert [(r["path_index"], r["data_segs_out"], r["bytes_acked"], r["cc_ok"]) for r in rows] == [
         (1, 40, 1000, True), (2, 90, 5000, True)]
     assert all(r["mptcp_subflow"] for r in rows)
-    assert not any(r["cc_ok"] for r in l2.subflow_table(SS, "mlab_cs218"))
+    assert not any(r["cc_ok"] for r in l2m.subflow_table(SS, "mlab_cs218"))
 
 
 def test_mean_ci_uses_student_t():

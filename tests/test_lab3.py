@@ -21,7 +21,7 @@ def test_parameters_and_points():
     assert full["flows"] == list(range(1, 11)) and full["cc"] == "reno"
     assert full["steady_s"] >= 60 and full["warmup_s"] > 0 and quick["steady_s"] < full["steady_s"]
     assert full["delay"] == "30ms"
-    pts = l3.points(full)
+    pts = [p.values for p in l3.points(full)]
     assert len(pts) == 10 * (len(full["random"]["loss"]) + len(full["droptail"]["capacity"]))
     assert len({p["key"] for p in pts}) == len(pts)
     rnd = [p for p in pts if p["scenario"] == "random"]

@@ -6,6 +6,7 @@ real path (runner.run_lab, the same as `mptcplab run`) is what the CLI passes.
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import plotly.graph_objects as go
 
@@ -15,11 +16,11 @@ from mptcplab.lab import Lab
 
 
 def _lab(id_, needs=(), uml_ok=True, figures=None):
-    lab = Lab(id=id_, slug=f"0{id_[-1]}-x", title=f"title of {id_}", run=lambda ctx: {}, needs=needs, uml_ok=uml_ok,
-              report=lambda out: f"# {id_} paper vs run\n\n| quantity | paper | run |\n|---|---|---|\n| x | 1 | {out.name} |\n")
-    if figures:
-        lab.figures = figures
-    return lab
+    analysis = SimpleNamespace(  # a stand-in analysis module: the report and the figures
+        report=lambda out: f"# {id_} paper vs run\n\n| quantity | paper | run |\n|---|---|---|\n| x | 1 | {out.name} |\n",
+        figures=figures or (lambda out: []))
+    return Lab(id=id_, slug=f"0{id_[-1]}-x", title=f"title of {id_}", topology=None, points=None, measure=None,
+               finish=None, analysis=analysis, needs=needs, uml_ok=uml_ok)
 
 
 def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, monkeypatch):

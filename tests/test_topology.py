@@ -3,12 +3,12 @@
 import pytest
 
 from mptcplab.errors import UsageError
-from mptcplab.topology import Path, Topology
+from mptcplab.topology import NetPath, Topology
 
 
 def kato(**kw):
-    return Topology("t", ("snd", "rcv"), [Path("fast", "snd", "rcv", "rate=100mbit"),
-                                          Path("slow", "snd", "rcv", "rate=100mbit,delay=40ms")],
+    return Topology("t", ("snd", "rcv"), [NetPath("fast", "snd", "rcv", "rate=100mbit"),
+                                          NetPath("slow", "snd", "rcv", "rate=100mbit,delay=40ms")],
                     netem=True, **kw)
 
 
@@ -69,11 +69,11 @@ def test_addresses():
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    ({"hosts": ("snd", "rcv"), "paths": [Path("p", "snd", "nobody")]}, "unknown host 'nobody'"),
+    ({"hosts": ("snd", "rcv"), "paths": [NetPath("p", "snd", "nobody")]}, "unknown host 'nobody'"),
     ({"hosts": ("Snd",), "paths": []}, "host name"),
-    ({"hosts": ("a", "b"), "paths": [Path("p", "a", "a")]}, "to itself"),
-    ({"hosts": ("a", "b"), "paths": [Path("p", "a", "b")], "mptcp_subflows": 3}, "mptcp_subflows=3"),
-    ({"hosts": ("a", "b"), "paths": [Path("p", "a", "b")], "sysctls": {"c": {}}}, "unknown host 'c'"),
+    ({"hosts": ("a", "b"), "paths": [NetPath("p", "a", "a")]}, "to itself"),
+    ({"hosts": ("a", "b"), "paths": [NetPath("p", "a", "b")], "mptcp_subflows": 3}, "mptcp_subflows=3"),
+    ({"hosts": ("a", "b"), "paths": [NetPath("p", "a", "b")], "sysctls": {"c": {}}}, "unknown host 'c'"),
 ])
 def test_bad_topologies(kwargs, words):
     with pytest.raises(UsageError, match=words):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab import doctor
+from mptcplab import kernel
 
 REPO = Path(__file__).resolve().parents[1]
 PROVISION = REPO / "vagrant" / "provision.sh"
@@ -118,7 +118,7 @@ def test_module_step_persists_and_fails_loudly_without_netem(tmp_path):
     assert "sch_netem" in conf.read_text()
     leftovers = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "mlab-provision" not in leftovers
-    if doctor.netem_usable():
+    if kernel.netem_usable():
         assert r.returncode == 0 and "netem qdisc created" in r.stdout
     else:  # e.g. this CI host: no module loading; the step must say so and stop
         assert r.returncode != 0 and "cannot create a netem qdisc" in r.stderr

@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 import sys
 
-from . import __version__, commands
+from . import __version__, commands, log
 from .errors import EnvironmentProblem, ExperimentFailed, UsageError
 
 
@@ -22,6 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reproduce published MPTCP/TCP research on a real Linux kernel.",
     )
     parser.add_argument("--version", action="version", version=f"mptcplab {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="say more (every command the kit runs); before the COMMAND")
+    parser.add_argument("-q", "--quiet", action="count", default=0, help="warnings and errors only")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{commands.__name__}.{info.name}")
@@ -32,17 +35,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    log.setup(args.verbose - args.quiet)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    say = log.get()
     try:
         return int(args.func(args) or 0)
     except (UsageError, EnvironmentProblem, ExperimentFailed) as exc:
         kind = {UsageError: "error", EnvironmentProblem: "cannot run here", ExperimentFailed: "experiment failed"}
-        print(f"mptcplab: {kind[type(exc)]}: {exc}", file=sys.stderr)
+        say.error("%s: %s", kind[type(exc)], exc)
         return exc.exit_status
     except KeyboardInterrupt:
-        print("mptcplab: interrupted; everything the run created was removed", file=sys.stderr)
+        say.error("interrupted; everything the run created was removed")
         return 130
 
 

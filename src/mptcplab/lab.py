@@ -1,33 +1,61 @@
-"""What a lab is, to the engine: an id, its folder, its parameter file and a run function.
+"""What a lab is, to the engine: its parameters, its network, the points of its sweep, how one
+point is measured, and its analysis.
 
-Lab modules live in `mptcplab.labs` and define `LAB = Lab(...)`. The `run` command loads the
-parameters, picks where to run (native or UML), and calls `LAB.run(ctx)` on that machine.
+Every lab has the same three modules in `mptcplab.labs`:
+
+- `labN_<name>.py`: parameters -> `topology(params)`, `points(params, sweep)` (the runs), and
+  `measure(net, rd, point, params)` (one run); it defines `LAB = Lab(...)`;
+- `labN_measure.py`: pure functions from captures and traces to tables;
+- `labN_analysis.py`: `compact`, `load`, `report`, `figures`, `export_reference`.
+
+The engine (`mptcplab.engine`) owns the loop: it builds the network, runs the setup check once,
+applies each point's settings (`configure`), records the network, measures, resumes and shows
+progress. A lab never loops over its points or records its network itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from types import ModuleType
+from typing import Callable, ContextManager
 
+from . import paths
 from .errors import UsageError
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-LABS_DIR = REPO_ROOT / "labs"
+from .paths import REPO_ROOT  # noqa: F401  (notebooks find the reference results from it)
 
 
 @dataclass
 class RunContext:
-    """Everything a lab's run function needs; built by the `run` command."""
+    """Everything a lab's hooks need about this run; built by the `run` command."""
 
     lab: "Lab"
     params: dict
     out: Path  # the sweep directory: one sub-directory per run (see mptcplab.results)
     quick: bool
     where: str  # "native" or "uml" (the place the kernel under test is)
+    started: float = 0.0  # time.monotonic() when the sweep started
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of a sweep."""
+
+    key: str  # its directory's name in the sweep
+    values: dict  # what this run varies: its manifest's `parameters`
+    topology: Callable[[dict], object] | None = None  # another network than the lab's (Lab 2's fairness runs)
+
+
+def _no_settings(net, point: Point, params: dict) -> None:
+    return None
+
+
+def _no_session(ctx: RunContext) -> ContextManager:
+    return contextlib.nullcontext()
 
 
 @dataclass
@@ -35,19 +63,42 @@ class Lab:
     id: str  # "lab1"
     slug: str  # "01-send-buffer": folder under labs/, notebooks/, solutions/
     title: str
-    run: Callable[[RunContext], dict]  # returns a short summary (also saved as summary.json)
-    needs: tuple[str, ...] = ("netem",)  # capabilities, see mptcplab.doctor.CAPABILITIES
+    topology: Callable[[dict], object]  # params -> mptcplab.topology.Topology (the lab's network)
+    points: Callable[[dict, object], list[Point]]  # (params, results.Sweep so far) -> the runs still wanted
+    measure: Callable[[object, object, Point, dict], str]  # (net, rundir, point, params): fills the
+    #   run's summary; returns one line for the progress log
+    finish: Callable[[RunContext], dict]  # after the last run: tables and figures; the lab's summary
+    analysis: ModuleType  # labN_analysis: compact, load, report, figures, export_reference
+    configure: Callable[[object, Point, dict], None] = _no_settings  # a run's own settings (sysctls,
+    #   links), applied before the network is recorded into its manifest
+    session: Callable[[RunContext], ContextManager] = _no_session  # held around every network (Lab 2: BPF)
+    path_checks: dict = field(default_factory=dict)  # options of verify.check_paths for the setup check
+    extra_check: Callable[[object, object, dict], str] | None = None  # (net, rundir, params) -> a line
+    needs: tuple[str, ...] = ("netem",)  # capabilities, see mptcplab.kernel.CAPABILITIES
     uml_ok: bool = True  # False when the lab needs something UML lacks (BPF JIT for struct_ops)
-    report: Callable[[Path], str] | None = None  # sweep dir -> markdown "paper vs this run"
-    export: Callable[[Path, Path], object] | None = None  # (sweep dir, dest): compact reference results
-    topology: Callable[[dict], object] | None = None  # params -> mptcplab.topology.Topology
+    parameters: Callable[[dict], None] | None = None  # checks beyond the generic ones (see check_params)
+    renamed: dict[str, str] = field(default_factory=dict)  # old parameter name -> new one
+    any_kind: tuple[str, ...] = ()  # parameters that take more than one kind of value (checked by the lab)
 
     @property
     def folder(self) -> Path:
-        return LABS_DIR / self.slug
+        return paths.data("labs") / self.slug
+
+    def report(self, out: Path) -> str:
+        """Sweep dir -> markdown "paper vs this run"."""
+        return self.analysis.report(out)
+
+    def figures(self, out: Path) -> list:
+        """Sweep dir (or reference copy) -> plotly figures, in the paper's order."""
+        return list(self.analysis.figures(out))
+
+    def export(self, out: Path, dest: Path):
+        """Sweep dir -> compact reference results in dest (e.g. solutions/results/labN)."""
+        return self.analysis.export_reference(out, dest)
 
     def load_params(self, quick: bool, overrides: dict | None = None) -> dict:
-        """Read `labs/<slug>/experiment.toml`; `[quick]` overrides top-level keys with --quick."""
+        """Read `labs/<slug>/experiment.toml`; `[quick]` overrides top-level keys with --quick;
+        then --set overrides. Every value is checked (see check_params) before anything runs."""
         path = self.folder / "experiment.toml"
         try:
             raw = tomllib.loads(path.read_text())
@@ -56,8 +107,67 @@ class Lab:
         except tomllib.TOMLDecodeError as exc:
             raise UsageError(f"{path}: {exc}") from None
         quick_over = raw.pop("quick", {})
+        check_keys(self, raw, quick_over, str(path))
+        for over, where in ((quick_over, f"{path} [quick]"), (overrides or {}, "--set")):
+            check_keys(self, raw, over, where)
         params = _merge(raw, quick_over) if quick else raw
-        return _merge(params, overrides or {})
+        params = _merge(params, overrides or {})
+        check_params(self, params)
+        return params
+
+
+# ---------------------------------------------------------------- parameter checks
+
+# Tables whose keys are names the user chooses (a path, a host, a sysctl), not parameters.
+OPEN_TABLES = ("paths", "sysctls", "cross")
+
+
+def _kind(v) -> str:
+    if isinstance(v, bool):
+        return "true/false"
+    if isinstance(v, (int, float)):
+        return "a number"
+    return {str: "a string", list: "a list", dict: "a table"}.get(type(v), type(v).__name__)
+
+
+def check_keys(lab: Lab, base: dict, over: dict, where: str, prefix: str = "") -> None:
+    """Every key of `over` must exist in the parameter file (`base`) with a value of the same kind."""
+    for key, value in over.items():
+        name = f"{prefix}{key}"
+        if name in lab.renamed:
+            raise UsageError(f"{where}: parameter {name!r} is now called {lab.renamed[name]!r}")
+        if key not in base:
+            if prefix.split(".")[0] in OPEN_TABLES:
+                continue
+            known = ", ".join(sorted(f"{prefix}{k}" for k in base)) or "(none)"
+            raise UsageError(f"{where}: {lab.id} has no parameter {name!r}; its parameters are: {known}")
+        old = base[key]
+        if _kind(old) != _kind(value) and name not in lab.any_kind:
+            raise UsageError(f"{where}: {name} = {value!r} should be {_kind(old)}, like {old!r}")
+        if isinstance(value, dict):
+            check_keys(lab, old, value, where, f"{name}.")
+
+
+def check_params(lab: Lab, params: dict) -> None:
+    """The ranges every lab shares (by the common vocabulary), then the lab's own: its network and
+    its points are built, which checks every link spec and choice, so a bad value fails here,
+    before any place (UML, a VM) is started."""
+    def walk(d: dict, prefix: str = ""):
+        for k, v in d.items():
+            if isinstance(v, dict):
+                yield from walk(v, f"{prefix}{k}.")
+            else:
+                yield f"{prefix}{k}", k, v
+
+    for name, key, value in walk(params):
+        if key == "repetitions" and not (isinstance(value, int) and value >= 1):
+            raise UsageError(f"{name} = {value!r}: give a whole number of repetitions >= 1")
+        if key.endswith("_s") and isinstance(value, (int, float)) and not value > 0:
+            raise UsageError(f"{name} = {value!r}: give a duration in seconds > 0")
+    if lab.parameters:
+        lab.parameters(params)
+    lab.topology(params)
+    lab.points(params, None)
 
 
 def _merge(base: dict, over: dict) -> dict:

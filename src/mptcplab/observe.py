@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from .errors import EnvironmentProblem
-from .doctor import TRACEFS, ensure_tracefs, kprobes_usable
+from . import kernel
+from .paths import TRACEFS
 from .bulk import SENDER_COMM
 from .state import PREFIX, TRACKER, kill_process_group, remove_trace_instance
 
@@ -200,7 +201,7 @@ class Tracing:
 
     def __enter__(self):
         self.notes: dict = {}
-        if not ensure_tracefs():
+        if not kernel.tracefs_usable():
             _note(self.rd, "tracing", available=False, why="no tracefs in this kernel")
             self.ok = False
             return self
@@ -226,7 +227,7 @@ class Tracing:
 
     def _enable_waits(self) -> str | None:
         comm = f'comm == "{SENDER_COMM}"'
-        if kprobes_usable():
+        if kernel.kprobes_usable():
             kname = f"{PREFIX}_{self.net.topo.run_id}"
             with open(TRACEFS / "kprobe_events", "a") as f:
                 f.write(f"p:{kname}_in sk_stream_wait_memory\n")

@@ -2,16 +2,14 @@
 not), its "paper vs this run" table, its figures, and every run's manifest.
 
 Plotly's JavaScript is inlined once in the page head, so the file opens offline and can be mailed
-or attached to a course page as is. Figures come from the lab's analysis module if it offers
-`figures(sweep_dir) -> list[plotly Figure]` (module `mptcplab.labs.<lab id>_analysis`), or from a
-`figures` attribute on the Lab.
+or attached to a course page as is. Figures come from each lab's `Lab.figures(sweep_dir)` (its analysis
+module's `figures`), so every lab gets them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import html
-import importlib
 import json
 import platform
 import re
@@ -48,16 +46,6 @@ def markdown_to_html(text: str) -> str:
         return mistune.html(text)
     except (ImportError, AttributeError):
         return f"<pre>{html.escape(text)}</pre>"
-
-
-def lab_figures(lab, out: Path) -> list:
-    fn = getattr(lab, "figures", None)
-    if fn is None:
-        try:
-            fn = getattr(importlib.import_module(f"mptcplab.labs.{lab.id}_analysis"), "figures", None)
-        except ImportError:
-            fn = None
-    return list(fn(out)) if fn else []
 
 
 def manifests(out: Path) -> list[tuple[str, dict]]:
@@ -118,15 +106,14 @@ def render(outcomes: list[LabOutcome], labs: dict, quick: bool) -> str:
         lab = labs.get(o.lab_id)
         if not (o.out and o.out.exists() and lab):
             continue
-        if lab.report:
-            try:
-                md = re.sub(r"^(#{1,4}) ", r"###\1 ", lab.report(o.out), flags=re.M)  # below the lab's own h2
-                parts.append("<h3>Paper vs this run</h3>" + markdown_to_html(md))
-            except Exception as exc:  # partial results: say so, keep the rest of the page
-                parts.append(f"<p class='failed'>No paper-vs-run table: {html.escape(type(exc).__name__)}: "
-                             f"{html.escape(str(exc))}</p>")
         try:
-            figs = lab_figures(lab, o.out)
+            md = re.sub(r"^(#{1,4}) ", r"###\1 ", lab.report(o.out), flags=re.M)  # below the lab's own h2
+            parts.append("<h3>Paper vs this run</h3>" + markdown_to_html(md))
+        except Exception as exc:  # partial results: say so, keep the rest of the page
+            parts.append(f"<p class='failed'>No paper-vs-run table: {html.escape(type(exc).__name__)}: "
+                         f"{html.escape(str(exc))}</p>")
+        try:
+            figs = lab.figures(o.out)
         except Exception as exc:
             figs = []
             parts.append(f"<p class='failed'>Figures failed: {html.escape(type(exc).__name__)}: {html.escape(str(exc))}</p>")

@@ -19,14 +19,13 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from . import __version__
+from . import __version__, log, process
+from .paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCK_FILE = Path(os.environ.get("MPTCPLAB_LOCK", "/run/mptcplab/experiment.lock"))
 
 
@@ -34,17 +33,9 @@ def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _first_line(argv: list[str]) -> str | None:
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    text = (out.stdout or out.stderr).strip()
-    return text.splitlines()[0] if text else None
-
-
 @functools.cache
 def tool_versions() -> dict:
+    _first_line = process.first_line
     deb = lambda pkg: _first_line(["dpkg-query", "-W", "-f=${Version}", pkg])  # noqa: E731
     return {
         "mptcplab": __version__,
@@ -60,12 +51,11 @@ def tool_versions() -> dict:
 
 @functools.cache
 def git_commit() -> dict:
-    def git(*args):
-        return _first_line(["git", "-C", str(REPO_ROOT), *args])
-
-    commit = git("rev-parse", "HEAD")
-    dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
+    if REPO_ROOT is None:  # an installed package: its version says what ran
+        return {"commit": None, "dirty": None}
+    git = ["git", "-C", str(REPO_ROOT)]
+    commit = process.first_line([*git, "rev-parse", "HEAD"])
+    dirty = process.run([*git, "status", "--porcelain", "--untracked-files=no"], check=False, timeout=30).stdout.strip()
     return {"commit": commit, "dirty": bool(dirty)}
 
 
@@ -98,6 +88,11 @@ def host_time(directory: Path) -> float:
     t = os.stat(stamp).st_mtime
     stamp.unlink()
     return t
+
+
+def wall_clock(directory: Path) -> float:
+    """Now, in wall-clock seconds: the host's clock when inside UML (see host_time), else ours."""
+    return host_time(directory) if platform_info()["where"] == "uml" else time.time()
 
 
 class RunDir:
@@ -191,7 +186,7 @@ def experiment_lock(wait_message: str = "another experiment is running; waiting 
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"mptcplab: {wait_message}", file=sys.stderr, flush=True)
+            log.get().info(wait_message)
             fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield

@@ -18,9 +18,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from . import process
+from .paths import TRACEFS
+
 PREFIX = "mlab"
 STATE_DIR = Path(os.environ.get("MPTCPLAB_STATE_DIR", "/run/mptcplab/state"))
-TRACEFS = Path("/sys/kernel/tracing")
 
 
 class Tracker:
@@ -75,7 +77,7 @@ def signals_unwind():
 # ---------------------------------------------------------------- removal
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True)
+    return process.run(argv, check=False, timeout=60)
 
 
 def _pid_alive(pid: int) -> bool:

@@ -14,8 +14,8 @@ without it the subflow silently shares the first path. rp_filter is off on the h
 a subflow arrives on one interface addressed to the other's address, which is what multipath is.
 
     topo = Topology("lab1", hosts=("snd", "rcv"),
-                    paths=[Path("fast", "snd", "rcv", "rate=100mbit"),
-                           Path("slow", "snd", "rcv", "rate=100mbit,delay=40ms")],
+                    paths=[NetPath("fast", "snd", "rcv", "rate=100mbit"),
+                           NetPath("slow", "snd", "rcv", "rate=100mbit,delay=40ms")],
                     mptcp_subflows=2)
     print(topo.script())          # the exact commands, to read and replay
     with topo.up(rundir) as net:  # built, recorded, and always torn down
@@ -25,18 +25,18 @@ a subflow arrives on one interface addressed to the other's address, which is wh
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shlex
 import subprocess
 import uuid
 from dataclasses import dataclass
 
-from . import mptcpconf
-from .errors import EnvironmentProblem, UsageError
+from . import kernel, log, mptcpconf, process
+from .errors import UsageError
 from .links import LinkSpec
 from .state import PREFIX, TRACKER, kill_process_group, remove_namespace
 
+_log = log.get("topology")
 EMULATOR = "emu"
 _NAME = re.compile(r"[a-z][a-z0-9]{0,9}")
 # Sysctls every host gets: without these, repeated runs in one namespace are not independent
@@ -52,7 +52,7 @@ REPORTED_SYSCTLS = (
 
 
 @dataclass
-class Path:
+class NetPath:
     """One path from host `a` to host `b` through the emulator.
 
     `link` shapes the a->b direction (egress toward b), `reverse` the b->a direction
@@ -83,13 +83,8 @@ class Cmd:
         return shlex.join(self.argv)
 
 
-def require_root() -> None:
-    if os.geteuid() != 0:
-        raise UsageError("this needs root (namespaces, qdiscs, sysctls): run it with sudo")
-
-
 class Topology:
-    def __init__(self, name: str, hosts, paths: list[Path], sysctls: dict | None = None,
+    def __init__(self, name: str, hosts, paths: list[NetPath], sysctls: dict | None = None,
                  mptcp_subflows: int | None = None, netem: bool | None = None) -> None:
         self.name = name
         self.hosts = tuple(hosts)
@@ -138,7 +133,7 @@ class Topology:
             raise UsageError(f"unknown host {host!r}; hosts are {', '.join(self.hosts)}")
         return f"{PREFIX}-{self.run_id}-{host}"
 
-    def path(self, name: str) -> Path:
+    def path(self, name: str) -> NetPath:
         for p in self.paths:
             if p.name == name:
                 return p
@@ -154,7 +149,7 @@ class Topology:
             return f"10.{i}.0.2"
         raise UsageError(f"host {host!r} is not on path {path!r} ({p.a} -> {p.b})")
 
-    def _index(self, path: str) -> tuple[int, Path]:
+    def _index(self, path: str) -> tuple[int, NetPath]:
         p = self.path(path)
         return self.paths.index(p) + 1, p
 
@@ -162,9 +157,7 @@ class Topology:
 
     def _netem(self) -> bool:
         if self.netem is None:
-            from .doctor import netem_usable
-
-            self.netem = netem_usable()
+            self.netem = kernel.netem_usable()
         return self.netem
 
     def commands(self) -> list[Cmd]:
@@ -204,7 +197,7 @@ class Topology:
         cmds += self._mptcp_cmds()
         return cmds
 
-    def _link_cmds(self, p: Path, netem: bool) -> list[Cmd]:
+    def _link_cmds(self, p: NetPath, netem: bool) -> list[Cmd]:
         emu = self.ns(EMULATOR)
         return [
             Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", f"b-{p.name}", "root",
@@ -239,7 +232,7 @@ class Topology:
         With a `results.RunDir`, the exact commands go to `topology.sh` and the manifest gets
         the configuration as the kernel reports it.
         """
-        require_root()
+        kernel.require_root()
         cmds = self.commands()  # raises on impossible links before anything is configured
         net = Network(self)
         try:
@@ -269,19 +262,13 @@ class Network:
 
     def check(self, argv: list[str]) -> str:
         """Run a configuration command; a failure is an error with the command and its message."""
-        out = subprocess.run(argv, capture_output=True, text=True)
-        if out.returncode != 0:
-            raise EnvironmentProblem(f"`{shlex.join(argv)}` failed: {out.stderr.strip() or out.stdout.strip()}")
-        return out.stdout
+        _log.debug("%s", shlex.join(argv))
+        return process.run(argv).stdout
 
     def run(self, host: str, argv: list[str], check: bool = True, timeout: float | None = None,
             **kw) -> subprocess.CompletedProcess:
-        out = subprocess.run(["ip", "netns", "exec", self.ns(host), *argv], capture_output=True, text=True,
-                             timeout=timeout, **kw)
-        if check and out.returncode != 0:
-            raise EnvironmentProblem(f"in {host}: `{shlex.join(argv)}` failed ({out.returncode}): "
-                                     f"{(out.stderr or out.stdout).strip()[-1500:]}")
-        return out
+        return process.run(["ip", "netns", "exec", self.ns(host), *argv], check=check, timeout=timeout,
+                        what=f"in {host}", **kw)
 
     def popen(self, host: str, argv: list[str], what: str = "", **kw) -> subprocess.Popen:
         """Start a process in `host`, in its own process group; it is killed at teardown."""

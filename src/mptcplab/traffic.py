@@ -3,12 +3,9 @@
     r = bulk(net, src="snd", dst="rcv", path="fast", proto="mptcp", duration=10)
     r.mbps, r.flows, r.intervals, r.summary()
 
-Two tools, one result shape:
-- `tool="bulk"` (default): the kit's blocking sender/receiver (`mptcplab.bulk`); sets SO_SNDBUF on
-  the sender alone and TCP_CONGESTION per connection, reports subflows from MPTCP_INFO.
-- `tool="iperf3"`: iperf3, made MPTCP with `--mptcp` (iperf3 >= 3.19), else `mptcpize run`, else the
-  kit's equivalent LD_PRELOAD shim (Debian 12 has no mptcpize). `BulkResult.tool` says which.
-  Not in the kit's UML kernel: iperf3 stalls under its `time-travel` clock.
+The transfers use the kit's blocking sender/receiver (`mptcplab.bulk`, see there for why not
+iperf3): it sets SO_SNDBUF on the sender alone and TCP_CONGESTION per connection, and reports
+subflows from MPTCP_INFO.
 
 An MPTCP transfer that fell back to plain TCP, or ran with a different number of subflows than
 the topology was built for, raises `ExperimentFailed`: a silent fallback would look like a result.
@@ -16,19 +13,14 @@ the topology was built for, raises `ExperimentFailed`: a silent fallback would l
 
 from __future__ import annotations
 
-import functools
 import json
-import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import process
 from .errors import EnvironmentProblem, ExperimentFailed, UsageError
-
-SHIM_SOURCE = Path(__file__).parent / "native" / "mptcpize.c"
-
 
 @dataclass
 class BulkResult:
@@ -60,7 +52,7 @@ class BulkResult:
 
 
 def bulk(net, src: str, dst: str, path: str, proto: str = "tcp", duration: float = 10.0, flows: int = 1,
-         sndbuf: int | None = None, cc: str | None = None, tool: str = "bulk", interval: float = 0.1,
+         sndbuf: int | None = None, cc: str | None = None, interval: float = 0.1,
          port: int = 5201, expect_subflows: int | None = None) -> BulkResult:
     """Bulk transfer src -> dst, to dst's address on `path` (MPTCP adds the other subflows)."""
     if proto not in ("tcp", "mptcp"):
@@ -70,10 +62,7 @@ def bulk(net, src: str, dst: str, path: str, proto: str = "tcp", duration: float
     if proto == "mptcp" and expect_subflows is None:
         expect_subflows = net.topo.mptcp_subflows or 1
     addr = net.address(dst, path)
-    run = _run_iperf3 if tool == "iperf3" else _run_bulk if tool == "bulk" else None
-    if run is None:
-        raise UsageError(f"tool {tool!r}: choose bulk or iperf3")
-    result = run(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port)
+    result = _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port)
     if proto == "mptcp":
         verify_mptcp_flows(result, expect_subflows)
     return result
@@ -135,102 +124,6 @@ def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval,
     return BulkResult("mptcplab.bulk", proto, duration, t0, t_end, flows_out, intervals)
 
 
-# ---------------------------------------------------------------- iperf3
-
-@functools.cache
-def iperf3_mptcp_prefix() -> tuple[list[str], list[str], str]:
-    """(command prefix, extra iperf3 args, description) that make iperf3 use MPTCP here."""
-    if not shutil.which("iperf3"):
-        raise EnvironmentProblem("iperf3 is not installed: apt-get install iperf3")
-    v = re.search(r"iperf (\d+)\.(\d+)", subprocess.run(["iperf3", "--version"], capture_output=True,
-                                                         text=True).stdout)
-    if v and (int(v[1]), int(v[2])) >= (3, 19):
-        return [], ["--mptcp"], "iperf3 --mptcp"
-    if shutil.which("mptcpize"):
-        return ["mptcpize", "run"], [], "mptcpize run iperf3"
-    return ["env", f"LD_PRELOAD={build_shim()}"], [], "iperf3 with the kit's mptcpize shim (LD_PRELOAD)"
-
-
-def build_shim() -> Path:
-    """Compile the kit's LD_PRELOAD shim (socket(TCP) -> socket(MPTCP)), cached per source hash."""
-    import hashlib
-    import os
-
-    digest = hashlib.sha256(SHIM_SOURCE.read_bytes()).hexdigest()[:12]
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mptcplab"
-    out = base / f"mptcpize-{digest}.so"
-    if not out.exists():
-        base.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(".tmp")
-        res = subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(tmp), str(SHIM_SOURCE), "-ldl"],
-                             capture_output=True, text=True)
-        if res.returncode != 0:
-            raise EnvironmentProblem(f"compiling the MPTCP shim failed (apt-get install gcc): {res.stderr}")
-        tmp.rename(out)
-    return out
-
-
-def _run_iperf3(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port) -> BulkResult:
-    import pandas as pd
-
-    from .observe import read_counters
-
-    if "time-travel" in Path("/proc/cmdline").read_text():
-        raise EnvironmentProblem("iperf3 stalls in the kit's UML kernel, whose clock skips idle time "
-                                 "(`time-travel`): use tool='bulk' there")
-    prefix, extra, how = iperf3_mptcp_prefix() if proto == "mptcp" else ([], [], "iperf3")
-    before = read_counters(net, src)
-    server = net.popen(dst, [*prefix, "iperf3", *extra, "-s", "-1", "-J", "-B", addr, "-p", str(port)],
-                       what="iperf3 server", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    args = ["-c", addr, "-p", str(port), "-t", str(duration), "-P", str(flows), "-J", "-i", str(interval)]
-    if sndbuf:
-        args += ["-w", str(sndbuf)]  # note: iperf3 sets SO_SNDBUF and SO_RCVBUF on both ends
-    if cc:
-        args += ["-C", cc]
-    for attempt in range(50):  # wait for the server to listen
-        out = net.run(src, [*prefix, "iperf3", *extra, *args], check=False, timeout=duration + 60)
-        if out.returncode == 0 or "Connection refused" not in (out.stdout + out.stderr):
-            break
-        import time
-
-        time.sleep(0.1)
-    if out.returncode != 0:
-        raise EnvironmentProblem(f"iperf3 client failed: {(out.stdout + out.stderr)[-1500:]}")
-    srv_out, _ = server.communicate(timeout=30)
-    net.stop(server)
-    client = json.loads(out.stdout)
-    t0 = client["start"]["timestamp"]["timesecs"]
-    streams = client["end"]["streams"]
-    flows_out, rows = [], []
-    for i, s in enumerate(streams):
-        recv = s["receiver"]
-        flows_out.append({"flow": i, "local": f"{client['start']['connected'][i]['local_host']}:"
-                                               f"{client['start']['connected'][i]['local_port']}",
-                          "peer": f"{addr}:{port}", "bytes": recv["bytes"],
-                          "mbps": recv["bits_per_second"] / 1e6, "sndbuf": client["start"].get("sndbuf_actual"),
-                          "cc": client["end"].get("sender_tcp_congestion"), "protocol": None,
-                          "subflows": None if proto == "mptcp" else 1})
-    for iv in client["intervals"]:
-        for i, s in enumerate(iv["streams"]):
-            rows.append({"time": t0 + s["end"], "flow": i, "bytes": s["bytes"], "mbps": s["bits_per_second"] / 1e6})
-    t_end = float(t0) + client["end"]["sum_received"]["end"]
-    for row in rows:  # iperf3 labels intervals by their end; the result labels bins by their start
-        row["time"] -= interval
-    result = BulkResult(how, proto, duration, float(t0), t_end, flows_out, pd.DataFrame(rows))
-    if proto == "mptcp":
-        # iperf3 cannot report MPTCP state, so the sender's MPTcpExt counters tell: iperf3's control
-        # connection is MPTCP too, so flows + 1 connections, each with the same number of joins.
-        after = read_counters(net, src)
-        d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-        conns = d.get("MPTcpExtMPCapableSYNACKRX", 0)
-        joins = d.get("MPTcpExtMPJoinSynAckRx", 0)
-        per_conn = 1 + joins // conns if conns else None
-        result.extra["mptcp_counters"] = {k: v for k, v in d.items() if k.startswith("MPTcp") and v}
-        for f in flows_out:
-            f["subflows"] = per_conn if conns == flows + 1 and joins % conns == 0 else None
-    return result
-
-
 def verify_capture(pcap: Path, expect_subflows: int) -> dict:
     """Prove from a capture that MPTCP ran with `expect_subflows` subflows carrying data.
 
@@ -241,9 +134,7 @@ def verify_capture(pcap: Path, expect_subflows: int) -> dict:
               "tcp.flags.syn", "tcp.flags.ack"]
     cmd = ["tshark", "-r", str(pcap), "-o", "mptcp.analyze_mappings:TRUE", "-Y", "mptcp", "-T", "fields",
            "-E", "separator=/t", *[a for f in fields for a in ("-e", f)]]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise EnvironmentProblem(f"tshark failed on {pcap}: {out.stderr[-500:]}")
+    out = process.run(cmd, what=f"tshark on {pcap}")
     conns: dict[str, dict] = {}
     capable = join = 0
     for line in out.stdout.splitlines():

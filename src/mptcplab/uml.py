@@ -21,18 +21,18 @@ import time
 import uuid
 from pathlib import Path
 
+from . import log, paths, process
 from .errors import EnvironmentProblem
 from .state import PREFIX, TRACKER, kill_process_group
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CONFIG_FRAGMENT = REPO_ROOT / "vagrant" / "uml" / "mptcplab.config"
+_log = log.get("uml build")
+CONFIG_FRAGMENT = paths.data("vagrant/uml/mptcplab.config")
 # Options that UML cannot have; the fragment does not ask for them, and they are reported as absent.
 UML_LACKS = ("KPROBES", "BPF_JIT", "DEBUG_INFO_BTF")
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mptcplab" / "uml"
+    return paths.cache_dir("uml")
 
 
 def find_source() -> tuple[Path, str]:
@@ -49,8 +49,8 @@ def find_source() -> tuple[Path, str]:
         )
     tarball = tarballs[-1]
     pkg = tarball.name.removesuffix(".tar.xz")
-    out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True)
-    version = out.stdout.strip() or f"{pkg}-{int(tarball.stat().st_mtime)}"
+    version = process.run(["dpkg-query", "-W", "-f=${Version}", pkg], check=False, timeout=30).stdout.strip()
+    version = version or f"{pkg}-{int(tarball.stat().st_mtime)}"
     return tarball, version
 
 
@@ -90,14 +90,14 @@ def build(jobs: int | None = None, quiet: bool = False) -> Path:
     final = kernel_dir()
     if (final / "linux").exists():
         if not quiet:
-            print(f"UML kernel is cached: {final / 'linux'}")
+            _log.info("UML kernel is cached: %s", final / "linux")
         return final / "linux"
     _need_tools()
     tarball, version = find_source()
     jobs = jobs or os.cpu_count() or 2
     work = Path(tempfile.mkdtemp(prefix="build-", dir=_mkdir(cache_root())))
     item = TRACKER.add("dir", path=str(work))
-    say = (lambda *_: None) if quiet else (lambda msg: print(f"[uml build] {msg}", flush=True))
+    say = (lambda *_: None) if quiet else _log.info
     try:
         t0 = time.monotonic()
         say(f"extracting {tarball.name} ({version})")
@@ -106,11 +106,11 @@ def build(jobs: int | None = None, quiet: bool = False) -> Path:
         src = next(p for p in work.iterdir() if p.is_dir())
         make = ["make", "-C", str(src), "ARCH=um"]
         say("configuring: defconfig + vagrant/uml/mptcplab.config")
-        _check(make + ["defconfig"])
+        process.run(make + ["defconfig"])
         opts = config_options()
-        _check([str(src / "scripts" / "config"), "--file", str(src / ".config")]
+        process.run([str(src / "scripts" / "config"), "--file", str(src / ".config")]
                + [a for o in opts for a in ("--enable", o)])
-        _check(make + ["olddefconfig"])
+        process.run(make + ["olddefconfig"])
         config = (src / ".config").read_text()
         lost = [o for o in opts if f"CONFIG_{o}=y" not in config]
         if lost:
@@ -135,30 +135,24 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
-def _check(argv: list[str]) -> None:
-    out = subprocess.run(argv, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise EnvironmentProblem(f"`{shlex.join(argv)}` failed:\n{out.stderr[-2000:]}")
-
-
 def _make_with_progress(argv: list[str], quiet: bool) -> None:
     """Run make, showing how many objects are compiled (the last build's count gives an ETA)."""
     from tqdm import tqdm
 
     stats = cache_root() / "objects-last-build"
     total = int(stats.read_text()) if stats.exists() else None
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tail: list[str] = []
     count = 0
     # In a log (CI, nohup) a bar redrawn every 2 s is one endless line: redraw once a minute there.
     every = 2 if sys.stderr.isatty() else 60
     with tqdm(total=total, unit="obj", desc="[uml build] compiling", disable=quiet, mininterval=every) as bar:
-        for line in proc.stdout:
+        for line in child.stdout:
             tail = (tail + [line])[-40:]
             if line.lstrip().startswith(("CC ", "AS ", "LD ")):
                 count += 1
                 bar.update(1)
-    if proc.wait() != 0:
+    if child.wait() != 0:
         raise EnvironmentProblem("UML kernel build failed:\n" + "".join(tail))
     stats.write_text(str(count))
 
@@ -267,5 +261,3 @@ def _chunks(proc: subprocess.Popen, deadline: float | None):
         yield decoder.decode(chunk)
 
 
-def inside_uml() -> bool:
-    return os.environ.get("MPTCPLAB_WHERE") == "uml"

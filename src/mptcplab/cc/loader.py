@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .. import paths, process
 from ..errors import EnvironmentProblem, UsageError
 
 PREFIX = "mlab_"
@@ -70,13 +71,9 @@ def resolve(names: list[str] | None) -> list[Algorithm]:
 
 
 def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True)
-    except FileNotFoundError:
-        raise EnvironmentProblem(f"{argv[0]} is not installed: apt-get install clang llvm libbpf-dev bpftool") from None
-    if check and proc.returncode != 0:
-        raise EnvironmentProblem(f"`{' '.join(argv)}` failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
-    return proc
+    if shutil.which(argv[0]) is None:
+        raise EnvironmentProblem(f"{argv[0]} is not installed: apt-get install clang llvm libbpf-dev bpftool")
+    return process.run(argv, check=check)
 
 
 def _require_bpf() -> None:
@@ -92,7 +89,7 @@ def _require_bpf() -> None:
 
 def cache_dir() -> Path:
     """Per kernel BTF and per source: a kernel upgrade or an edit to the source rebuilds."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mptcplab" / "cc"
+    base = paths.cache_dir("cc")
     btf_hash = hashlib.sha256(BTF.read_bytes()).hexdigest()[:12]
     src_hash = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
     return base / f"{platform.release()}-{btf_hash}" / src_hash

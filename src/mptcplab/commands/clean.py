@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from .. import state
-from ..topology import require_root
+from .. import kernel, state
 
 
 def register(sub) -> None:
@@ -13,7 +12,7 @@ def register(sub) -> None:
 
 
 def _clean(_args) -> int:
-    require_root()
+    kernel.require_root()
     removed = state.clean(all_owners=True)
     for line in removed:
         print(f"removed {line}")

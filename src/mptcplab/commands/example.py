@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from .. import log
 from ..doctor import decide_where
 from ..results import Sweep
 from ..runner import in_place
-from ..topology import Path as NetPath
-from ..topology import Topology
+from ..topology import NetPath, Topology
 from ..verify import check_paths, describe
 
 
@@ -36,17 +36,18 @@ def topology() -> Topology:
 def _example(args) -> int:
     out = args.out.resolve()
     where = decide_where(args.where)
+    say = log.get("example")
 
     def here() -> int:
         key = time.strftime("%Y%m%d-%H%M%S")
         topo = topology()
         with Sweep(out).run(key, {"paths": [str(p.link) for p in topo.paths], "seconds": args.seconds}) as rd:
             with topo.up(rd) as net:
-                print(f"example: verifying the two-path network ({rd.manifest['platform']['where']}, "
-                      f"kernel {rd.manifest['platform']['kernel_release']})", flush=True)
+                say.info("verifying the two-path network (%s, kernel %s)", rd.manifest["platform"]["where"],
+                         rd.manifest["platform"]["kernel_release"])
                 check_paths(net, rd, "snd", "rcv", tcp_seconds=args.seconds)
-            print(describe(rd.summary["checks"]))
-        print(f"example: all checks passed; manifest: {out / key / 'manifest.json'}")
+            say.info("%s", describe(rd.summary["checks"]))
+        say.info("all checks passed; manifest: %s", out / key / "manifest.json")
         return 0
 
     return in_place(where, ["example", "--out", str(out), "--seconds", str(args.seconds)], here)

@@ -5,10 +5,10 @@ results the notebooks fall back on and the site renders (solutions/results/LAB/)
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
+from .. import log
 from ..errors import UsageError
 from ..grading import autograder as ag
 from ..lab import get_lab
@@ -33,6 +33,9 @@ def register(sub) -> None:
     r.set_defaults(func=_reference)
 
 
+_log = log.get("notebooks")
+
+
 def argparse_help(what: str) -> str:
     return f"directory of {what} (default: %(default)s)"
 
@@ -45,7 +48,7 @@ def _assign(args) -> int:
     with tempfile.TemporaryDirectory(prefix="mlab-assign-") as tmp:
         build = Path(tmp) if args.check else args.build
         for master in masters:
-            print(f"otter assign {master} -> {build / master.stem}", file=sys.stderr, flush=True)
+            _log.info("otter assign %s -> %s", master, build / master.stem)
             student = ag.otter_assign(master, build / master.stem)
             shipped = args.notebooks / master.name
             if args.check:
@@ -54,13 +57,13 @@ def _assign(args) -> int:
                 continue
             args.notebooks.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(student, shipped)
-            print(f"  wrote {shipped}", file=sys.stderr)
+            _log.info("wrote %s", shipped)
     if stale:
-        print("stale student notebooks (run `mptcplab notebooks assign` and commit):\n  "
-              + "\n  ".join(map(str, stale)), file=sys.stderr)
+        _log.error("stale student notebooks (run `mptcplab notebooks assign` and commit):\n  %s",
+                   "\n  ".join(map(str, stale)))
         return 1
     if args.check:
-        print(f"notebooks/ is up to date with {len(masters)} master(s)", file=sys.stderr)
+        _log.info("notebooks/ is up to date with %d master(s)", len(masters))
     return 0
 
 
@@ -69,10 +72,8 @@ def _reference(args) -> int:
     if not (args.run_dir / "lab-summary.json").exists():
         raise UsageError(f"{args.run_dir}: not a completed {lab.id} run (no lab-summary.json); "
                          f"run `sudo mptcplab run {lab.id} --out {args.run_dir}` to the end first")
-    if lab.export is None:
-        raise UsageError(f"{lab.id} has no reference export")
     dest = args.dest or ag.SOLUTIONS / "results" / lab.id
     lab.export(args.run_dir, dest)
-    print(f"{lab.id}: reference results from {args.run_dir} written to {dest}; now run "
-          "`mptcplab notebooks assign` and commit results and notebooks together", file=sys.stderr)
+    log.get(lab.id).info("reference results from %s written to %s; now run `mptcplab notebooks assign` and "
+                         "commit results and notebooks together", args.run_dir, dest)
     return 0

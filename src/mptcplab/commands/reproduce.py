@@ -14,10 +14,13 @@ import sys
 import time
 from pathlib import Path
 
-from .. import report
+from .. import log, report
 from ..doctor import decide_where
 from ..errors import EnvironmentProblem, ExperimentFailed, UsageError
 from ..lab import all_labs
+
+
+_log = log.get("reproduce")
 
 
 def register(sub) -> None:
@@ -47,7 +50,7 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
             o.where = decide_where(where, lab.needs, lab.uml_ok)
         except (EnvironmentProblem, UsageError) as exc:
             o.status, o.detail, o.out = "cannot-run", str(exc), None
-            print(f"{lab.id}: CANNOT RUN here: {exc}", file=sys.stderr, flush=True)
+            log.get(lab.id).warning("CANNOT RUN here: %s", exc)
             outcomes.append(o)
             continue
         if report_only:
@@ -58,7 +61,7 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
                 o.where = "/".join(sorted(places)) or o.where
             outcomes.append(o)
             continue
-        print(f"== {lab.id}: {lab.title} ({'quick' if quick else 'full'}, {o.where})", file=sys.stderr, flush=True)
+        _log.info("== %s: %s (%s, %s)", lab.id, lab.title, "quick" if quick else "full", o.where)
         started = time.monotonic()
         tail = io.StringIO()
         try:
@@ -72,7 +75,7 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
             o.status, o.detail = "failed", f"{type(exc).__name__}: {exc}"
         o.seconds = time.monotonic() - started
         o.log_tail = tail.getvalue()[-4000:]
-        print(f"== {lab.id}: {o.status}{': ' + o.detail if o.detail else ''}", file=sys.stderr, flush=True)
+        _log.info("== %s: %s%s", lab.id, o.status, ": " + o.detail if o.detail else "")
         outcomes.append(o)
     return outcomes
 

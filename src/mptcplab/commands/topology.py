@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from ..lab import get_lab
-from ..topology import Path, Topology
+from ..topology import NetPath, Topology
 
 
 def register(sub) -> None:
@@ -26,8 +26,6 @@ def _topology(args) -> int:
     netem = not args.no_netem
     if args.lab:
         lab = get_lab(args.lab)
-        if not lab.topology:
-            raise UsageError(f"{lab.id} builds its networks per experiment; see labs/{lab.slug}/")
         topo = lab.topology(lab.load_params(args.quick))
         topo.netem = netem
     else:
@@ -38,7 +36,7 @@ def _topology(args) -> int:
             name, sep, spec = item.partition("=")
             if not sep:
                 raise UsageError(f"--path {item!r}: write NAME=SPEC, e.g. slow=rate=100mbit,delay=40ms")
-            paths.append(Path(name, "snd", "rcv", spec))
+            paths.append(NetPath(name, "snd", "rcv", spec))
         topo = Topology("custom", ("snd", "rcv"), paths, mptcp_subflows=args.mptcp, netem=netem)
     print(topo.script(), end="")
     return 0

@@ -3,7 +3,7 @@
 Everything here reads a sweep directory written by `mptcplab run lab1` (or the compact reference
 copy in solutions/results/lab1/, which has the same layout minus the raw capture):
 
-    sweep = load_sweep(path)            # one row per transfer
+    sweep = load_sweep(path)            # one row per transfer (compact(path) writes it as sweep.csv)
     fig_throughput(sweep)               # throughput vs send buffer, degradation region shaded
     d = Detail.load(path)               # the degraded run with capture and tracing
     fig4(d); fig5(d); fig6(d); fig10(d)
@@ -26,24 +26,16 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..results import Sweep
-from ..tshark import MPTCP_PREFS, fields
+from .lab1_measure import cwnd_drops, packets_from_capture
 
 PAPER = {  # Kato et al. 2020, Section III-B and IV-B
     "mptcp_mbps_mean": 46.8, "mptcp_mbps_sd": 3.54, "mptcp_mbps_range": (42.4, 49.8),
     "tcp_wmem": 1048576, "waits": 278, "penalisations": 28, "slow_cwnd_peak": 700, "slow_cwnd_drops": 20,
     "duration_s": 10, "kernel": "multipath-tcp.org out-of-tree MPTCP (Ubuntu 16.04), minRTT scheduler + RP",
 }
-PORT = 5201
 LINK_MBPS = 100.0  # each path's rate in the lab's topology
 GOODPUT_LIMIT = LINK_MBPS * 1448 / 1514  # TCP payload a full 100 Mbit/s link carries (timestamps on)
 COLORS = {"fast": "#1f77b4", "slow": "#d62728", "tcp-fast": "#1f77b4", "tcp-slow": "#d62728", "mptcp": "#2ca02c"}
-# What the figures need from each data segment. The DSS option's own numbers are read, and each
-# packet's data sequence number is computed from them (see data_sequence_numbers): tshark 4.0's
-# per-packet `mptcp.dsn` can point at the wrong mapping when several are outstanding.
-PACKET_FIELDS = ["frame.time_epoch", "tcp.stream", "mptcp.stream", "ip.src", "tcp.seq", "tcp.len",
-                 "tcp.options.mptcp.rawdataseqno", "tcp.options.mptcp.subflowseqno",
-                 "tcp.options.mptcp.datalvllen", "mptcp.reinjection_of", "tcp.analysis.retransmission"]
-DATA_FILTER = f"tcp.len > 0 && tcp.dstport == {PORT}"
 
 
 # ---------------------------------------------------------------- the sweep
@@ -66,6 +58,20 @@ def load_sweep(path: Path | str) -> pd.DataFrame:
         if c in out and out[c].notna().all():
             out[c] = out[c].astype(np.int64)
     return out
+
+
+def compact(out: Path | str) -> dict[str, pd.DataFrame]:
+    """The sweep's transfers as one table, written next to the runs (sweep.csv)."""
+    out = Path(out)
+    (out / "sweep.csv").unlink(missing_ok=True)  # rebuilt from the runs, never read back stale
+    table = load_sweep(out)
+    table.to_csv(out / "sweep.csv", index=False)
+    return {"sweep": table}
+
+
+def load(path: Path | str) -> dict[str, pd.DataFrame]:
+    """The compact tables of a sweep or of a reference copy (the detailed run: Detail.load)."""
+    return {"sweep": load_sweep(path)}
 
 
 # Two-sided 95% quantiles of Student's t for n-1 degrees of freedom (no scipy needed).
@@ -281,68 +287,6 @@ def _read_table(d: Path, name: str) -> pd.DataFrame:
     raise FileNotFoundError(f"{d}: {name} is missing")
 
 
-def data_sequence_numbers(pk: pd.DataFrame) -> pd.Series:
-    """Each data segment's MPTCP data sequence number (relative: the connection's first byte is 1).
-
-    `pk` has stream, seq (relative TCP sequence number), and the DSS mapping fields map_dsn
-    (64-bit), map_ssn (relative subflow sequence number) and map_len where the segment carries one.
-    A segment belongs to the mapping of its subflow with the highest start at or below its sequence
-    number (this also places TCP retransmissions and segments whose option held no mapping), and
-    DSN = map_dsn + (seq - map_ssn), computed in uint64 so the 64-bit numbers stay exact and wrap.
-    """
-    maps = pk.loc[pk["map_dsn"].notna(), ["stream", "map_ssn", "map_dsn", "map_len"]].dropna()
-    maps = maps.drop_duplicates(["stream", "map_ssn"], keep="last")
-    map_dsn = maps["map_dsn"].to_numpy(np.uint64)  # looked up by position: a merge would make it float
-    maps = pd.DataFrame({"stream": maps["stream"].to_numpy(np.int64), "map_ssn": maps["map_ssn"].to_numpy(np.int64),
-                         "map_len": maps["map_len"].to_numpy(np.int64), "mi": np.arange(len(maps))})
-    left = pd.DataFrame({"stream": pk["stream"].to_numpy(np.int64), "seq": pk["seq"].to_numpy(np.int64),
-                         "pos": np.arange(len(pk))})
-    hit = pd.merge_asof(left.sort_values("seq"), maps.sort_values("map_ssn"), left_on="seq", right_on="map_ssn",
-                        by="stream", direction="backward").sort_values("pos")
-    okv = (hit["mi"].notna() & (hit["seq"] < hit["map_ssn"] + hit["map_len"])).to_numpy()
-    absolute = np.zeros(len(pk), dtype=np.uint64)
-    mi = hit["mi"].to_numpy()[okv].astype(np.int64)
-    offset = (hit["seq"] - hit["map_ssn"]).to_numpy()[okv].astype(np.int64).astype(np.uint64)
-    absolute[okv] = map_dsn[mi] + offset
-    conns = pk["conn"].to_numpy(np.int64) if "conn" in pk else np.zeros(len(pk), dtype=np.int64)
-    out = pd.Series(pd.NA, index=pk.index, dtype="Int64")
-    # Relative to the connection's first data byte (the earliest segment of each MPTCP connection).
-    times = pk["time"].to_numpy()
-    for conn in np.unique(conns[okv]):
-        sel = okv & (conns == conn)
-        first = np.flatnonzero(sel)[np.argmin(times[sel])]
-        base = absolute[first] - np.uint64(1)
-        out[sel] = (absolute[sel] - base).astype(np.int64)  # uint64 subtraction wraps like the DSN does
-    return out
-
-
-def packets_from_capture(pcap: Path | str, paths: dict[str, str], t0: float) -> pd.DataFrame:
-    """The sender's data segments of a capture: time (s from t0), path, stream, seq, len, dsn,
-    reinjection (Wireshark: data already sent on another subflow), tcp_retransmission, dsn_resent."""
-    raw = fields(pcap, PACKET_FIELDS, display_filter=DATA_FILTER, prefs=MPTCP_PREFS)
-    raw = raw[raw["ip.src"].isin(paths)]
-    df = pd.DataFrame({
-        "time": raw["frame.time_epoch"] - t0,
-        "path": raw["ip.src"].astype(str).map(paths),
-        "stream": raw["tcp.stream"], "conn": raw["mptcp.stream"].fillna(0),
-        "seq": raw["tcp.seq"], "len": raw["tcp.len"],
-        "map_dsn": raw["tcp.options.mptcp.rawdataseqno"], "map_ssn": raw["tcp.options.mptcp.subflowseqno"],
-        "map_len": raw["tcp.options.mptcp.datalvllen"],
-        "reinjection": raw["mptcp.reinjection_of"].notna().to_numpy(),
-        "tcp_retransmission": raw["tcp.analysis.retransmission"].to_numpy(),
-    }).sort_values("time", kind="stable").reset_index(drop=True)
-    df["dsn"] = data_sequence_numbers(df)
-    # Wireshark flags some retransmissions differently (after SACK, as fast or spurious ones): the
-    # same subflow bytes sent again is a TCP retransmission whatever the flag says.
-    df["tcp_retransmission"] |= df.duplicated(["stream", "seq"])
-    # Data whose DSN was already sent, other than a TCP retransmission of the same subflow bytes:
-    # MPTCP sent it again (a reinjection). A lower DSN alone is not one: each subflow gets its
-    # own chunk of the data stream and may put it on the wire later.
-    df["dsn_resent"] = df.duplicated("dsn") & ~df.duplicated(["stream", "seq"]) & df["dsn"].notna()
-    cols = ["time", "path", "stream", "seq", "len", "dsn", "reinjection", "tcp_retransmission", "dsn_resent"]
-    return df[cols]
-
-
 def read_packets(d: Path, paths: dict, t0: float) -> pd.DataFrame:
     """Sender data segments from the run's capture (or from packets.csv.gz in the compact copy)."""
     compact = d / "packets.csv.gz"
@@ -406,15 +350,6 @@ def fig5(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:
     fig.update_xaxes(title_text="time (s)", row=2, col=1)
     fig.update_layout(title=f"Fig. 5: {window[0]:.2f} s to {window[1]:.2f} s<br><sup>{note}</sup>", height=600)
     return fig
-
-
-def cwnd_drops(probe: pd.DataFrame) -> dict:
-    """How often each subflow's cwnd fell by at least a quarter from one sample to the next."""
-    out = {}
-    for path, g in probe.sort_values("time").groupby("path"):
-        cw = g["snd_cwnd"].to_numpy()
-        out[path] = int(np.sum(cw[1:] < 0.75 * cw[:-1]))
-    return out
 
 
 def fig6(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:

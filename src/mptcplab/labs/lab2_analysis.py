@@ -326,3 +326,10 @@ def fig_fairness(fair: pd.DataFrame):
     return _px().bar(d, x="title", y="mbps", color="flow", barmode="group",
                      labels={"title": "", "mbps": "Mbit/s on the shared 5 Mbit/s path"},
                      title="Sharing a bottleneck with one TCP flow")
+
+
+def figures(out: Path) -> list:
+    """Every Lab 2 figure of a sweep or reference copy (used by `mptcplab reproduce`)."""
+    t = load(out)
+    return [fig_throughput(t["throughput"]), fig_cwnd(t["timeseries"]), fig_rtt_rto(t["timeseries"]),
+            fig_packets(t["subflows"]), fig_fairness(t["fairness"])]

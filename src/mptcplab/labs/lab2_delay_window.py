@@ -11,35 +11,31 @@ the experiment and removed afterwards. Analysis: lab2_analysis.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import re
 import subprocess
 import sys
 import threading
 import time
 
-from tqdm import tqdm
-
-from .. import cc
+from .. import cc, kernel, log
 from ..errors import ExperimentFailed, UsageError
-from ..lab import Lab, RunContext
+from ..lab import Lab, Point, RunContext
 from ..links import LinkSpec
 from ..observe import SsSampler, Tracing
-from ..results import Sweep
-from ..topology import Path, Topology
+from ..topology import NetPath, Topology
 from ..traffic import bulk, udp_onoff
-from ..verify import check_paths, describe
 from . import lab2_analysis
+from .lab2_measure import subflow_table
 
+_log = log.get("lab2")
 PORT = 5201
 TCP_PORT = 5202
 CROSS_PORT = 5301
 
 
 def _netem() -> bool:
-    from ..doctor import netem_usable
-
-    return netem_usable()
+    return kernel.netem_usable()
 
 
 def link_spec(spec: dict | str, netem: bool) -> str:
@@ -54,7 +50,7 @@ def link_spec(spec: dict | str, netem: bool) -> str:
 
 def topology(params: dict, netem: bool | None = None) -> Topology:
     netem = _netem() if netem is None else netem
-    paths = [Path(name, "snd", "rcv", link_spec(spec, netem)) for name, spec in params["paths"].items()]
+    paths = [NetPath(name, "snd", "rcv", link_spec(spec, netem)) for name, spec in params["paths"].items()]
     if len(paths) < 2:
         raise UsageError("lab2 needs at least two paths in experiment.toml")
     for name in params.get("cross", {}):
@@ -71,7 +67,7 @@ def topology(params: dict, netem: bool | None = None) -> Topology:
 def fairness_topology(params: dict) -> Topology:
     f = params["fairness"]
     return Topology("lab2fair", hosts=("snd", "rcv"),
-                    paths=[Path("shared", "snd", "rcv", f["shared"]), Path("other", "snd", "rcv", f["other"])],
+                    paths=[NetPath("shared", "snd", "rcv", f["shared"]), NetPath("other", "snd", "rcv", f["other"])],
                     sysctls=params.get("sysctls", {}), mptcp_subflows=2)
 
 
@@ -80,26 +76,6 @@ def algorithms(params: dict) -> list[cc.Algorithm]:
 
 
 # ---------------------------------------------------------------- one transfer
-
-def subflow_table(ss_text: str, want_cc: str) -> list[dict]:
-    """Per socket at its last `ss` sample: path (by local address), CC, segments and bytes."""
-    last: dict[tuple, dict] = {}
-    for s in cc.parse_ss_cc(ss_text):
-        if s["netid"] == "tcp":  # the MPTCP socket (netid mptcp) shares the first subflow's address
-            last[s["local"]] = s
-    rows = []
-    sock_re = {k: re.compile(rf"\b{k}:(\d+)") for k in ("data_segs_out", "bytes_acked", "bytes_retrans",
-                                                         "segs_out")}
-    for local, s in sorted(last.items()):
-        row = {"local": local, "path_index": int(local.split(".")[1]), "cc": s["cc"],
-               "mptcp_subflow": s["mptcp_subflow"]}
-        for k, rx in sock_re.items():
-            m = rx.search(s.get("info", ""))
-            row[k] = int(m.group(1)) if m else 0
-        row["cc_ok"] = s["cc"] == want_cc
-        rows.append(row)
-    return rows
-
 
 def _schedule_mobility(net, params: dict, duration: float, netem: bool) -> list[threading.Timer]:
     timers = []
@@ -225,58 +201,67 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
 
 # ---------------------------------------------------------------- the lab
 
-def run(ctx: RunContext) -> dict:
-    params = ctx.params
+def points(params: dict, sweep=None) -> list[Point]:
+    """Per repetition, variant and algorithm one MPTCP transfer (repetition 1 observed in detail);
+    then the fairness runs on their own network."""
     algos = algorithms(params)
-    netem = _netem()
-    topo = topology(params, netem)
-    sweep = Sweep(ctx.out)
-    runs, variants = int(params["runs"]), list(params["variants"])
-    if not netem:
-        print("lab2: no netem on this kernel: paths are rate limits and queues only (no propagation delay)",
-              flush=True)
-    todo = [(rep, v, a) for rep in range(1, runs + 1) for v in variants for a in algos]
-    fair = [(rep, a) for rep in range(1, int(params["fairness"]["runs"]) + 1) for a in algos]
+    out = []
+    for rep in range(1, int(params["repetitions"]) + 1):
+        for variant in params["variants"]:
+            if variant not in ("static", "mobility"):
+                raise UsageError(f"variants: {variant!r} is not static or mobility")
+            for algo in algos:
+                out.append(Point(key(rep, variant, algo), {
+                    "algo": algo.key, "variant": variant, "rep": rep, "detail": rep == 1,
+                    "duration_s": params["duration_s"], "cross": params.get("cross"),
+                    "mobility": params.get("mobility") if variant == "mobility" else None}))
+    for rep in range(1, int(params["fairness"]["repetitions"]) + 1):
+        for algo in algos:
+            out.append(Point(f"fair-{algo.key}-r{rep}", {"algo": algo.key, "rep": rep, "fairness": params["fairness"]},
+                             topology=fairness_topology))
+    return out
+
+
+def measure(net, rd, point: Point, params: dict) -> str:
+    v = point.values
+    algo = next(a for a in algorithms(params) if a.key == v["algo"])
+    if point.topology is fairness_topology:
+        s = fairness_run(net, rd, algo, v["rep"], params)
+        return (f"MPTCP {s['mptcp_mbps']:5.2f} (on shared {s['mptcp_on_shared_mbps']:4.2f})  "
+                f"TCP {s['tcp_mbps']:5.2f} Mbit/s")
+    s = transfer(net, rd, algo, v["variant"], v["rep"], params, v["detail"], net.topo.netem)
+    return f"{s['mbps']:6.2f} Mbit/s  subflows {s['subflows']} all {','.join(s['subflow_ccs'])}"
+
+
+def check_congestion_control(net, rd, params: dict) -> str:
+    """Part of the setup check: which congestion controls the kernel offers (the BPF ones loaded)."""
+    rd.summary["available_congestion_control"] = cc.available()
+    return f"  congestion controls available: {' '.join(rd.summary['available_congestion_control'])}"
+
+
+@contextlib.contextmanager
+def session(ctx: RunContext):
+    """The BPF congestion controls, loaded for the whole sweep; their counters saved at the end."""
+    algos = algorithms(ctx.params)
+    if not _netem():
+        _log.info("no netem on this kernel: paths are rate limits and queues only (no propagation delay)")
     with cc.loaded(algos):
-        with topo.up() as net:
-            if not sweep.done("verify"):
-                with sweep.run("verify", {"what": "verify the setup"}) as rd:
-                    net.record(rd)
-                    print("lab2: verifying the setup before measuring", flush=True)
-                    check_paths(net, rd, "snd", "rcv", min_utilisation=0.9)
-                    rd.summary["available_congestion_control"] = cc.available()
-                    print(describe(rd.summary["checks"]), flush=True)
-            left = [t for t in todo if not sweep.done(key(*t))]
-            bar = tqdm(left, desc="lab2 runs", unit="run", dynamic_ncols=True, mininterval=1)
-            for rep, variant, algo in bar:
-                detail = rep == 1
-                with sweep.run(key(rep, variant, algo), {"algo": algo.key, "variant": variant, "rep": rep,
-                                                         "detail": detail, "duration_s": params["duration_s"],
-                                                         "cross": params.get("cross"),
-                                                         "mobility": params.get("mobility") if variant == "mobility" else None}) as rd:
-                    net.record(rd)
-                    s = transfer(net, rd, algo, variant, rep, params, detail, netem)
-                bar.write(f"  {key(rep, variant, algo):<26} {s['mbps']:6.2f} Mbit/s  subflows {s['subflows']} "
-                          f"all {','.join(s['subflow_ccs'])}")
-            bar.close()
-        with fairness_topology(params).up() as net:
-            for rep, algo in fair:
-                k = f"fair-{algo.key}-r{rep}"
-                if sweep.done(k):
-                    continue
-                with sweep.run(k, {"algo": algo.key, "rep": rep, "fairness": params["fairness"]}) as rd:
-                    net.record(rd)
-                    s = fairness_run(net, rd, algo, rep, params)
-                print(f"  {k:<26} MPTCP {s['mptcp_mbps']:5.2f} (on shared {s['mptcp_on_shared_mbps']:4.2f})  "
-                      f"TCP {s['tcp_mbps']:5.2f} Mbit/s", flush=True)
+        yield
         stats = {a.name: cc.stats(a.name) for a in algos}
     (ctx.out / "cc-stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+
+
+def finish(ctx: RunContext) -> dict:
+    params = ctx.params
     tables = lab2_analysis.compact(ctx.out)
-    print(lab2_analysis.throughput_table(tables["throughput"]).to_string(index=False), flush=True)
-    print(lab2_analysis.fairness_table(tables["fairness"]).to_string(index=False), flush=True)
-    return {"runs": len(todo), "fairness_runs": len(fair), "emulation": "netem" if netem else "tbf",
-            "throughput": lab2_analysis.throughput_table(tables["throughput"]).to_dict("records"),
-            "fairness": lab2_analysis.fairness_table(tables["fairness"]).to_dict("records")}
+    throughput = lab2_analysis.throughput_table(tables["throughput"])
+    fairness = lab2_analysis.fairness_table(tables["fairness"])
+    _log.info("throughput:\n%s\nfairness:\n%s", throughput.to_string(index=False), fairness.to_string(index=False))
+    n_algos = len(algorithms(params))
+    return {"runs": int(params["repetitions"]) * len(params["variants"]) * n_algos,
+            "fairness_runs": int(params["fairness"]["repetitions"]) * n_algos,
+            "emulation": "netem" if _netem() else "tbf",
+            "throughput": throughput.to_dict("records"), "fairness": fairness.to_dict("records")}
 
 
 def key(rep: int, variant: str, algo: cc.Algorithm) -> str:
@@ -285,6 +270,7 @@ def key(rep: int, variant: str, algo: cc.Algorithm) -> str:
 
 LAB = Lab(id="lab2", slug="02-delay-window-cc",
           title="CS218 delay-window multipath congestion control vs uncoupled, EWTCP, coupled and LIA (BPF)",
-          run=run, needs=("bpf_struct_ops",), uml_ok=False, report=lab2_analysis.report,
-          export=lab2_analysis.export_reference,
-          topology=topology)
+          topology=topology, points=points, measure=measure, finish=finish, analysis=lab2_analysis,
+          session=session, path_checks={"min_utilisation": 0.9}, extra_check=check_congestion_control,
+          needs=("bpf_struct_ops",), uml_ok=False,
+          renamed={"runs": "repetitions", "fairness.runs": "fairness.repetitions"})

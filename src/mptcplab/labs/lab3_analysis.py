@@ -256,14 +256,25 @@ def fig_median_error(summary: pd.DataFrame):
     return fig
 
 
-def write_figures(out: Path, runs: pd.DataFrame) -> list[Path]:
-    """HTML figures (open in a browser) into out/figures/."""
-    d = Path(out) / "figures"
-    d.mkdir(exist_ok=True)
+def named_figures(runs: pd.DataFrame) -> dict:
+    """name -> figure, for every Lab 3 figure of a runs table."""
     figs = {"median-error": fig_median_error(error_summary(runs)), "model-vs-measured": fig_scatter(runs),
             "relative-error": fig_error(runs)}
     for scen in sorted(runs.scenario.unique()):
         figs[f"throughput-{scen}"] = fig_throughput(runs, scen)
+    return figs
+
+
+def figures(out: Path) -> list:
+    """Every Lab 3 figure of a sweep or reference copy (used by `mptcplab reproduce`)."""
+    return list(named_figures(load(out)["runs"]).values())
+
+
+def write_figures(out: Path, runs: pd.DataFrame) -> list[Path]:
+    """HTML figures (open in a browser) into out/figures/."""
+    d = Path(out) / "figures"
+    d.mkdir(exist_ok=True)
+    figs = named_figures(runs)
     paths = []
     for name, fig in figs.items():
         p = d / f"{name}.html"

@@ -14,18 +14,17 @@ import math
 import time
 
 import pandas as pd
-from tqdm import tqdm
 
+from .. import log
 from ..errors import ExperimentFailed, UsageError
-from ..lab import Lab, RunContext
+from ..lab import Lab, Point, RunContext
 from ..links import WIRE_BYTES, LinkSpec
 from ..observe import Capture, Counters, SsSampler
-from ..results import Sweep
-from ..topology import Path, Topology
+from ..topology import NetPath, Topology
 from ..traffic import bulk
-from ..verify import check_paths, describe
 from . import lab3_analysis, lab3_measure
 
+_log = log.get("lab3")
 PORT = 5201
 VERIFY_LINK = "rate=20mbit,delay={delay}"
 
@@ -39,8 +38,14 @@ def bdp_packets(rate_bps: float, rtt_s: float) -> int:
     return max(2, math.ceil(rate_bps * rtt_s / 8 / WIRE_BYTES))
 
 
-def points(params: dict) -> list[dict]:
+def points(params: dict, sweep=None) -> list[Point]:
     """Every run of the sweep, in order: scenario, its link (data direction), n, repetition."""
+    recorded = {k: v for k, v in params.items() if k not in ("random", "droptail", "quick")}
+    return [Point(p["key"], {**recorded, **p}) for p in sweep_points(params)]
+
+
+def sweep_points(params: dict) -> list[dict]:
+    """The runs as plain dicts: scenario, loss_cfg, capacity_mbps, link, n, rep, key."""
     delay = LinkSpec.parse(f"delay={params['delay']}").delay_s
     out = []
     flows = [int(n) for n in params["flows"]]
@@ -72,7 +77,7 @@ def topology(params: dict) -> Topology:
     """One path snd -> rcv; its link is set per run. The reverse (ACK) direction only has delay."""
     delay = params["delay"]
     return Topology("lab3", hosts=("snd", "rcv"),
-                    paths=[Path("p1", "snd", "rcv", VERIFY_LINK.format(delay=delay), f"delay={delay}")],
+                    paths=[NetPath("p1", "snd", "rcv", VERIFY_LINK.format(delay=delay), f"delay={delay}")],
                     sysctls=params.get("sysctls", {}))
 
 
@@ -83,6 +88,20 @@ def _qdisc_stats(net) -> dict:
         if q.get("root") or q.get("parent") in (None, "root"):
             return {"packets": int(q.get("packets", 0)), "drops": int(q.get("drops", 0)), "kind": q.get("kind")}
     return {"packets": 0, "drops": 0, "kind": None}
+
+
+def configure(net, point: Point, params: dict) -> None:
+    """This run's link on the path (data direction); the ACK direction keeps its delay only."""
+    link = point.values["link"]
+    if str(net.topo.path("p1").link) != str(LinkSpec.parse(link)):
+        net.set_link("p1", link, f"delay={params['delay']}")
+
+
+def measure(net, rd, p: Point, params: dict) -> str:
+    s = transfer(net, rd, p.values, params)
+    return (f"{s['pps']:8.1f} pkt/s  p {s['p']:.4f}  p_e {s['p_e']:.4f}  "
+            f"p_r {s['p_r']:.4f} (emulator {s['p_r_emulator'] or 0:.4f})  rtt {s['rtt'] * 1e3:5.1f} ms  "
+            f"T {s['T'] * 1e3:4.0f} ms  b {s['b']:.2f}  timeouts {s['timeouts']}")
 
 
 def transfer(net, rd, point: dict, params: dict) -> dict:
@@ -122,49 +141,29 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
     return rd.summary
 
 
-def run(ctx: RunContext) -> dict:
-    params = ctx.params
-    todo = points(params)
-    sweep = Sweep(ctx.out)
-    started = time.monotonic()
-    with topology(params).up() as net:
-        if not sweep.done("verify"):
-            with sweep.run("verify", {"what": "verify the setup", **params}) as rd:
-                net.record(rd)
-                print("lab3: verifying the setup before measuring (lossless 20 Mbit/s path)", flush=True)
-                check_paths(net, rd, "snd", "rcv", mptcp=False, min_utilisation=0.9)
-                r = bulk(net, "snd", "rcv", "p1", "tcp", duration=2, flows=2, cc=params["cc"], port=PORT)
-                rd.summary["checks"]["cc_seen"] = sorted({f["cc"] for f in r.flows})
-                if rd.summary["checks"]["cc_seen"] != [params["cc"]]:
-                    raise ExperimentFailed(f"flows ran {rd.summary['checks']['cc_seen']}, not {params['cc']}")
-                print(describe(rd.summary["checks"]) + f"\n  congestion control: {params['cc']}", flush=True)
-        left = [p for p in todo if not sweep.done(p["key"])]
-        bar = tqdm(left, desc="lab3 runs", unit="run", dynamic_ncols=True, mininterval=1)
-        current = None
-        for p in bar:
-            if p["link"] != current:
-                net.set_link("p1", p["link"], f"delay={params['delay']}")
-                current = p["link"]
-            with sweep.run(p["key"], {**{k: v for k, v in params.items() if k not in ("random", "droptail", "quick")},
-                                      **p}) as rd:
-                net.record(rd)
-                s = transfer(net, rd, p, params)
-            bar.write(f"  {p['key']:<28} {s['pps']:8.1f} pkt/s  p {s['p']:.4f}  p_e {s['p_e']:.4f}  "
-                      f"p_r {s['p_r']:.4f} (emulator {s['p_r_emulator'] or 0:.4f})  rtt {s['rtt'] * 1e3:5.1f} ms  "
-                      f"T {s['T'] * 1e3:4.0f} ms  b {s['b']:.2f}  timeouts {s['timeouts']}")
-        bar.close()
+def check_congestion_control(net, rd, params: dict) -> str:
+    """Part of the setup check: two flows on the lossless path really run the configured CC."""
+    r = bulk(net, "snd", "rcv", "p1", "tcp", duration=2, flows=2, cc=params["cc"], port=PORT)
+    rd.summary["checks"]["cc_seen"] = sorted({f["cc"] for f in r.flows})
+    if rd.summary["checks"]["cc_seen"] != [params["cc"]]:
+        raise ExperimentFailed(f"flows ran {rd.summary['checks']['cc_seen']}, not {params['cc']}")
+    return f"  congestion control: {params['cc']}"
+
+
+def finish(ctx: RunContext) -> dict:
     tables = lab3_analysis.compact(ctx.out)
     runs = tables["runs"]
     summary = lab3_analysis.error_summary(runs)
-    print("\nlab3: median |model / measured - 1| per model:", flush=True)
-    print(summary.to_string(index=False, formatters={c: "{:.1%}".format for c in lab3_analysis.MODELS}), flush=True)
+    table = summary.to_string(index=False, formatters={c: "{:.1%}".format for c in lab3_analysis.MODELS})
+    _log.info("median |model / measured - 1| per model:\n%s", table)
     figs = lab3_analysis.write_figures(ctx.out, runs)
-    print(f"lab3: figures: {', '.join(str(f) for f in figs)}", flush=True)
-    return {"runs": len(runs), "minutes": round((time.monotonic() - started) / 60, 2),
+    _log.info("figures: %s", ", ".join(str(f) for f in figs))
+    return {"runs": len(runs), "minutes": round((time.monotonic() - ctx.started) / 60, 2),
             "median_abs_error": summary.to_dict("records")}
 
 
 LAB = Lab(id="lab3", slug="03-parallel-tcp",
           title="The parallel-TCP throughput equation (Damjanovic et al.): n Reno flows vs models 1 and 2",
-          run=run, needs=("netem",), uml_ok=True, report=lab3_analysis.report, export=lab3_analysis.export_reference,
-          topology=topology)
+          topology=topology, points=points, configure=configure, measure=measure, finish=finish,
+          analysis=lab3_analysis, path_checks={"mptcp": False, "min_utilisation": 0.9},
+          extra_check=check_congestion_control, needs=("netem",), uml_ok=True, any_kind=("model_b",))

@@ -1,0 +1,93 @@
+"""The engine's sweep with a fake network: settings before the record, resume, one setup check."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from mptcplab import engine
+from mptcplab.cli import main
+from mptcplab.lab import Lab, Point, RunContext, get_lab
+from mptcplab.labs import lab1_send_buffer as l1
+from mptcplab.results import Sweep
+
+
+class FakeNet:
+    """What the engine and Lab 1's settings touch: sysctls per host, and the record."""
+
+    def __init__(self):
+        self.sysctls = {"snd": {"net.ipv4.tcp_wmem": "4096 16384 4194304", "net.core.wmem_max": str(1 << 30)}}
+        self.topo = SimpleNamespace(paths=[SimpleNamespace(a="snd", b="rcv")])
+
+    def set_sysctl(self, host, key, value):
+        self.sysctls.setdefault(host, {})[key] = str(value)
+
+    def sysctl(self, host, key):
+        return self.sysctls.get(host, {}).get(key)
+
+    def record(self, rd):  # as topology.Network.record: the kernel's view at this moment
+        rd.manifest["network"] = {"sysctls": json.loads(json.dumps(self.sysctls))}
+
+
+def test_lab1_detail_manifest_shows_the_tcp_wmem_the_run_used(tmp_path):
+    params = get_lab("lab1").load_params(quick=True)
+    point = l1.detail_point(params, 131072)
+    lab = Lab(**{**vars(l1.LAB), "measure": lambda net, rd, p, params: "measured"})
+    engine.run_point(lab, FakeNet(), Sweep(tmp_path), point, params)
+    manifest = json.loads((tmp_path / point.key / "manifest.json").read_text())
+    assert manifest["network"]["sysctls"]["snd"]["net.ipv4.tcp_wmem"] == "131072 131072 131072"
+    assert manifest["parameters"]["detail"] is True and point.key == "detail-wmem-128K-mptcp"
+
+
+def _toy_lab(measured, checks):
+    class Topo:
+        def __init__(self, params):
+            pass
+
+        def up(self):
+            import contextlib
+
+            return contextlib.nullcontext(FakeNet())
+
+    def points(params, sweep):
+        return [Point(f"p{i}", {"i": i}) for i in range(3)]
+
+    def measure(net, rd, point, params):
+        measured.append(point.key)
+        rd.summary["i"] = point.values["i"]
+        return "ok"
+
+    return Lab(id="toy", slug="00-toy", title="toy", topology=Topo, points=points, measure=measure,
+               finish=lambda ctx: {"done": len(Sweep(ctx.out).runs())}, analysis=None,
+               extra_check=lambda net, rd, params: checks.append(1) or "checked")
+
+
+def test_sweep_checks_once_and_resumes(tmp_path, monkeypatch):
+    monkeypatch.setattr(engine, "check_paths", lambda net, rd, a, b, **kw: rd.summary.setdefault("checks", {}))
+    monkeypatch.setattr(engine, "describe", lambda checks: "")
+    measured, checks = [], []
+    lab = _toy_lab(measured, checks)
+    ctx = RunContext(lab=lab, params={}, out=tmp_path, quick=True, where="native")
+    (tmp_path / "p1").mkdir()  # a run done earlier is skipped
+    (tmp_path / "p1" / "manifest.json").write_text("{}")
+    (tmp_path / "p1" / "summary.json").write_text("{}")
+    assert engine.run(ctx) == {"done": 4}  # verify + p0..p2
+    assert measured == ["p0", "p2"] and checks == [1]
+    engine.run(ctx)
+    assert measured == ["p0", "p2"] and checks == [1]  # nothing left, no second check
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["run", "lab3", "--quick", "--set", "loss=150%"], "no parameter 'loss'"),
+    (["run", "lab1", "--quick", "--set", "sweep.repetitions=-1"], "repetitions"),
+    (["run", "lab1", "--quick", "--set", "paths.fast.link=rate=fast"], "bad rate"),
+    (["run", "lab3", "--quick", "--set", "steady_s=0"], "duration"),
+    (["run", "lab3", "--quick", "--set", "flows=4"], "should be a list"),
+    (["run", "lab2", "--quick", "--set", "runs=3"], "now called 'repetitions'"),
+])
+def test_bad_parameters_fail_before_any_place_starts(argv, says, capsys, monkeypatch):
+    from mptcplab import runner
+
+    monkeypatch.setattr(runner, "in_place", lambda *a: pytest.fail("a place was started"))
+    assert main(argv) == 2
+    assert says in capsys.readouterr().err

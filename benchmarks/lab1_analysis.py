@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from mptcplab.capture import MPTCP_PREFS  # noqa: E402
+from mptcplab.tshark import MPTCP_PREFS  # noqa: E402
 from mptcplab.labs.lab1_analysis import PACKET_FIELDS  # noqa: E402
 
 FILTER = "tcp.len > 0 && tcp.dstport == 5201"
@@ -43,7 +43,7 @@ print(len(d.packets))
 
 PYSHARK = """
 import sys
-from mptcplab.capture import pyshark_capture
+from mptcplab.tshark import pyshark_capture
 cap = pyshark_capture(sys.argv[1], display_filter=sys.argv[2])
 rows = []
 limit = int(sys.argv[3])

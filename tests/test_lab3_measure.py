@@ -121,3 +121,21 @@ def test_packet_table_from_tshark_columns():
     assert pk.kind.tolist() == ["data", "ack", "data"]
     assert pk.flow.unique().tolist() == [40000]
     assert pk[pk.kind == "ack"].ack_rtt.tolist() == [0.048]
+
+
+def test_read_capture_types_tshark_columns_like_the_untyped_reader():
+    """On a real capture (Lab 1's reference slice), the typed reader gives the same packet table."""
+    import json
+
+    from mptcplab.lab import REPO_ROOT
+    from mptcplab.labs.lab1_analysis import find_detail
+    from mptcplab.tshark import fields
+
+    d = find_detail(REPO_ROOT / "solutions/results/lab1")
+    sender = json.loads((d / "manifest.json").read_text())["network"]["paths"][0]["a_addr"]
+    typed = lm.read_capture(d / "capture-window.pcap", sender, 5201)
+    raw = fields(d / "capture-window.pcap", lm.TSHARK_FIELDS, display_filter="tcp.port == 5201",
+                 prefs=lm.TSHARK_PREFS, typed=False)
+    guessed = lm.packet_table(raw, sender, 5201)
+    assert len(typed) > 1000 and set(typed["kind"]) == {"data", "ack"}
+    pd.testing.assert_frame_equal(typed.astype({"kind": object}), guessed.astype({"kind": object}), check_dtype=False)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .errors import EnvironmentProblem, UsageError
 
@@ -99,9 +99,6 @@ class LinkSpec:
             return max(10000, self.queue_for(rtt_s))
         in_flight = math.ceil(self.rate_bps * (self.delay_s + 3 * self.jitter_s) / 8 / WIRE_BYTES)
         return self.queue_for(rtt_s) + in_flight
-
-    def with_(self, **changes) -> "LinkSpec":
-        return replace(self, **changes)
 
     # ------------------------------------------------------------ tc commands
 

@@ -2,26 +2,49 @@
 
 Each location is written once here. The lab parameter files and the UML config fragment are
 read from the checkout when the package runs from one (edits there take effect at once), else
-from the copies shipped inside the installed package (`pip install .`, see pyproject.toml).
+from the copies `pip install .` puts under `<prefix>/share/mptcplab/` (pyproject.toml's
+data-files), found through the installed distribution's file list, so a --user or venv install
+works from any directory.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
 _CHECKOUT = PACKAGE.parents[1]  # src/mptcplab -> the repository, when running from a checkout
-REPO_ROOT: Path | None = _CHECKOUT if (_CHECKOUT / "pyproject.toml").exists() and (_CHECKOUT / "labs").is_dir() \
+CHECKOUT: Path | None = _CHECKOUT if (_CHECKOUT / "pyproject.toml").exists() and (_CHECKOUT / "labs").is_dir() \
     else None
+# The repository the user works in (solutions/, notebooks/, results/): the checkout this package
+# runs from, else (an installed kit used from a clone) the current directory.
+REPO_ROOT = CHECKOUT or Path.cwd()
 TRACEFS = Path("/sys/kernel/tracing")
 
 
 def data(relative: str) -> Path:
     """A data file or folder of the repository (`labs`, `vagrant/uml/mptcplab.config`)."""
-    if REPO_ROOT is not None:
-        return REPO_ROOT / relative
-    return PACKAGE / "data" / relative
+    if CHECKOUT is not None:
+        return CHECKOUT / relative
+    return (_installed_share() or PACKAGE / "share") / relative
+
+
+@functools.cache
+def _installed_share() -> Path | None:
+    """<prefix>/share/mptcplab of the installed distribution, wherever its prefix is."""
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution("mptcplab").files or []
+    except metadata.PackageNotFoundError:
+        return None
+    marker = "share/mptcplab/"
+    for f in files:
+        located = str(f.locate())
+        if marker in located.replace(os.sep, "/"):
+            return Path(located[:located.replace(os.sep, "/").index(marker) + len(marker)]).resolve()
+    return None
 
 
 def cache_dir(*parts: str) -> Path:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from . import __version__, log, process
-from .paths import REPO_ROOT
+from .paths import CHECKOUT
 
 LOCK_FILE = Path(os.environ.get("MPTCPLAB_LOCK", "/run/mptcplab/experiment.lock"))
 
@@ -51,9 +51,9 @@ def tool_versions() -> dict:
 
 @functools.cache
 def git_commit() -> dict:
-    if REPO_ROOT is None:  # an installed package: its version says what ran
+    if CHECKOUT is None:  # an installed package: its version says what ran
         return {"commit": None, "dirty": None}
-    git = ["git", "-C", str(REPO_ROOT)]
+    git = ["git", "-C", str(CHECKOUT)]
     commit = process.first_line([*git, "rev-parse", "HEAD"])
     dirty = process.run([*git, "status", "--porcelain", "--untracked-files=no"], check=False, timeout=30).stdout.strip()
     return {"commit": commit, "dirty": bool(dirty)}

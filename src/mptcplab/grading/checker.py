@@ -28,7 +28,7 @@ ALLOWED_ROOTS = {"numpy", "pandas", "plotly", "collections", "datetime", "decima
                  "_codecs", "zoneinfo", "pytz", "dateutil", "uuid", "math", "statistics", "builtins",
                  "mptcplab", "scipy", "json", "re", "itertools", "functools", "pathlib", "textwrap", "otter"}
 DENIED_MODULES = re.compile(r"^(pandas\.io|pandas\.core\.computation|numpy\.lib\.npyio|numpy\.(f2py|distutils|testing|ctypeslib)"
-                            r"|plotly\.io|mptcplab\.(grading|cli|commands|topology|traffic|cleanup|uml|observe|bulk|cc)"
+                            r"|plotly\.io|mptcplab\.(grading|cli|commands|topology|traffic|uml|observe|bulk|cc)"
                             r"|otter\.(cli|run|assign|grade|generate|export|execute|plugins))(\.|$)")
 DENIED_NAMES = re.compile(r"(read|load|eval|exec|system|popen|spawn|open|file|memmap|import|compile|attr|globals"
                           r"|locals|vars|input|breakpoint|subprocess|write|save|dump|remove|unlink|^run|^call)", re.I)

@@ -42,8 +42,8 @@ TSHARK_PREFS = {"tcp.relative_sequence_numbers": "TRUE", "tcp.analyze_sequence_n
 # ---------------------------------------------------------------- packets
 
 def read_capture(pcap, sender: str, port: int) -> pd.DataFrame:
-    """The packet table of one capture (tshark -T fields), only the connections to `port`."""
-    from ..capture import fields
+    """The packet table of one capture (tshark -T fields, typed columns), only the connections to `port`."""
+    from ..tshark import fields
 
     raw = fields(pcap, TSHARK_FIELDS, display_filter=f"tcp.port == {port}", prefs=TSHARK_PREFS)
     return packet_table(raw, sender, port)

@@ -145,8 +145,8 @@ def test_printed_algorithm1_is_the_misprint():
     # Same everywhere except q1's first factor, which makes almost every loss a timeout.
     t = m.per_flow_terms(4, 0.005, 0.06, 0.26)
     printed_q1 = (1 - 1 / t["w"]) ** 3 * (1 + (1 - 1 / t["w"]) ** 3 * (1 - (1 - 1 / t["w"]) ** (t["w"] - 3)))
-    assert float(m._timeout_probability_as_printed(t["w"])) == pytest.approx(min(1.0, float(printed_q1)))
-    assert float(m._timeout_probability_as_printed(t["w"])) == 1.0 and float(t["q1"]) < 0.3
+    assert float(m.timeout_probability_as_printed(t["w"])) == pytest.approx(min(1.0, float(printed_q1)))
+    assert float(m.timeout_probability_as_printed(t["w"])) == 1.0 and float(t["q1"]) < 0.3
     assert m.algorithm1_as_printed(4, 0.005, 0.06, 0.26) < 0.8 * m.parallel_per_flow(4, 0.005, 0.06, 0.26)
     # At high loss both saturate at the floor and agree.
     assert m.algorithm1_as_printed(4, 0.2, 0.06, 0.26) == pytest.approx(m.parallel_per_flow(4, 0.2, 0.06, 0.26))

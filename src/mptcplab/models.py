@@ -176,7 +176,7 @@ def timeout_probability(w):
     return np.where(w <= 3, 1.0, np.minimum(1.0, q))
 
 
-def _timeout_probability_as_printed(w):
+def timeout_probability_as_printed(w):
     """Algorithm 1's printed q1 line (with the extra `1 -`), capped at 1 as printed."""
     w = np.asarray(w, dtype=float)
     with np.errstate(invalid="ignore"):
@@ -225,7 +225,7 @@ def algorithm1_as_printed(n, p, rtt, t0, b=1):
     """Algorithm 1 exactly as printed in the Appendix, misprinted q1 line and all (no w <= 3
     case: NaN where w < 1). For comparison only; `parallel_per_flow` is the model."""
     scalar = _is_scalar(n, p, rtt, t0, b)
-    return _out(per_flow_terms(n, p, rtt, t0, b, q_to=_timeout_probability_as_printed)["B"], scalar)
+    return _out(per_flow_terms(n, p, rtt, t0, b, q_to=timeout_probability_as_printed)["B"], scalar)
 
 
 # ---------------------------------------------------------------- model 2 (Algorithm 2)

@@ -26,7 +26,7 @@ import pytest
 
 from mptcplab.grading import autograder
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MIN_LEN = 16  # shorter lines ("x = 1", "return df") are too generic to call a leak
 
 

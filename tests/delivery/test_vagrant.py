@@ -15,7 +15,7 @@ import pytest
 
 from mptcplab import kernel
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PROVISION = REPO / "vagrant" / "provision.sh"
 vagrant = pytest.mark.skipif(not shutil.which("vagrant"), reason="vagrant not installed (apt-get install vagrant)")
 

@@ -1,4 +1,4 @@
-"""Sandboxed grading of the crafted bad submissions (tests/bad_submissions/) plus a perfect one.
+"""Sandboxed grading of the crafted bad submissions (tests/grading/bad_submissions/) plus a perfect one.
 
 Each gets the score its values earn and a report that says what happened; the batch finishes in
 bounded time; no submission file changes; the hidden tests never reach a student-facing file.

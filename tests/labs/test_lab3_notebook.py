@@ -17,7 +17,7 @@ otter = pytest.importorskip("otter")
 nbclient = pytest.importorskip("nbclient")
 import nbformat  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MASTER = ROOT / "solutions" / "03-parallel-tcp.ipynb"
 REFERENCE = Path(os.environ.get("MPTCPLAB_LAB3_TEST_RESULTS", ROOT / "solutions" / "results" / "lab3"))
 TIMEOUT = 300

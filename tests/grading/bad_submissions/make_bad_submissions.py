@@ -1,9 +1,9 @@
-"""Regenerate the crafted bad submissions from the fixture lab (tests/fixtures/grading/99-fixture.ipynb).
+"""Regenerate the crafted bad submissions from the fixture lab (tests/grading/fixtures/grading/99-fixture.ipynb).
 
-    python tests/bad_submissions/make_bad_submissions.py
+    python tests/grading/bad_submissions/make_bad_submissions.py
 
 Each starts from a perfect submission (the student notebook with the master's solutions filled in)
-and breaks it one way. The expected scores live in tests/test_grading_bad_submissions.py.
+and breaks it one way. The expected scores live in tests/grading/test_grading_bad_submissions.py.
 """
 
 import copy

@@ -92,8 +92,8 @@ def _sigkill_then_clean(tmp_path, where, tmp_before):
     env = {**os.environ, "MPTCPLAB_LOCK": str(tmp_path / "child.lock")}
     if where == "native":
         # A network with rate limits only works on any kernel; the process builds it and sleeps.
-        code = ("from mptcplab.topology import Topology, Path; import time\n"
-                "t = Topology('k', ('a', 'b'), [Path('p', 'a', 'b', 'rate=10mbit')], netem=False)\n"
+        code = ("from mptcplab.topology import Topology, NetPath; import time\n"
+                "t = Topology('k', ('a', 'b'), [NetPath('p', 'a', 'b', 'rate=10mbit')], netem=False)\n"
                 "with t.up() as net:\n"
                 "    net.popen('a', ['sleep', '600'])\n"
                 "    print('up', flush=True); time.sleep(600)\n")

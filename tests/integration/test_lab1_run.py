@@ -49,6 +49,8 @@ def test_detail_run_has_every_figure_input(sweep_dir):
     assert (detail / "capture.pcap").stat().st_size > 100_000  # Fig. 4/5 come from the capture
     manifest = json.loads((detail / "manifest.json").read_text())
     assert manifest["observation"]["tracing"]["events"]["tcp_probe"]
+    size = summary["buffer_bytes"]  # the manifest records the network after the run's buffer was set
+    assert manifest["network"]["sysctls"]["snd"]["net.ipv4.tcp_wmem"] == f"{size} {size} {size}"
 
 
 def test_figures_and_report_from_its_own_capture(sweep_dir):

@@ -22,3 +22,4 @@ def test_every_lab_ran_and_the_report_has_them(reproduced):
         assert lab.id in page
         manifests = list(sweep.glob("*/manifest.json"))
         assert manifests and all(json.loads(m.read_text())["platform"]["kernel_release"] for m in manifests)
+    assert page.count("<h3>Figures</h3>") == len(all_labs()), "every lab's figures are in the report"

@@ -5,7 +5,6 @@ real path (runner.run_lab, the same as `mptcplab run`) is what the CLI passes.
 """
 
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import plotly.graph_objects as go

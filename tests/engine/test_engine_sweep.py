@@ -84,6 +84,7 @@ def test_sweep_checks_once_and_resumes(tmp_path, monkeypatch):
     (["run", "lab3", "--quick", "--set", "steady_s=0"], "duration"),
     (["run", "lab3", "--quick", "--set", "flows=4"], "should be a list"),
     (["run", "lab2", "--quick", "--set", "runs=3"], "now called 'repetitions'"),
+    (["run", "lab3", "--quick", "--set", "model_b=fast"], "model_b"),
 ])
 def test_bad_parameters_fail_before_any_place_starts(argv, says, capsys, monkeypatch):
     from mptcplab import runner

@@ -141,6 +141,13 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
     return rd.summary
 
 
+def check_parameters(params: dict) -> None:
+    """What the generic checks cannot know: model_b is a number or "measured"."""
+    b = params.get("model_b", 1)
+    if not (b == "measured" or (isinstance(b, (int, float)) and not isinstance(b, bool) and b > 0)):
+        raise UsageError(f"model_b = {b!r}: give a number > 0 (packets per ACK) or \"measured\"")
+
+
 def check_congestion_control(net, rd, params: dict) -> str:
     """Part of the setup check: two flows on the lossless path really run the configured CC."""
     r = bulk(net, "snd", "rcv", "p1", "tcp", duration=2, flows=2, cc=params["cc"], port=PORT)
@@ -166,4 +173,5 @@ LAB = Lab(id="lab3", slug="03-parallel-tcp",
           title="The parallel-TCP throughput equation (Damjanovic et al.): n Reno flows vs models 1 and 2",
           topology=topology, points=points, configure=configure, measure=measure, finish=finish,
           analysis=lab3_analysis, path_checks={"mptcp": False, "min_utilisation": 0.9},
-          extra_check=check_congestion_control, needs=("netem",), uml_ok=True, any_kind=("model_b",))
+          extra_check=check_congestion_control, needs=("netem",), uml_ok=True, any_kind=("model_b",),
+          parameters=check_parameters)

@@ -7,7 +7,7 @@ builds the network a point needs, runs the setup check once before the first mea
 each point: applies the point's own settings (`Lab.configure`), records the network as the kernel
 then reports it into the run's manifest, and measures (`Lab.measure`). Progress is logged per
 run with an estimate of the time left in wall-clock time (inside UML, the host's clock: the
-guest's time-travel clock skips idle time). Points may depend on results (Lab 1's detailed run
+guest's time-travel clock skips idle time). Points may depend on results (a detailed run that
 repeats the sweep's most degraded point), so the lab is asked again until it wants nothing new.
 """
 

@@ -47,7 +47,7 @@ class Point:
 
     key: str  # its directory's name in the sweep
     values: dict  # what this run varies: its manifest's `parameters`
-    topology: Callable[[dict], object] | None = None  # another network than the lab's (Lab 2's fairness runs)
+    topology: Callable[[dict], object] | None = None  # another network than the lab's (e.g. a shared bottleneck)
 
 
 def _no_settings(net, point: Point, params: dict) -> None:
@@ -71,7 +71,7 @@ class Lab:
     analysis: ModuleType  # labN_analysis: compact, load, report, figures, export_reference
     configure: Callable[[object, Point, dict], None] = _no_settings  # a run's own settings (sysctls,
     #   links), applied before the network is recorded into its manifest
-    session: Callable[[RunContext], ContextManager] = _no_session  # held around every network (Lab 2: BPF)
+    session: Callable[[RunContext], ContextManager] = _no_session  # held around every network (e.g. BPF programs loaded)
     path_checks: dict = field(default_factory=dict)  # options of verify.check_paths for the setup check
     extra_check: Callable[[object, object, dict], str] | None = None  # (net, rundir, params) -> a line
     needs: tuple[str, ...] = ("netem",)  # capabilities, see mptcplab.kernel.CAPABILITIES

@@ -68,10 +68,12 @@ def topology(params: dict, netem: bool | None = None) -> Topology:
                     mptcp_subflows=len(paths))
 
 
-def fairness_topology(params: dict) -> Topology:
+def fairness_topology(params: dict, netem: bool | None = None) -> Topology:
+    netem = _netem() if netem is None else netem
     f = params["fairness"]
+    links = {name: link_spec({"link": f[name], "delay": f.get(f"{name}_delay")}, netem) for name in ("shared", "other")}
     return Topology("lab2fair", hosts=("snd", "rcv"),
-                    paths=[Path("shared", "snd", "rcv", f["shared"]), Path("other", "snd", "rcv", f["other"])],
+                    paths=[Path("shared", "snd", "rcv", links["shared"]), Path("other", "snd", "rcv", links["other"])],
                     sysctls=params.get("sysctls", {}), mptcp_subflows=2)
 
 
@@ -259,7 +261,7 @@ def run(ctx: RunContext) -> dict:
                 bar.write(f"  {key(rep, variant, algo):<26} {s['mbps']:6.2f} Mbit/s  subflows {s['subflows']} "
                           f"all {','.join(s['subflow_ccs'])}")
             bar.close()
-        with fairness_topology(params).up() as net:
+        with fairness_topology(params, netem).up() as net:
             for rep, algo in fair:
                 k = f"fair-{algo.key}-r{rep}"
                 if sweep.done(k):

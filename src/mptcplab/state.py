@@ -152,8 +152,9 @@ def remove_kprobe_events() -> list[str]:
             # e.g. "p:kprobes/mlab_wm sk_stream_wait_memory"
             name = line.split()[0].split(":", 1)[1].split("/")[-1]
             if name.startswith(PREFIX):
-                with open(path, "a") as f:
-                    f.write(f"-:{name}\n")
+                from .doctor import write_kprobe_events
+
+                write_kprobe_events(f"-:{name}")
                 removed.append(f"kprobe event {name}")
     return removed
 

@@ -15,6 +15,41 @@ apt_pkgs=(
   shellcheck                                                               # CI lint of provisioning
   python3-venv python3-pip
 )
+# The VM place (`--where vm`): QEMU, a static busybox for virtme-ng's init, and a stock kernel package.
+case "$(dpkg --print-architecture 2>/dev/null || echo amd64)" in
+  arm64) apt_pkgs+=(qemu-system-arm busybox-static) ;;
+  *) apt_pkgs+=(qemu-system-x86 busybox-static) ;;
+esac
+
+# The stock distribution kernel the VM place boots (its /boot/vmlinuz-* and /lib/modules/*).
+# Debian 12: the 6.12 kernel from bookworm-backports (6.1 lacks nothing the labs need, but 6.12 is
+# the series of the kit's UML kernel, so the two places run the same MPTCP code); Ubuntu: its
+# generic kernel. Only through apt; a host where no package fits skips the VM place (doctor says so).
+vm_kernel_package() {
+  local arch; arch=$(dpkg --print-architecture)
+  # shellcheck source=/dev/null
+  . /etc/os-release
+  if [ "${ID:-}" = debian ] && [ "${VERSION_CODENAME:-}" = bookworm ]; then
+    if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+      echo "install-deps: adding bookworm-backports to apt's sources (for the 6.12 kernel)"
+      echo "deb http://deb.debian.org/debian bookworm-backports main" > /etc/apt/sources.list.d/bookworm-backports.list
+      apt-get update -qq
+    fi
+    local pkg
+    pkg=$(apt-cache search --names-only "^linux-image-6\.12\.[0-9.]+\+deb12-${arch}\$" | awk '{print $1}' | sort -V | tail -n1)
+    if [ -z "$pkg" ]; then echo "install-deps: no linux-image-6.12.*+deb12-${arch} package found; the VM place is skipped" >&2; return 0; fi
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" && return 0
+    echo "install-deps: apt-get install $pkg (the VM place's kernel)"
+    apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends -t bookworm-backports "$pkg" >/dev/null
+  elif [ "${ID:-}" = ubuntu ]; then
+    dpkg-query -W -f='${Status}' linux-image-generic 2>/dev/null | grep -q "ok installed" && return 0
+    echo "install-deps: apt-get install linux-image-generic (the VM place's kernel)"
+    apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends linux-image-generic >/dev/null \
+      || echo "install-deps: installing linux-image-generic failed; the VM place is skipped" >&2
+  else
+    echo "install-deps: ${PRETTY_NAME:-this distribution}: no known stock kernel package; the VM place is skipped" >&2
+  fi
+}
 
 dev=0; apt=1
 for arg in "$@"; do
@@ -39,8 +74,9 @@ if [ "$apt" = 1 ]; then
   if [ ${#missing[@]} -gt 0 ]; then
     echo "install-deps: apt-get install ${missing[*]}"
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
+  vm_kernel_package
 fi
 
 if [ ! -x "$venv/bin/python" ]; then python3 -m venv "$venv"; fi

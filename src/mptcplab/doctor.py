@@ -12,7 +12,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import kernel, process
+from . import kernel, log, process
 from .errors import EnvironmentProblem, UsageError
 from .paths import TRACEFS
 
@@ -90,31 +90,57 @@ def checks() -> list[Check]:
     return out
 
 
-def decide_where(requested: str, needs: tuple[str, ...] = ("netem",), uml_ok: bool = True) -> str:
-    """native or uml, for a lab with these needs; raises when neither can run it."""
-    if requested not in ("auto", "native", "uml"):
-        raise UsageError(f"--where {requested!r}: choose auto, native or uml")
-    if kernel.inside_uml():
-        return "native"  # already inside the UML kernel: this *is* the place
+def decide_where(requested: str, needs: tuple[str, ...] = ("netem",), uml_ok: bool = True,
+                 lab: str = "example") -> str:
+    """native, uml or vm, for a lab with these needs; raises when no place can run it.
+    `auto` is places.choice.choose over the places this host offers and their recorded checks."""
+    from . import places
+
+    if requested not in ("auto", *places.NAMES):
+        raise UsageError(f"--where {requested!r}: choose auto, native, uml or vm")
+    if kernel.inside_uml() or places.inside_guest():
+        return "native"  # already inside a guest kernel: this *is* the place
     if requested == "native":
         kernel.require_root()  # the first thing to fix, before any capability
         native_ok = all(kernel.has(n) for n in needs)
         if not native_ok:
             missing = [n for n in needs if not kernel.has(n)]
             raise EnvironmentProblem(f"this kernel lacks {', '.join(missing)}; run `mptcplab doctor` for the fix"
-                                     + (", or use --where uml" if uml_ok else ""))
+                                     + (", or use --where uml or --where vm" if uml_ok else ", or use --where vm"))
         return "native"
     native_ok = all(kernel.has(n) for n in needs)
     if requested == "uml":
         if not uml_ok:
-            raise EnvironmentProblem("this lab cannot run in UML (it needs BPF struct_ops, and UML has no BPF JIT)")
+            raise EnvironmentProblem("this lab cannot run in UML (it needs BPF struct_ops, and UML has no BPF JIT); "
+                                     "use --where vm")
         return "uml"
-    if native_ok:
-        return "native"
-    if uml_ok:
-        return "uml"
-    raise EnvironmentProblem(f"this lab needs {', '.join(needs)} natively and cannot run in UML; "
-                             "run `mptcplab doctor` for what to install")
+    if requested == "vm":
+        vm = places.get("vm")
+        ok, why = vm.available()
+        if not ok:
+            raise EnvironmentProblem(f"no VM place here: {why}")
+        missing = set(needs) - vm.capabilities()
+        if missing:
+            raise EnvironmentProblem(f"the VM's kernel lacks {', '.join(sorted(missing))}")
+        return "vm"
+    if native_ok and kernel.has("netem"):
+        return "native"  # the fast path of places.choice.choose, without probing the other places
+    from .places import choice, records
+
+    offered = {"native": {n for n in ("netem", "tbf", "bpf_struct_ops") if kernel.has(n)}}
+    for name in ("uml", "vm"):
+        if name == "uml" and not uml_ok:
+            continue
+        place = places.get(name)
+        try:
+            if place.available()[0]:
+                offered[name] = place.capabilities()
+        except EnvironmentProblem as exc:  # a VM that cannot boot is not a place
+            log.get().warning("the %s place is unusable: %s", name, exc)
+    picked = choice.choose(lab, tuple(needs), offered, records.load())
+    if picked.place is None:
+        raise EnvironmentProblem(f"{picked.why}; run `mptcplab doctor` for what to install")
+    return picked.place
 
 
 def report() -> tuple[str, bool]:
@@ -125,15 +151,16 @@ def report() -> tuple[str, bool]:
         if not c.ok:
             lines.append(f"          fix: {c.fix}")
     from .lab import all_labs
+    from .places import overview
 
-    lines.append("")
+    lines += ["", "Places to run (--where):", *overview.lines(), ""]
     for lab in all_labs().values():
         try:
-            where = decide_where("auto", lab.needs, lab.uml_ok)
-            lines.append(f"{lab.id} ({lab.title}): will run {'natively' if where == 'native' else 'in UML'}")
+            where = decide_where("auto", lab.needs, lab.uml_ok, lab=lab.id)
+            lines.append(f"{lab.id} ({lab.title}): will run {overview.WHERE_WORDS[where]}")
         except EnvironmentProblem as exc:
             all_ok = False
             lines.append(f"{lab.id} ({lab.title}): CANNOT RUN here: {exc}")
     if not all_labs():
-        lines.append(f"labs needing netem will run {'natively' if kernel.netem_usable() or kernel.inside_uml() else 'in UML'}")
+        lines.append(f"labs needing netem will run {'natively' if kernel.netem_usable() or kernel.inside_uml() else 'in a guest'}")
     return "\n".join(lines), all_ok

@@ -79,13 +79,23 @@ def kprobes_usable() -> bool:
         return False
     name = f"{PREFIX}_probe"
     try:
-        with open(path, "a") as f:
-            f.write(f"p:{name} sk_stream_wait_memory\n")
-        with open(path, "a") as f:
-            f.write(f"-:{name}\n")
+        write_kprobe_events(f"p:{name} sk_stream_wait_memory")
+        write_kprobe_events(f"-:{name}")
         return True
     except OSError:
         return False
+
+
+def write_kprobe_events(*lines: str) -> None:
+    """Append definitions to tracefs's kprobe_events. Not open(path, "a"): Python seeks to the end
+    of a file opened for appending, and kprobe_events (a seq_file) refuses SEEK_END with EINVAL,
+    which made every kernel look like it had no kprobes."""
+    fd = os.open(TRACEFS / "kprobe_events", os.O_WRONLY | os.O_APPEND)
+    try:
+        for line in lines:
+            os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
 
 
 def struct_ops_usable() -> bool:

@@ -229,9 +229,7 @@ class Tracing:
         comm = f'comm == "{SENDER_COMM}"'
         if kernel.kprobes_usable():
             kname = f"{PREFIX}_{self.net.topo.run_id}"
-            with open(TRACEFS / "kprobe_events", "a") as f:
-                f.write(f"p:{kname}_in sk_stream_wait_memory\n")
-                f.write(f"r:{kname}_out sk_stream_wait_memory\n")
+            kernel.write_kprobe_events(f"p:{kname}_in sk_stream_wait_memory", f"r:{kname}_out sk_stream_wait_memory")
             self.kprobes = [f"{kname}_in", f"{kname}_out"]
             for k in self.kprobes:
                 self._enable(f"kprobes/{k}", comm)
@@ -262,9 +260,7 @@ class Tracing:
         for item in [i for i in TRACKER.items if i == {"kind": "trace_instance", "name": self.name}]:
             TRACKER.discard(item)
         if self.kprobes:
-            with open(TRACEFS / "kprobe_events", "a") as f:
-                for k in self.kprobes:
-                    f.write(f"-:{k}\n")
+            kernel.write_kprobe_events(*(f"-:{k}" for k in self.kprobes))
         self._parse()
         overrun = re.search(r"overrun: (\d+)", lost)
         _note(self.rd, "tracing", available=True, instance=self.name, clock="mono -> epoch",

@@ -24,7 +24,7 @@ class LabOutcome:
     lab_id: str
     title: str
     status: str  # "ok", "failed", "cannot-run"
-    where: str | None = None  # "native" or "uml"
+    where: str | None = None  # "native", "uml" or "vm"
     detail: str = ""  # why it failed or cannot run
     out: Path | None = None  # sweep directory
     seconds: float | None = None
@@ -71,6 +71,12 @@ details{margin:.3em 0} summary{cursor:pointer}
 """
 
 
+def _places_table() -> str:
+    from .places import compare, records
+
+    return compare.html_table(records.load())
+
+
 def render(outcomes: list[LabOutcome], labs: dict, quick: bool) -> str:
     from plotly.offline import get_plotlyjs
 
@@ -84,21 +90,28 @@ def render(outcomes: list[LabOutcome], labs: dict, quick: bool) -> str:
              f"<h1>mptcplab reproduce{' --quick' if quick else ''}</h1>",
              f"<p>{now} on <code>{html.escape(platform.node())}</code>, kernel "
              f"<code>{html.escape(platform.release())}</code>.</p>",
-             "<table><tr><th>lab</th><th>title</th><th>status</th><th>ran</th><th>note</th></tr>", rows, "</table>"]
+             "<table><tr><th>lab</th><th>title</th><th>status</th><th>ran</th><th>note</th></tr>", rows, "</table>",
+             "<h2 id='places'>Places compared</h2><p>Each place's latest recorded setup check on this host "
+             "(what <code>--where auto</code> chooses from; see the site's VM page):</p>", _places_table()]
     for o in outcomes:
         parts.append(f"<h2 id='{o.lab_id}'>{html.escape(o.lab_id)}: {html.escape(o.title)}</h2>")
         if o.status == "cannot-run":
             parts.append(f"<p class='cannot-run'><b>Cannot run here:</b> {html.escape(o.detail)}</p>")
             continue
-        where = {"native": "natively on this kernel", "uml": "inside the kit's User-Mode Linux kernel"}
+        where = {"native": "natively on this kernel", "uml": "inside the kit's User-Mode Linux kernel",
+                 "vm": "in a VM booting the distribution's stock kernel"}
         parts.append(f"<p>Ran {where.get(o.where or '', html.escape(o.where or '?'))}"
                      + (f" in {o.seconds:.0f} s" if o.seconds is not None else "")
                      + (f"; results in <code>{html.escape(str(o.out))}</code>" if o.out else "") + ".</p>")
         guest, wall = clock_totals(o.out) if o.out and o.out.exists() else (0, 0)
         if guest:
-            parts.append(f"<p>Its runs took {guest:.0f} s on the UML guest's time-travel clock, {wall:.0f} s of "
-                         "wall-clock time (the guest skips idle time and counts its kernel's work only in "
-                         "part; each manifest's <code>clock</code>).</p>")
+            if o.where == "vm":
+                parts.append(f"<p>Its runs took {guest:.0f} s on the VM guest's clock, {wall:.0f} s of wall-clock "
+                             "time (each manifest's <code>clock</code>).</p>")
+            else:
+                parts.append(f"<p>Its runs took {guest:.0f} s on the UML guest's time-travel clock, {wall:.0f} s of "
+                             "wall-clock time (the guest skips idle time and counts its kernel's work only in "
+                             "part; each manifest's <code>clock</code>).</p>")
         if o.status == "failed":
             parts.append(f"<p class='failed'><b>Failed:</b> {html.escape(o.detail)}</p>")
             if o.log_tail:

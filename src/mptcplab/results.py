@@ -69,6 +69,9 @@ def platform_info() -> dict:
         "hostname": platform.node(),
         "cpus": os.cpu_count(),
     }
+    if where == "vm":
+        info["vm_kernel"] = os.environ.get("MPTCPLAB_VM_KERNEL")
+        info["vm_accel"] = os.environ.get("MPTCPLAB_VM_ACCEL")
     if where == "uml":
         info["uml_kernel"] = os.environ.get("MPTCPLAB_UML_KERNEL")
         with contextlib.suppress(OSError):  # "time-travel": the guest's clock skips idle time
@@ -112,7 +115,7 @@ class RunDir:
             "tools": tool_versions(),
             "git": git_commit(),
         }
-        self._clocks = self._read_clocks() if self.manifest["platform"]["where"] == "uml" else None
+        self._clocks = self._read_clocks() if self.manifest["platform"]["where"] in ("uml", "vm") else None
 
     def file(self, name: str) -> Path:
         return self.path / name

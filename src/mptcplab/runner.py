@@ -1,42 +1,55 @@
-"""Run an experiment where it can run: here, or inside the kit's UML kernel.
+"""Run an experiment where it can run: here, inside the kit's UML kernel, or in a VM.
 
 `mptcplab run`, `mptcplab example` and `mptcplab reproduce` all come through `in_place()`: it
 picks the place (see doctor.decide_where), takes the one-experiment-per-machine lock, cleans up
-what dead runs left behind, turns SIGTERM into an unwinding exception and, for UML, re-executes
-the same command inside the UML kernel with `--where native`.
+what dead runs left behind (guests included: none may run beside the experiment), turns SIGTERM
+into an unwinding exception and, for a guest place (mptcplab.places), re-executes the same
+command there with `--where native`. The setup check each run makes is recorded per place
+(places.records): `--where auto` chooses from those measurements.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import sys
+import time
 from pathlib import Path
 from typing import Callable
 
-from . import engine, kernel, log, state, uml
+from . import engine, kernel, log, places, state
 from .doctor import decide_where
+from .places import lifetime, records
 from .lab import RunContext, get_lab
 from .results import clock_totals, experiment_lock
 
 _log = log.get()
 
 
-def in_place(where: str, argv: list[str], here: Callable[[], int]) -> int:
-    """Run `here()` natively, or `mptcplab ARGV --where native` inside UML."""
-    to_uml = where == "uml" and not kernel.inside_uml()
-    if not to_uml:
+def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | None = None,
+             lab: str = "example") -> int:
+    """Run `here()` natively, or `mptcplab ARGV --where native` in the guest place `where`.
+    `out` (the results directory) is written back from the guest and holds the setup check."""
+    to_guest = where != "native" and not places.inside_guest()
+    if not to_guest:
         kernel.require_root()
     with experiment_lock(), state.signals_unwind():
         stale = state.clean(all_owners=False)
+        stale += [f"guest process {p}" for p in lifetime.reap_orphan_guests()]
         if stale:
             _log.info("removed what an earlier run left behind: %s", ", ".join(stale))
-        if not to_uml:
+        if places.inside_guest():
             return here()
-        binary = uml.kernel_path() or uml.build()
-        _log.info("running in the UML kernel (%s)", binary.parent.name)
-        return uml.run([sys.executable, "-m", "mptcplab", *_verbosity(), *argv, "--where", "native"],
-                       env={"MPTCPLAB_UML_KERNEL": binary.parent.name, "PYTHONUNBUFFERED": "1"})
+        since, t0 = time.time(), time.monotonic()
+        rc = 1
+        try:
+            rc = here() if not to_guest else places.get(where).run([*_verbosity(), *argv, "--where", "native"],
+                                                                  [out] if out else [])
+        finally:
+            if out is not None:
+                got = records.record_sweep(out, lab, where, since)
+                if got is None and rc != 0:
+                    records.record_failure(out, lab, where, since, time.monotonic() - t0, f"exit status {rc}")
+        return rc
 
 
 def _verbosity() -> list[str]:
@@ -63,26 +76,26 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
             fresh: bool = False, overrides: dict | None = None) -> int:
     lab = get_lab(lab_id)
     params = lab.load_params(quick, overrides)  # bad parameters fail here, before anything is configured
-    place = decide_where(where, lab.needs, lab.uml_ok)
+    place = decide_where(where, lab.needs, lab.uml_ok, lab=lab.id)
     out = Path(out or default_out(lab.id, quick)).resolve()
-    if fresh and out.exists() and not kernel.inside_uml():
+    if fresh and out.exists() and not places.inside_guest():
         shutil.rmtree(out)
     argv = ["run", lab.id, "--out", str(out)] + (["--quick"] if quick else [])
     argv += [f"--set={k}={v}" for k, v in flatten_overrides(overrides or {})]
 
     def here() -> int:
         out.mkdir(parents=True, exist_ok=True)
-        where_now = "uml" if kernel.inside_uml() else "native"
+        where_now = places.current()
         say = log.get(lab.id)
         say.info("%s — %s run, %s, results in %s", lab.title, "quick" if quick else "full", where_now, out)
         summary = engine.run(RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now))
         (out / "lab-summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
         guest, wall = clock_totals(out)
         if guest:
-            say.info("UML clock: the runs took %.0f s on the guest's time-travel clock and %.0f s of "
-                     "wall-clock time (each manifest's `clock`)", guest, wall)
+            say.info("%s clock: the runs took %.0f s on the guest's clock and %.0f s of "
+                     "wall-clock time (each manifest's `clock`)", where_now, guest, wall)
         (out / "paper-vs-this-run.md").write_text(lab.report(out))
         say.info("paper vs this run: %s", out / "paper-vs-this-run.md")
         return 0
 
-    return in_place(place, argv, here)
+    return in_place(place, argv, here, out=out, lab=lab.id)

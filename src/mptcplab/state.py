@@ -154,8 +154,9 @@ def remove_kprobe_events() -> list[str]:
             # e.g. "p:kprobes/mlab_wm sk_stream_wait_memory"
             name = line.split()[0].split(":", 1)[1].split("/")[-1]
             if name.startswith(PREFIX):
-                with open(path, "a") as f:
-                    f.write(f"-:{name}\n")
+                from .kernel import write_kprobe_events  # lazy: kernel imports state (PREFIX)
+
+                write_kprobe_events(f"-:{name}")
                 removed.append(f"kprobe event {name}")
     return removed
 
@@ -218,7 +219,7 @@ def _sweep_by_prefix() -> list[str]:
             if inst.name.startswith(PREFIX) and remove_trace_instance(inst.name):
                 removed.append(f"tracefs instance {inst.name}")
     removed += remove_kprobe_events()
-    # UML kernels the kit booted carry `umid=mlab-...` on their command line.
+    # UML kernels the kit booted carry `umid=mlab-...` on their command line, VMs `mlab-vm-...`.
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
             continue
@@ -226,10 +227,13 @@ def _sweep_by_prefix() -> list[str]:
             cmdline = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(arg.startswith(f"umid={PREFIX}-".encode()) for arg in cmdline):
+        if any(arg.startswith((f"umid={PREFIX}-".encode(), f"{PREFIX}-vm-".encode())) for arg in cmdline):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(int(proc.name), signal.SIGKILL)
                 removed.append(f"UML process {proc.name}")
+    from .places import vm
+
+    removed += vm.clean()  # the VM place's private directories (its processes went above)
     with contextlib.suppress(ImportError):
         from . import cc  # Lab 2's BPF congestion controls (mlab_*)
 

@@ -206,8 +206,12 @@ def run(command: list[str], mem: str = "2G", timeout: float | None = None,
             f"init={init}", "con=null", "con0=null,fd:1", "quiet", f"umid={umid}", f"uml_dir={rundir}",
             "time-travel"]  # idle skips to the next timer: see vagrant/uml/mptcplab.config
     stream = stream or sys.stdout
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    # The kernel and its helper processes die with the kit, even a SIGKILLed one (places.lifetime).
+    from .places.lifetime import die_with_parent_preexec, guarded
+
+    proc = subprocess.Popen(guarded(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=die_with_parent_preexec(),
                             env={**os.environ, "TMPDIR": _memory_dir(rundir)})
     proc_item = TRACKER.add("process", pgid=proc.pid, what=f"UML kernel {umid}")
     deadline = time.monotonic() + timeout if timeout else None

@@ -23,7 +23,7 @@ def _lab(id_, needs=(), uml_ok=True, figures=None):
 
 
 def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(rep, "decide_where", lambda where, needs, uml_ok: (_ for _ in ()).throw(
+    monkeypatch.setattr(rep, "decide_where", lambda where, needs, uml_ok, **_: (_ for _ in ()).throw(
         rep.EnvironmentProblem("needs BPF struct_ops; UML has no BPF JIT")) if "bpf" in needs else "native")
     ran = []
 
@@ -57,6 +57,6 @@ def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, mo
 
 
 def test_report_only_needs_results(tmp_path, monkeypatch):
-    monkeypatch.setattr(rep, "decide_where", lambda *a: "uml")
+    monkeypatch.setattr(rep, "decide_where", lambda *a, **_: "uml")
     (o,) = rep.reproduce({"lab1": _lab("lab1")}, tmp_path, quick=False, report_only=True)
     assert o.status == "failed" and "no results" in o.detail and o.where == "uml"

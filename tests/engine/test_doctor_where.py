@@ -12,6 +12,11 @@ def caps(monkeypatch):
     monkeypatch.setattr(kernel, "has", lambda c: have[c])
     monkeypatch.setattr(kernel, "inside_uml", lambda: False)
     monkeypatch.setattr(kernel, "require_root", lambda: None)
+    # The guest places without booting anything: UML is there, the VM is not, nothing measured yet.
+    monkeypatch.setattr("mptcplab.places.uml.available", lambda: (True, "test"))
+    monkeypatch.setattr("mptcplab.places.vm.available", lambda: (False, "test"))
+    monkeypatch.setattr("mptcplab.places.records.load", lambda: [])
+    monkeypatch.delenv("MPTCPLAB_WHERE", raising=False)
     return have
 
 
@@ -24,14 +29,14 @@ def test_auto_prefers_native_netem_else_uml(caps):
 def test_lab_needing_struct_ops_never_goes_to_uml(caps):
     assert doctor.decide_where("auto", ("bpf_struct_ops",), uml_ok=False) == "native"
     caps["bpf_struct_ops"] = False
-    with pytest.raises(EnvironmentProblem, match="cannot run in UML"):
+    with pytest.raises(EnvironmentProblem, match="no place here offers bpf_struct_ops"):
         doctor.decide_where("auto", ("bpf_struct_ops",), uml_ok=False)
     with pytest.raises(EnvironmentProblem, match="no BPF JIT"):
         doctor.decide_where("uml", ("bpf_struct_ops",), uml_ok=False)
 
 
 def test_native_without_netem_says_how_to_fix(caps):
-    with pytest.raises(EnvironmentProblem, match="lacks netem.*doctor.*--where uml"):
+    with pytest.raises(EnvironmentProblem, match="lacks netem.*doctor.*--where uml or --where vm"):
         doctor.decide_where("native", ("netem",))
 
 
@@ -41,8 +46,16 @@ def test_inside_uml_is_native(caps, monkeypatch):
 
 
 def test_bad_where(caps):
-    with pytest.raises(UsageError, match="auto, native or uml"):
-        doctor.decide_where("vm")
+    with pytest.raises(UsageError, match="auto, native, uml or vm"):
+        doctor.decide_where("elsewhere")
+
+
+def test_vm_when_asked_and_offered(caps, monkeypatch):
+    monkeypatch.setattr("mptcplab.places.vm.available", lambda: (True, "test"))
+    monkeypatch.setattr("mptcplab.places.vm.capabilities", lambda: {"netem", "tbf", "kprobes", "bpf_struct_ops"})
+    assert doctor.decide_where("vm", ("bpf_struct_ops",), uml_ok=False) == "vm"
+    # auto: Lab 2 (struct_ops, no UML) goes to the VM, which has netem, not to native without it
+    assert doctor.decide_where("auto", ("bpf_struct_ops",), uml_ok=False, lab="lab2") == "vm"
 
 
 def test_checks_have_fixes():

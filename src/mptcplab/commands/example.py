@@ -20,7 +20,7 @@ from ..verify import check_paths, describe
 
 def register(sub) -> None:
     p = sub.add_parser("example", help="two-path example experiment: verifies RTT, rate and MPTCP subflows")
-    p.add_argument("--where", default="auto", help="auto, native or uml")
+    p.add_argument("--where", default="auto", help="auto, native, uml or vm")
     p.add_argument("--out", type=Path, default=Path("results/example"), help="results directory")
     p.add_argument("--seconds", type=float, default=5.0, help="length of each transfer")
     p.set_defaults(func=_example)
@@ -50,4 +50,4 @@ def _example(args) -> int:
         say.info("all checks passed; manifest: %s", out / key / "manifest.json")
         return 0
 
-    return in_place(where, ["example", "--out", str(out), "--seconds", str(args.seconds)], here)
+    return in_place(where, ["example", "--out", str(out), "--seconds", str(args.seconds)], here, out=out)

@@ -28,7 +28,7 @@ def register(sub) -> None:
     p.add_argument("--quick", action="store_true", help="the short version of every lab")
     p.add_argument("--out", type=Path, default=Path("build/reproduce"), help="results and report.html (default: %(default)s)")
     p.add_argument("--labs", help="comma-separated subset, e.g. lab1,lab3 (default: all)")
-    p.add_argument("--where", default="auto", help="auto, native or uml, for every lab (default: auto)")
+    p.add_argument("--where", default="auto", help="auto, native, uml or vm, for every lab (default: auto)")
     p.add_argument("--report-only", action="store_true", help="rebuild report.html from results already in --out")
     p.add_argument("--strict", action="store_true", help="exit 1 also when a lab cannot run on this machine")
     p.set_defaults(func=_reproduce)
@@ -47,7 +47,7 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
         sweep = out / (f"{lab.id}-quick" if quick else lab.id)
         o = report.LabOutcome(lab.id, lab.title, "ok", out=sweep)
         try:
-            o.where = decide_where(where, lab.needs, lab.uml_ok)
+            o.where = decide_where(where, lab.needs, lab.uml_ok, lab=lab.id)
         except (EnvironmentProblem, UsageError) as exc:
             o.status, o.detail, o.out = "cannot-run", str(exc), None
             log.get(lab.id).warning("CANNOT RUN here: %s", exc)

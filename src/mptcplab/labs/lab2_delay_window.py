@@ -64,10 +64,12 @@ def topology(params: dict, netem: bool | None = None) -> Topology:
                     mptcp_subflows=len(paths))
 
 
-def fairness_topology(params: dict) -> Topology:
+def fairness_topology(params: dict, netem: bool | None = None) -> Topology:
+    netem = _netem() if netem is None else netem
     f = params["fairness"]
+    links = {name: link_spec({"link": f[name], "delay": f.get(f"{name}_delay")}, netem) for name in ("shared", "other")}
     return Topology("lab2fair", hosts=("snd", "rcv"),
-                    paths=[NetPath("shared", "snd", "rcv", f["shared"]), NetPath("other", "snd", "rcv", f["other"])],
+                    paths=[NetPath("shared", "snd", "rcv", links["shared"]), NetPath("other", "snd", "rcv", links["other"])],
                     sysctls=params.get("sysctls", {}), mptcp_subflows=2)
 
 

@@ -1,0 +1,28 @@
+"""The places this host offers, in words: `mptcplab doctor`'s "Places to run" section."""
+
+from __future__ import annotations
+
+from ..errors import EnvironmentProblem
+from . import NAMES, get
+
+WHERE_WORDS = {"native": "natively", "uml": "in the UML kernel", "vm": "in the VM (stock kernel)"}
+ORDER = ("netem", "tbf", "kprobes", "bpf_struct_ops")
+
+
+def lines() -> list[str]:
+    out = []
+    for name in NAMES:
+        place = get(name)
+        ok, why = place.available()
+        if not ok:
+            out.append(f"  {name:6} not available: {why}")
+            continue
+        try:
+            caps = place.capabilities()
+            details = place.describe()
+        except EnvironmentProblem as exc:
+            out.append(f"  {name:6} unusable: {exc}")
+            continue
+        out.append(f"  {name:6} offers: " + ", ".join(f"{c} {'yes' if c in caps else 'no'}" for c in ORDER))
+        out += [f"         {d}" for d in details]
+    return out

@@ -1,0 +1,116 @@
+"""Recorded setup checks per place: what `--where auto` chooses from (places.choice).
+
+After every run of a lab or of `mptcplab example` in a place, the run's setup check (the
+`checks` that verify.check_paths wrote into the verify run's summary: per-path ping RTT and
+single-TCP rate against the configured links, MPTCP subflows; later also the window-limited
+physics bound) is kept as one CheckResult in `~/.cache/mptcplab/places/checks.json`, keyed by lab
+and place, with the wall-clock time it took and how it was measured (kernel, date, load average).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+from .choice import CheckResult
+
+
+def path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mptcplab" / "places" / "checks.json"
+
+
+def load() -> list[CheckResult]:
+    try:
+        return [CheckResult.from_json(d) for d in json.loads(path().read_text())]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def save(result: CheckResult) -> None:
+    kept = [r for r in load() if (r.lab, r.place) != (result.lab, result.place)] + [result]
+    p = path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps([r.to_json() for r in kept], indent=2) + "\n")
+    tmp.replace(p)
+
+
+def _seconds(manifest: dict) -> float:
+    clock = manifest.get("clock") or {}
+    if clock.get("host_wall_s"):
+        return float(clock["host_wall_s"])
+    t0, t1 = manifest.get("started"), manifest.get("finished")
+    return (dt.datetime.fromisoformat(t1) - dt.datetime.fromisoformat(t0)).total_seconds() if t0 and t1 else 0.0
+
+
+def from_run(run_dir: Path, lab: str, place: str) -> CheckResult | None:
+    """The CheckResult of one finished run directory whose summary holds `checks`, else None."""
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    checks = summary.get("checks")
+    if not checks:
+        return None
+    measured, bound = {}, {}
+    for name, row in checks.get("paths", {}).items():
+        measured[f"{name}.rtt_ms"] = row.get("ping", {}).get("median_ms")
+        bound[f"{name}.rtt_ms"] = row.get("configured_rtt_ms")
+        measured[f"{name}.tcp_mbps"] = row.get("tcp_steady_mbps")
+        if row.get("link_utilisation"):
+            bound[f"{name}.tcp_mbps"] = round(row["tcp_steady_mbps"] / row["link_utilisation"], 2)
+    for key, value in (checks.get("physics") or {}).items():  # the window-limited bound, when recorded
+        if isinstance(value, dict) and "measured" in value and "bound" in value:
+            measured[key], bound[key] = value["measured"], value["bound"]
+    if (manifest.get("clock") or {}).get("guest_s"):
+        measured["guest_s"] = manifest["clock"]["guest_s"]
+    if "mptcp" in checks:
+        measured["mptcp.subflows"] = checks["mptcp"].get("subflows_with_data")
+    plat = manifest.get("platform", {})
+    how = (f"{run_dir.name} on {plat.get('where')} kernel {plat.get('kernel_release')}"
+           + (f" ({plat['vm_accel']})" if plat.get("vm_accel") else "")
+           + f", {manifest.get('started', '')[:16]}Z, host load {os.getloadavg()[0]:.1f}")
+    return CheckResult(place=place, lab=lab, passed=bool(checks.get("passed")), wall_s=round(_seconds(manifest), 1),
+                       measured={k: v for k, v in measured.items() if v is not None},
+                       bound={k: v for k, v in bound.items() if v is not None}, how=how)
+
+
+def newest_check(sweep: Path) -> Path | None:
+    """The newest finished run directory of a sweep whose summary holds a setup check."""
+    runs = sorted((d for d in Path(sweep).iterdir() if (d / "summary.json").exists()),
+                  key=lambda d: (d / "manifest.json").stat().st_mtime if (d / "manifest.json").exists() else 0) \
+        if Path(sweep).exists() else []
+    for d in reversed(runs):
+        try:
+            if json.loads((d / "summary.json").read_text()).get("checks"):
+                return d
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def record_sweep(sweep: Path, lab: str, place: str, since: float) -> CheckResult | None:
+    """Record the setup check a run made in `sweep` (if it made one after `since`, a time.time())."""
+    d = newest_check(sweep)
+    if d is None or (d / "manifest.json").stat().st_mtime < since:
+        return None
+    result = from_run(d, lab, place)
+    if result:
+        save(result)
+    return result
+
+
+def record_failure(sweep: Path, lab: str, place: str, since: float, wall_s: float, why: str) -> CheckResult | None:
+    """Record a failed setup check: the run failed and left an unfinished run directory
+    (`KEY.partial`, see results.RunDir) made after `since` with no finished check after it."""
+    fresh = [d for d in Path(sweep).glob("*.partial") if d.stat().st_mtime >= since
+             and (lab == "example" or d.name == "verify.partial")] if Path(sweep).exists() else []
+    if not fresh:
+        return None
+    result = CheckResult(place=place, lab=lab, passed=False, wall_s=round(wall_s, 1), how=why)
+    save(result)
+    return result

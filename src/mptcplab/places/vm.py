@@ -1,0 +1,326 @@
+"""A virtual machine booting the distribution's stock kernel, via virtme-ng (`vng`).
+
+virtme-ng is the MPTCP maintainers' own way of running a kernel (multipath-tcp/
+mptcp-upstream-virtme-docker): it boots /boot/vmlinuz-X under QEMU with the host's filesystem as
+the guest's root (read-only; the run directory and the kit's cache are shared read-write with
+--rwdir), loads the package's modules from /lib/modules/X, and runs one command. The guest kernel
+has what the kit's UML kernel lacks: netem *and* kprobes, a BPF JIT, BTF (struct_ops).
+
+Accelerator: KVM only when a boot test under a timeout succeeds (on some hosts /dev/kvm exists
+but a guest hangs after the decompressor); the verdict is cached. Otherwise QEMU's software
+emulation (TCG), which is slower but honest: see site/setup/vm.md for what it measures.
+
+Lifetime: vng runs QEMU in a child of a child; PR_SET_PDEATHSIG does not reach grandchildren,
+so the whole tree runs in its own PID namespace (`unshare --pid --kill-child`): when the kit dies
+the namespace's first process is SIGKILLed and the kernel kills everything else in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from .. import log, paths
+from ..errors import EnvironmentProblem
+from ..state import PREFIX, TRACKER, kill_process_group
+from . import lifetime
+
+NAME = "vm"
+MARKER = f"{PREFIX}-vm-"  # guest name: QEMU's `-name`, the guest's hostname; `clean` finds it
+KVM_BOOT_TIMEOUT_S = 90.0  # a KVM guest boots to its command in seconds; TCG here in ~20-40 s
+CAPABILITY_NAMES = ("netem", "tbf", "kprobes", "bpf_struct_ops")
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mptcplab" / "vm"
+
+
+# ---------------------------------------------------------------- what this host has
+
+def _version_key(path: Path) -> list:
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", path.name)]
+
+
+def kernel() -> Path | None:
+    """The newest /boot/vmlinuz-* whose modules are installed (/lib/modules/<release>)."""
+    found = [k for k in Path("/boot").glob("vmlinuz-*")
+             if (Path("/lib/modules") / k.name.removeprefix("vmlinuz-")).is_dir()]
+    return max(found, key=_version_key) if found else None
+
+
+def release(kimg: Path) -> str:
+    return kimg.name.removeprefix("vmlinuz-")
+
+
+def vng() -> str | None:
+    """virtme-ng's `vng`, from the kit's venv (pinned in pyproject.toml) or the PATH."""
+    here = Path(sys.executable).with_name("vng")
+    return str(here) if here.exists() else shutil.which("vng")
+
+
+def qemu_binary() -> str | None:
+    return shutil.which({"x86_64": "qemu-system-x86_64", "aarch64": "qemu-system-aarch64"}
+                        .get(platform.machine(), f"qemu-system-{platform.machine()}"))
+
+
+def available() -> tuple[bool, str]:
+    missing = []
+    if not qemu_binary():
+        missing.append("QEMU (apt-get install qemu-system-x86, or qemu-system-arm on arm64)")
+    if not vng():
+        missing.append("virtme-ng (pip install -e . installs the pinned version)")
+    if not shutil.which("busybox"):
+        missing.append("busybox (apt-get install busybox-static)")
+    kimg = kernel()
+    if not kimg:
+        missing.append("a stock kernel package (Debian 12: linux-image-6.12.*+deb12-amd64 from bookworm-backports; "
+                       "Ubuntu: linux-image-generic)")
+    if missing:
+        return False, "missing " + "; ".join(missing) + " — scripts/install-deps.sh installs them"
+    return True, f"kernel {kimg}"
+
+
+def resources() -> tuple[int, str]:
+    """vCPUs and memory from the host's size: every core (QEMU's TCG runs one thread per vCPU),
+    a quarter of the RAM between 1 and 4 GiB (the labs need well under 1 GiB; the rest is page cache)."""
+    cpus = os.cpu_count() or 1
+    total_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    return cpus, f"{min(4096, max(1024, total_mib // 4))}M"
+
+
+# ---------------------------------------------------------------- the command line
+
+GUEST_SCRIPT = """#!/bin/sh
+# Inside the VM (virtme-ng's init has mounted /proc, /sys, /dev and tmpfs on /run and /tmp).
+mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+mount -t bpf bpf /sys/fs/bpf 2>/dev/null
+export HOME={home} PATH={path} MPTCPLAB_WHERE=vm {env}
+cd {cwd} 2>/dev/null || cd /
+{command} </dev/null 2>&1
+echo $? > {status}
+"""
+
+
+def vng_argv(kimg: Path, script: Path, name: str, writable: list[Path], accel: str, cpus: int,
+             memory: str) -> list[str]:
+    """The `vng` command that boots `kimg` and runs `script` (pure: unit-tested)."""
+    argv = [vng() or "vng", "--run", str(kimg), "--name", name, "--user", "root",
+            "--cpus", str(cpus), "--memory", memory]
+    if accel != "kvm":
+        argv.append("--disable-kvm")
+    for d in writable:
+        argv += ["--rwdir", str(d)]
+    # Quiet console; the command's output comes back on vng's stdout.
+    argv += ["--append", "quiet loglevel=3", "--exec", f"sh {shlex.quote(str(script))}"]
+    return argv
+
+
+# ---------------------------------------------------------------- boot and run
+
+def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | None = None,
+         accel: str | None = None, timeout: float | None = None, stream=None, kimg: Path | None = None) -> int:
+    """Boot the stock kernel, run `command` inside as root, return its exit status."""
+    ok, why = available()
+    if not ok:
+        raise EnvironmentProblem(f"the VM place is not available: {why}")
+    kimg = kimg or kernel()
+    accel = accel or accelerator()
+    name = f"{MARKER}{uuid.uuid4().hex[:8]}"
+    # The run's private directory: the script, its exit status, vng's temporary files. Not under
+    # /tmp or /run, which the guest covers with its own tmpfs.
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    rundir = cache_dir() / name
+    dir_item = TRACKER.add("dir", path=str(rundir))  # recorded before it exists
+    rundir.mkdir()
+    status = rundir / "status"
+    script = rundir / "run.sh"
+    script.write_text(GUEST_SCRIPT.format(
+        home=shlex.quote(str(Path.home())), path=shlex.quote(os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")),
+        env=" ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items()),
+        cwd=shlex.quote(os.getcwd()), command=shlex.join(command), status=shlex.quote(str(status))))
+    dirs = [rundir, *[Path(d).resolve() for d in writable]]
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+    cpus, memory = resources()
+    argv = lifetime.guarded(vng_argv(kimg, script, name, _outermost(dirs), accel, cpus, memory))
+    stream = stream or sys.stdout
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, preexec_fn=lifetime.die_with_parent_preexec(),
+                            env={**os.environ, "TMPDIR": str(rundir),  # vng runs `virtme-run` from PATH
+                                 "PATH": f"{Path(vng() or '/usr/bin/vng').parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"})
+    # Recorded once it has a pid (as UML's kernel is); before that, `clean` finds it by its name.
+    proc_item = TRACKER.add("process", pgid=proc.pid, what=f"VM {name}")
+    deadline = time.monotonic() + timeout if timeout else None
+    try:
+        from ..uml import _chunks  # the same streaming reader as UML's console
+
+        try:
+            for chunk in _chunks(proc, deadline):
+                stream.write(_quiet(chunk.replace("\r\n", "\n")))
+                stream.flush()
+        except EnvironmentProblem:
+            raise EnvironmentProblem(f"the command inside the VM did not finish within {timeout:.0f} s") from None
+        proc.wait(timeout=60)
+        if not status.exists():
+            raise EnvironmentProblem(f"the VM stopped before the command finished (vng exit status "
+                                     f"{proc.returncode}; see output above)")
+        return int(status.read_text().strip() or 1)
+    finally:
+        kill_process_group(proc.pid)
+        lifetime.wait_gone(lifetime.guest_pids(name.encode()))
+        TRACKER.discard(proc_item)
+        shutil.rmtree(rundir, ignore_errors=True)
+        TRACKER.discard(dir_item)
+
+
+def _outermost(dirs: list[Path]) -> list[Path]:
+    """Drop directories inside another one of the list (one --rwdir covers them)."""
+    dirs = sorted(set(dirs), key=lambda p: (len(p.parts), str(p)))
+    return [d for i, d in enumerate(dirs) if not any(d.is_relative_to(o) for o in dirs[:i])]
+
+
+_NOISE = re.compile(r"^(\[\s*\d+\.\d+\] .*|.*virtme-ng-init: .*)\n", re.M)
+
+
+def _quiet(text: str) -> str:
+    return _NOISE.sub("", text)
+
+
+def run(argv: list[str], writable: list) -> int:
+    kimg = kernel()
+    acc = accelerator()
+    log.get().info("running in a VM: kernel %s (%s), via virtme-ng", release(kimg), accel_label(acc))
+    return boot([sys.executable, "-m", "mptcplab", *argv], writable=[*writable, paths.cache_dir()],
+                env={"MPTCPLAB_VM_KERNEL": release(kimg), "MPTCPLAB_VM_ACCEL": acc, "PYTHONUNBUFFERED": "1"})
+
+
+# ---------------------------------------------------------------- measured once, cached
+
+def _cached(name: str, key: str, measure) -> dict:
+    path = cache_dir() / f"{name}.json"
+    try:
+        data = json.loads(path.read_text())
+        if data.get("key") == key:
+            return data
+    except (OSError, json.JSONDecodeError):
+        pass
+    data = {"key": key, **measure(), "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(path)
+    return data
+
+
+def _qemu_version() -> str:
+    q = qemu_binary()
+    out = subprocess.run([q, "--version"], capture_output=True, text=True) if q else None
+    return out.stdout.splitlines()[0] if out and out.stdout else "no qemu"
+
+
+def kvm_verdict() -> dict:
+    """{"verdict": "kvm" | "kvm-broken" | "no-kvm", "detail": ...}: a boot test, cached per host
+    kernel, QEMU and guest kernel."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return {"verdict": "no-kvm", "detail": "no usable /dev/kvm"}
+    kimg = kernel()
+    key = f"{platform.release()}|{_qemu_version()}|{kimg}"
+
+    def measure() -> dict:
+        print(f"mptcplab: testing KVM with a boot under a {KVM_BOOT_TIMEOUT_S:.0f} s timeout (once; cached)",
+              file=sys.stderr, flush=True)
+        t0 = time.monotonic()
+        import io
+
+        out = io.StringIO()
+        try:
+            rc = boot(["true"], accel="kvm", timeout=KVM_BOOT_TIMEOUT_S, stream=out, kimg=kimg)
+            ok, detail = rc == 0, f"booted and ran a command in {time.monotonic() - t0:.0f} s"
+        except EnvironmentProblem as exc:
+            said = [ln for ln in out.getvalue().splitlines() if ln.strip()][-2:]
+            ok, detail = False, f"boot test failed after {time.monotonic() - t0:.0f} s: {exc}".replace(
+                "; see output above", "") + (f"; QEMU said: {' / '.join(said)}" if said else "")
+        return {"verdict": "kvm" if ok else "kvm-broken", "detail": detail}
+
+    return _cached("kvm", key, measure)
+
+
+def accelerator() -> str:
+    """"kvm" when KVM passed its boot test, else "tcg"."""
+    return "kvm" if kvm_verdict()["verdict"] == "kvm" else "tcg"
+
+
+def accel_label(accel: str) -> str:
+    return "KVM" if accel == "kvm" else "QEMU TCG, software emulation"
+
+
+PROBE = ("import json; from mptcplab.places import native; "
+         "print('MLAB-CAPS ' + json.dumps(sorted(native.capabilities())))")
+
+
+def guest_capabilities() -> set[str]:
+    """What the guest kernel offers, measured inside it once per kernel and cached."""
+    kimg = kernel()
+    if not kimg:
+        return set()
+
+    def measure() -> dict:
+        import io
+
+        print(f"mptcplab: measuring what kernel {release(kimg)} offers inside the VM (once; cached)",
+              file=sys.stderr, flush=True)
+        out = io.StringIO()
+        try:
+            rc = boot([sys.executable, "-c", PROBE], stream=out, kimg=kimg)
+        except EnvironmentProblem as exc:
+            raise EnvironmentProblem(f"{exc}:\n{out.getvalue()[-1500:]}") from None
+        m = re.search(r"MLAB-CAPS (\[.*\])", out.getvalue())
+        if rc != 0 or not m:
+            raise EnvironmentProblem(f"probing the VM's kernel failed (exit {rc}):\n{out.getvalue()[-1500:]}")
+        return {"capabilities": json.loads(m.group(1))}
+
+    return set(_cached(f"capabilities-{release(kimg)}", str(kimg), measure)["capabilities"])
+
+
+def capabilities() -> set[str]:
+    return guest_capabilities()
+
+
+def describe() -> list[str]:
+    ok, why = available()
+    if not ok:
+        return [why]
+    kimg = kernel()
+    v = kvm_verdict()
+    accel = {"kvm": "KVM", "kvm-broken": "KVM present but broken (boot test failed), so QEMU TCG",
+             "no-kvm": "no KVM, so QEMU TCG"}[v["verdict"]]
+    cpus, memory = resources()
+    return [f"kernel {kimg} (stock package), {cpus} vCPUs, {memory} memory, via virtme-ng",
+            f"accelerator: {accel} ({v['detail']})",
+            f"capabilities measured inside the guest: {cache_dir() / ('capabilities-' + release(kimg) + '.json')}"]
+
+
+def clean() -> list[str]:
+    """Kill QEMU/virtme-ng processes of guests named mlab-vm-* whose owner is gone."""
+    removed = []
+    for pid in lifetime.guest_pids(MARKER.encode()):
+        try:
+            os.kill(pid, 9)
+            removed.append(f"VM process {pid}")
+        except ProcessLookupError:
+            pass
+    lifetime.wait_gone([int(r.split()[-1]) for r in removed])
+    for d in cache_dir().glob(f"{MARKER}*") if cache_dir().exists() else []:
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(f"directory {d}")
+    return removed

@@ -1,0 +1,161 @@
+"""The three places: the pure choice under `--where auto`, the VM's command line, check records."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mptcplab.places import choice, lifetime, records, vm
+from mptcplab.places.choice import CheckResult
+
+
+def rec(place, passed=True, wall=100.0, lab="lab1", **kw):
+    return CheckResult(place=place, lab=lab, passed=passed, wall_s=wall, **kw)
+
+
+NO_NETEM = {"native": {"tbf", "bpf_struct_ops"}, "uml": {"netem", "tbf"},
+            "vm": {"netem", "tbf", "kprobes", "bpf_struct_ops"}}
+
+
+def test_native_with_netem_wins_without_measuring():
+    caps = {**NO_NETEM, "native": {"netem", "tbf"}}
+    got = choice.choose("lab1", ("netem",), caps, [rec("uml", wall=1.0)])
+    assert got.place == "native" and "netem" in got.why
+
+
+def test_fastest_passing_place_wins():
+    got = choice.choose("lab1", ("netem",), NO_NETEM, [rec("uml", wall=300), rec("vm", wall=200)])
+    assert got.place == "vm" and "200 s" in got.why and "uml 300 s" in got.why
+
+
+def test_a_failed_check_rules_a_place_out_whatever_its_speed():
+    records_ = [rec("uml", passed=False, wall=10, measured={"p.tcp_mbps": 44.5}, bound={"p.tcp_mbps": 3.3}),
+                rec("vm", wall=500)]
+    got = choice.choose("lab1", ("netem",), NO_NETEM, records_)
+    assert got.place == "vm" and "uml failed" in got.why and "44.5 vs bound 3.3" in got.why
+
+
+def test_the_labs_own_check_beats_the_examples():
+    records_ = [rec("uml", lab="example", wall=10), rec("uml", lab="lab1", passed=False, wall=10),
+                rec("vm", lab="example", wall=50)]
+    assert choice.choose("lab1", ("netem",), NO_NETEM, records_).place == "vm"
+    # another lab still has only the example's checks: the faster one
+    assert choice.choose("lab3", ("netem",), NO_NETEM, records_).place == "uml"
+
+
+def test_unchecked_places_in_fixed_order_after_passing_ones():
+    assert choice.choose("lab1", ("netem",), NO_NETEM, []).place == "uml"
+    assert choice.choose("lab1", ("netem",), NO_NETEM, [rec("uml", passed=False)]).place == "vm"
+    assert choice.choose("lab1", ("netem",), NO_NETEM, [rec("vm", wall=900)]).place == "vm"
+
+
+def test_capabilities_filter_places():
+    # Lab 2 needs struct_ops: UML cannot, the VM can; native without netem would run without delay.
+    assert choice.choose("lab2", ("bpf_struct_ops",), NO_NETEM, []).place == "vm"
+    only_native = {"native": {"tbf", "bpf_struct_ops"}, "uml": {"netem", "tbf"}}
+    got = choice.choose("lab2", ("bpf_struct_ops",), only_native, [])
+    assert got.place == "native" and "without propagation delay" in got.why
+    got = choice.choose("lab2", ("bpf_struct_ops",), {"native": {"tbf"}, "uml": {"netem"}}, [])
+    assert got.place is None and "bpf_struct_ops" in got.why
+
+
+def test_every_place_failed():
+    got = choice.choose("lab1", ("netem",), NO_NETEM, [rec("uml", passed=False), rec("vm", passed=False)])
+    assert got.place is None and "failed" in got.why
+
+
+def test_check_result_round_trips_json():
+    r = rec("vm", measured={"a": 1.0}, bound={"a": 2.0}, how="x")
+    assert CheckResult.from_json(json.loads(json.dumps(r.to_json()))) == r
+
+
+def test_vng_command_line(monkeypatch):
+    monkeypatch.setattr(vm, "vng", lambda: "/v/bin/vng")
+    argv = vm.vng_argv(Path("/boot/vmlinuz-6.12.117+deb12-amd64"), Path("/c/run.sh"), "mlab-vm-1234abcd",
+                       [Path("/r/out"), Path("/c")], "tcg", 2, "4096M")
+    assert argv[:3] == ["/v/bin/vng", "--run", "/boot/vmlinuz-6.12.117+deb12-amd64"]
+    assert "--disable-kvm" in argv and argv[argv.index("--cpus") + 1] == "2"
+    assert argv[argv.index("--memory") + 1] == "4096M" and argv[argv.index("--name") + 1] == "mlab-vm-1234abcd"
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--rwdir"] == ["/r/out", "/c"]
+    assert "--rw" not in argv  # the host's filesystem stays read-only
+    assert argv[-2:] == ["--exec", "sh /c/run.sh"]
+    assert "--disable-kvm" not in vm.vng_argv(Path("/k"), Path("/s"), "n", [], "kvm", 1, "1G")
+    # the whole tree lives in a PID namespace that dies with its first process
+    assert lifetime.guarded(["vng"])[:4] == ["unshare", "--pid", "--fork", "--kill-child=SIGKILL"]
+
+
+def test_writable_dirs_collapse_to_the_outermost(tmp_path):
+    a, b, c = tmp_path / "a", tmp_path / "a" / "b", tmp_path / "c"
+    assert vm._outermost([b, a, c, a]) == [a, c]
+
+
+def test_resources_from_host_size():
+    cpus, memory = vm.resources()
+    assert cpus >= 1 and 1024 <= int(memory.removesuffix("M")) <= 4096
+
+
+def test_newest_kernel_with_modules(monkeypatch, tmp_path):
+    names = ["vmlinuz-6.1.0-28-amd64", "vmlinuz-6.12.9+deb12-amd64", "vmlinuz-6.12.117+deb12-amd64"]
+    assert max((Path(n) for n in names), key=vm._version_key).name == "vmlinuz-6.12.117+deb12-amd64"
+
+
+def _run_dir(root: Path, name: str, checks: dict, clock: dict | None = None) -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps({"checks": checks}))
+    manifest = {"started": "2026-11-23T18:00:00.000+00:00", "finished": "2026-11-23T18:01:30.000+00:00",
+                "platform": {"where": "vm", "kernel_release": "6.12.117+deb12-amd64", "vm_accel": "tcg"}}
+    if clock:
+        manifest["clock"] = clock
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    return d
+
+
+def test_records_from_a_run_and_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    checks = {"passed": True, "paths": {"slow": {"ping": {"median_ms": 81.9}, "configured_rtt_ms": 80.0,
+                                                 "tcp_steady_mbps": 90.0, "link_utilisation": 0.94}},
+              "mptcp": {"subflows_with_data": 2}}
+    _run_dir(tmp_path / "sweep", "verify", checks, clock={"guest_s": 60.0, "host_wall_s": 75.5})
+    r = records.record_sweep(tmp_path / "sweep", "lab1", "vm", since=0)
+    assert r.passed and r.wall_s == 75.5 and r.measured["slow.rtt_ms"] == 81.9 and r.bound["slow.rtt_ms"] == 80
+    assert r.measured["mptcp.subflows"] == 2 and "tcg" in r.how
+    _run_dir(tmp_path / "sweep2", "20261123-1", checks)  # no guest clock: started -> finished
+    records.record_sweep(tmp_path / "sweep2", "example", "uml", since=0)
+    assert {(x.lab, x.place, x.wall_s) for x in records.load()} == {("lab1", "vm", 75.5), ("example", "uml", 90.0)}
+
+
+def test_a_failed_verify_is_recorded_as_failed(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "sweep" / "verify.partial").mkdir(parents=True)
+    assert records.record_failure(tmp_path / "sweep", "lab1", "uml", 0, 12.0, "exit status 1").passed is False
+    (tmp_path / "s2" / "fixed-r1.partial").mkdir(parents=True)  # a later run failing is not the setup check
+    assert records.record_failure(tmp_path / "s2", "lab1", "uml", 0, 12.0, "exit status 1") is None
+
+
+def test_guest_markers_find_processes(tmp_path):
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "mlab-vm-test0000"])
+    try:
+        assert p.pid in lifetime.guest_pids(b"mlab-vm-test0000")
+    finally:
+        p.kill()
+        p.wait()
+    assert lifetime.wait_gone([p.pid], 2) == []
+
+
+def test_die_with_parent(tmp_path):
+    """A child started with the preexec is SIGKILLed when its parent exits."""
+    import subprocess
+    import sys
+    import time
+
+    code = ("import subprocess, sys; from mptcplab.places.lifetime import die_with_parent_preexec\n"
+            "c = subprocess.Popen(['sleep', '60'], preexec_fn=die_with_parent_preexec())\n"
+            "print(c.pid, flush=True)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    pid = int(out.stdout.split()[0])
+    time.sleep(0.5)
+    assert lifetime.wait_gone([pid], 5) == [], "the child outlived its parent"

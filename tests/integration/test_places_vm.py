@@ -1,0 +1,83 @@
+"""The VM place on a real stock kernel (virtme-ng; KVM if it boots, else QEMU TCG), and guests
+that die with a SIGKILLed kit in both guest places.
+
+Skipped, with the reason, where the host has no VM place (no kernel package could be installed,
+no QEMU, no virtme-ng): `mptcplab doctor` prints the same reason.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mptcplab.places import lifetime, vm
+
+pytestmark = pytest.mark.integration
+MPTCPLAB = [sys.executable, "-m", "mptcplab.cli"]
+HAVE_VM, WHY_NOT = vm.available()
+needs_vm = pytest.mark.skipif(not HAVE_VM, reason=f"no VM place on this host: {WHY_NOT}")
+
+
+def leftovers() -> list[str]:
+    left = [f"guest pid {p}" for m in lifetime.GUEST_MARKERS for p in lifetime.guest_pids(m)]
+    left += [f"dir {d}" for d in vm.cache_dir().glob(f"{vm.MARKER}*")] if vm.cache_dir().exists() else []
+    left += [ln for ln in Path("/proc/self/mounts").read_text().splitlines() if "mlab" in ln]
+    left += [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+             if ns.startswith("mlab-")]
+    return left
+
+
+@needs_vm
+@pytest.mark.timeout(1500)
+def test_example_in_the_vm(tmp_path):
+    out = tmp_path / "example"
+    res = subprocess.run(MPTCPLAB + ["example", "--where", "vm", "--out", str(out), "--seconds", "4"],
+                         capture_output=True, text=True, timeout=1400)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    (run,) = [d for d in out.iterdir() if d.is_dir()]
+    manifest = json.loads((run / "manifest.json").read_text())
+    checks = json.loads((run / "summary.json").read_text())["checks"]
+    assert manifest["platform"]["where"] == "vm" and manifest["platform"]["vm_kernel"]
+    assert manifest["clock"]["host_wall_s"] > 0  # wall-clock vs guest time, as in UML
+    assert any("netem" in q and "delay 40ms" in q for q in manifest["network"]["qdiscs"])
+    assert checks["passed"] and checks["mptcp"]["subflows_with_data"] == 2
+    assert "RTT" in res.stdout and leftovers() == []
+
+
+def _start(where: str, tmp_path: Path) -> subprocess.Popen:
+    # We hold the machine's experiment lock; the child uses a private one.
+    env = {**os.environ, "MPTCPLAB_LOCK": str(tmp_path / "child.lock")}
+    proc = subprocess.Popen(MPTCPLAB + ["example", "--where", where, "--out", str(tmp_path / "out")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    deadline = time.time() + 900
+    for line in proc.stdout:  # until the experiment inside the guest is under way
+        if "verifying" in line or time.time() > deadline:
+            break
+    return proc
+
+
+@pytest.mark.parametrize("where", [
+    pytest.param("vm", marks=needs_vm),
+    pytest.param("uml", marks=pytest.mark.skipif(not __import__("mptcplab.uml").uml.kernel_path(),
+                                                 reason="the UML kernel is not built")),
+])
+@pytest.mark.timeout(1500)
+def test_sigkill_kills_the_guest_and_clean_leaves_nothing(tmp_path, where):
+    from mptcplab.results import experiment_lock
+
+    with experiment_lock("test: waiting for running experiments before testing clean"):
+        proc = _start(where, tmp_path)
+        guests = [p for m in lifetime.GUEST_MARKERS for p in lifetime.guest_pids(m)]
+        assert guests, "the guest should be running"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        # The guest dies with the kit, before anyone cleans: no second experiment can meet it.
+        assert lifetime.wait_gone(guests, 20) == [], "the guest outlived the SIGKILLed kit"
+        res = subprocess.run(MPTCPLAB + ["clean"], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert leftovers() == []

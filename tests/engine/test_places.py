@@ -62,6 +62,9 @@ def test_capabilities_filter_places():
 def test_every_place_failed():
     got = choice.choose("lab1", ("netem",), NO_NETEM, [rec("uml", passed=False), rec("vm", passed=False)])
     assert got.place is None and "failed" in got.why
+    # a lab native can run without netem falls back to it rather than not running at all
+    got = choice.choose("lab2", ("bpf_struct_ops",), NO_NETEM, [rec("vm", lab="lab2", passed=False)])
+    assert got.place == "native" and "without propagation delay" in got.why
 
 
 def test_check_result_round_trips_json():

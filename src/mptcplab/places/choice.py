@@ -11,6 +11,8 @@ The order, and why (also on the site's UML and VM pages):
 3. places offering the capabilities but never checked come after every passing place, in the
    fixed order `uml`, `vm` (UML boots in seconds and needs no accelerator; the VM is checked the
    first time it runs, and then competes on its measurements).
+Native without netem comes last: only when no place with netem offers the lab's needs or every
+such place failed its check (the lab then runs without propagation delay, and says so).
 Nothing here probes the machine: the caller passes the capabilities and records (see places.records).
 """
 
@@ -85,6 +87,9 @@ def choose(lab: str, needs: tuple[str, ...], capabilities: dict[str, set[str]],
     if unchecked:
         return Choice(unchecked[0], f"{unchecked[0]} offers {', '.join(needs) or 'what the lab needs'} and has "
                       "not been checked yet" + _failed(best))
+    if native is not None and set(needs) <= native:
+        return Choice("native", "every place with netem failed its check: native, without propagation delay"
+                      + _failed(best))
     return Choice(None, "every place that offers what the lab needs failed its check" + _failed(best))
 
 

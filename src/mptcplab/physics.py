@@ -18,7 +18,9 @@ window:   for single-path TCP with a send buffer of sk_sndbuf bytes,
           From the kernel's own accounting (Linux 6.12, net/ipv4/tcp.c, tcp_sendmsg_locked):
           every skb in the write and retransmit queues, i.e. every byte sent but not yet
           acknowledged plus every byte not yet sent, is charged to sk_wmem_queued at its truesize
-          (payload + struct sk_buff + skb_shared_info, so truesize >= payload). sendmsg allocates
+          (payload + SKB_TRUESIZE of the skb's head: struct sk_buff + skb_shared_info + the
+          MAX_TCP_HEADER room, ~1 KiB on x86-64; so truesize >= payload, and for 64 KiB GSO skbs
+          payload ~ 98 % of sk_wmem_queued, for 1-segment skbs ~ 60 %). sendmsg allocates
           a new skb only while sk_stream_memory_free(): sk_wmem_queued < sk_sndbuf; the skb it
           allocated last may then be filled up to size_goal, at most one GSO skb of 64 KiB
           (GSO_LEGACY_MAX_SIZE) - the overshoot tcp_fragment() itself allows for ("tcp_sendmsg()
@@ -30,7 +32,9 @@ window:   for single-path TCP with a send buffer of sk_sndbuf bytes,
           it up to tcp_wmem[2].
 
           Measured on stock kernels (`ss -timn`, SO_SNDBUF/tcp_wmem 32 KiB): host 6.18, 10 Mbit/s
-          tbf, at most 66 segments = 95.6 KB unacknowledged against U = 97.3 KB. Exceeding (U) is
+          tbf, at most 66 segments = 95.6 KB unacknowledged against U = 97.3 KB; behind a routed
+          hop that orphans skbs as netem does, with the kit's tcp_min_tso_segs=64, at most 58
+          segments = 84 KB (without it: up to 238 = 345 KB). Exceeding (U) is
           only possible when something lets sendmsg append past the buffer check; see
           site/setup/uml.md for the case the kit's places hit (tcp_min_tso_segs).
 

@@ -20,11 +20,6 @@ from pathlib import Path
 from . import physics
 from .links import LinkSpec
 
-# Receiver-side goodput counts the bytes of its first read from a timestamp taken after that read
-# returned, and bins by host clock: over the labs' >= 5 s transfers that is < 1 % (one 1 MiB read
-# at 100 Mbit/s is 84 ms of 10 s). Only the link ceiling, which correct runs reach, needs it.
-MEASUREMENT_SLACK = 0.01
-
 
 def _paths_from_manifest(folder: Path) -> dict[str, dict]:
     """Path name -> {rtt_s, rate_bps} from the first manifest in or under `folder`."""
@@ -46,7 +41,7 @@ def _paths_from_manifest(folder: Path) -> dict[str, dict]:
 def _ceiling(where: str, mbps: float, rate_bps: float | None) -> list[physics.Verdict]:
     if not rate_bps:
         return []
-    bound = physics.link_ceiling_bps(rate_bps) * (1 + MEASUREMENT_SLACK) / 1e6
+    bound = physics.link_ceiling_bps(rate_bps) * (1 + physics.MEASUREMENT_SLACK) / 1e6
     return [physics.Verdict(f"{where}: goodput vs link ceiling", mbps, bound, "Mbit/s", mbps <= bound)]
 
 

@@ -55,6 +55,10 @@ from .links import WIRE_BYTES  # a full-size segment as qdiscs count it
 TCP_PAYLOAD = 1448  # bytes of data in a full-size segment with TCP timestamps
 GSO_SKB = 65536  # GSO_LEGACY_MAX_SIZE: the most one skb that sendmsg is filling may hold
 RTT_TOLERANCE = 0.02
+# Receiver-side goodput counts the bytes of its first read from a timestamp taken after that read
+# returned, and bins by the clock: over the labs' >= 3 s transfers that is < 1 % (one 1 MiB read at
+# 100 Mbit/s is 84 ms of 10 s). Only the link ceiling, which correct runs reach, needs it.
+MEASUREMENT_SLACK = 0.01
 # The window-limited transfer: SO_SNDBUF 32 KiB -> sk_sndbuf 64 KiB -> U = 128 KiB, 13.1 Mbit/s over
 # 80 ms: far below a 100 Mbit/s link, so the send buffer, not the link, must limit it.
 WINDOW_SO_SNDBUF = 32 * 1024
@@ -124,7 +128,7 @@ def judge_link(path: str, goodput_bps: float, rate_bps: float, min_utilisation: 
     """Single TCP must fill the link: at least `min_utilisation` of the ceiling, and not above it."""
     ceiling = link_ceiling_bps(rate_bps)
     util = goodput_bps / ceiling
-    ok = min_utilisation <= util <= 1 + RTT_TOLERANCE
+    ok = min_utilisation <= util <= 1 + MEASUREMENT_SLACK
     return Verdict(f"single TCP fills path {path}", goodput_bps / 1e6, ceiling / 1e6, "Mbit/s", ok,
                    f"{util:.1%} of the ceiling, needs {min_utilisation:.0%}-100%")
 

@@ -163,4 +163,7 @@ def report() -> tuple[str, bool]:
             lines.append(f"{lab.id} ({lab.title}): CANNOT RUN here: {exc}")
     if not all_labs():
         lines.append(f"labs needing netem will run {'natively' if kernel.netem_usable() or kernel.inside_uml() else 'in a guest'}")
+    from .physics import describe_last
+
+    lines += ["", *describe_last()]
     return "\n".join(lines), all_ok

@@ -39,7 +39,8 @@ def setup_check(net, params: dict, ctx: RunContext) -> None:
     with sweep.run(VERIFY, {"what": "verify the setup", **params}) as rd:
         net.record(rd)
         say.info("verifying the setup before measuring")
-        check_paths(net, rd, first.a, first.b, **lab.path_checks)
+        # window=True: the physics check (mptcplab.physics) in every place, before every lab.
+        check_paths(net, rd, first.a, first.b, **{"window": True, **lab.path_checks})
         lines = [describe(rd.summary["checks"])]
         if lab.extra_check:
             lines.append(lab.extra_check(net, rd, params))

@@ -98,14 +98,17 @@ class Counters:
 # ---------------------------------------------------------------- ss sampling
 
 class SsSampler:
-    """`ss -tinM` every `interval` seconds inside the host (the fallback when tracepoints are missing)."""
+    """`ss -tinmM` every `interval` seconds inside the host (the fallback when tracepoints are missing).
+
+    `-m` adds the send buffer's accounting (skmem w = sk_wmem_queued, tb = sk_sndbuf) that
+    `physics.ss_summary` records for every run."""
 
     def __init__(self, net, host: str, rd, port: int, interval: float = 0.05, name: str = "ss.txt") -> None:
         self.net, self.host, self.rd, self.port, self.interval = net, host, rd, port, interval
         self.path = rd.file(name)
 
     def __enter__(self):
-        loop = (f"while :; do echo \"@ $(date +%s.%N)\"; ss -tinHM dport = :{self.port}; "
+        loop = (f"while :; do echo \"@ $(date +%s.%N)\"; ss -tinmHM dport = :{self.port}; "
                 f"sleep {self.interval}; done")
         self.out = open(self.path, "w")
         self.proc = self.net.popen(self.host, ["sh", "-c", loop], what="ss sampler", stdout=self.out,
@@ -119,12 +122,19 @@ class SsSampler:
         csv = self.path.with_suffix(".csv")
         table.to_csv(csv, index=False)
         _note(self.rd, "ss", file=csv.name, raw=self.path.name, interval_s=self.interval, samples=len(table))
+        # The kernel's own view of the run (srtt, min RTT, bytes in flight, send buffer): every
+        # summary that sampled carries it, and `mptcplab check` judges it against physics.
+        from .physics import ss_summary
+
+        self.rd.summary.setdefault("kernel_tcp", {})[self.path.stem] = ss_summary(table)
         return False
 
 
 _SS_FIELDS = {"cwnd": r"\bcwnd:(\d+)", "rtt_ms": r"\brtt:([\d.]+)/", "rto_ms": r"\brto:([\d.]+)",
               "unacked": r"\bunacked:(\d+)", "notsent": r"\bnotsent:(\d+)", "bytes_acked": r"\bbytes_acked:(\d+)",
-              "retrans_total": r"\bretrans:\d+/(\d+)", "ssthresh": r"\bssthresh:(\d+)"}
+              "retrans_total": r"\bretrans:\d+/(\d+)", "ssthresh": r"\bssthresh:(\d+)",
+              "mss": r"\bmss:(\d+)", "minrtt_ms": r"\bminrtt:([\d.]+)",
+              "skmem_w": r"skmem:\([^)]*\bw(\d+)", "skmem_tb": r"skmem:\([^)]*\btb(\d+)"}
 
 
 def parse_ss(text: str):

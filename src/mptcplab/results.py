@@ -75,7 +75,8 @@ def platform_info() -> dict:
     if where == "uml":
         info["uml_kernel"] = os.environ.get("MPTCPLAB_UML_KERNEL")
         with contextlib.suppress(OSError):  # "time-travel": the guest's clock skips idle time
-            info["uml_clock"] = "time-travel" if "time-travel" in Path("/proc/cmdline").read_text() else "host"
+            cmdline = Path("/proc/cmdline").read_text().split()
+            info["uml_clock"] = next((a for a in cmdline if a.startswith("time-travel")), "host")
     return info
 
 

@@ -39,13 +39,24 @@ from .state import PREFIX, TRACKER, kill_process_group, remove_namespace
 _log = log.get("topology")
 EMULATOR = "emu"
 _NAME = re.compile(r"[a-z][a-z0-9]{0,9}")
-# Sysctls every host gets: without these, repeated runs in one namespace are not independent
-# (TCP caches ssthresh/RTT per destination and starts the next connection from them).
-BASE_SYSCTLS = {"net.ipv4.tcp_no_metrics_save": "1"}
+# Sysctls every host gets.
+# - tcp_no_metrics_save: without it repeated runs in one namespace are not independent (TCP caches
+#   ssthresh/RTT per destination and starts the next connection from them).
+# - tcp_min_tso_segs=64: without it the send buffer does not bound what TCP keeps in flight over a
+#   delayed path. tcp_sendmsg_locked() checks sk_wmem_queued < sk_sndbuf only before allocating a
+#   new skb; it tops up the tail skb without a check. After each full skb it calls tcp_push_one(),
+#   which sends one TSO chunk sized to ~1 ms at the pacing rate (2-8 segments at these rates), so
+#   a remainder stays in the tail, is topped up, and so on while cwnd has room. TSQ would stop it,
+#   but netem orphans every skb it delays (as a real NIC frees it long before the far end), so
+#   in-flight data follows cwnd, not the buffer: 947 segments against 64 KiB in UML, 73-238
+#   against 32 KiB on this host's 6.18 behind a routed tbf hop. 64 >= the 45 segments of a 64 KiB
+#   skb, so each push sends the whole tail and the next write meets the check. See
+#   site/setup/uml.md ("The send buffer") for the evidence.
+BASE_SYSCTLS = {"net.ipv4.tcp_no_metrics_save": "1", "net.ipv4.tcp_min_tso_segs": "64"}
 # Read back into the manifest for every host, whether set or not.
 REPORTED_SYSCTLS = (
     "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_congestion_control",
-    "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_no_metrics_save", "net.ipv4.tcp_sack",
+    "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_no_metrics_save", "net.ipv4.tcp_min_tso_segs", "net.ipv4.tcp_sack",
     "net.ipv4.tcp_timestamps", "net.core.wmem_max", "net.core.rmem_max",
     "net.mptcp.enabled", "net.mptcp.scheduler", "net.mptcp.stale_loss_cnt",
 )

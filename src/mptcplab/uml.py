@@ -183,6 +183,21 @@ halt -f
 """
 
 
+# The guest's clock (see site/setup/uml.md, "Its clock" and "The time-travel panic"):
+# "time-travel" (basic: idle skips to the next timer), "time-travel=inf-cpu" (no host timers at
+# all; CPU work costs no guest time) or "host" (the host's clock). MPTCPLAB_UML_CLOCK chooses one
+# for experiments such as scripts/uml-soak.sh.
+CLOCKS = {"time-travel": ["time-travel"], "time-travel=inf-cpu": ["time-travel=inf-cpu"], "host": []}
+DEFAULT_CLOCK = "time-travel"
+
+
+def clock_args() -> list[str]:
+    clock = os.environ.get("MPTCPLAB_UML_CLOCK", DEFAULT_CLOCK)
+    if clock not in CLOCKS:
+        raise EnvironmentProblem(f"MPTCPLAB_UML_CLOCK={clock!r}: choose one of {', '.join(CLOCKS)}")
+    return CLOCKS[clock]
+
+
 def run(command: list[str], mem: str = "2G", timeout: float | None = None,
         env: dict[str, str] | None = None, stream=None) -> int:
     """Boot the UML kernel, run `command` inside as root, return its exit status.
@@ -204,7 +219,7 @@ def run(command: list[str], mem: str = "2G", timeout: float | None = None,
     init.chmod(0o755)
     argv = [str(kernel), f"mem={mem}", "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "rw",
             f"init={init}", "con=null", "con0=null,fd:1", "quiet", f"umid={umid}", f"uml_dir={rundir}",
-            "time-travel"]  # idle skips to the next timer: see vagrant/uml/mptcplab.config
+            *clock_args()]
     stream = stream or sys.stdout
     # The kernel and its helper processes die with the kit, even a SIGKILLed one (places.lifetime).
     from .places.lifetime import die_with_parent_preexec, guarded

@@ -3,19 +3,22 @@
 Students are told "verify the setup before you measure": each path's RTT by ping against the
 configured delay, single-path TCP against the configured rate, and that MPTCP really uses one
 subflow per path, proven from its own capture. A failed check raises ExperimentFailed.
+With `window=True` it also runs the physics check's window-limited transfer (see physics.py);
+every verdict is kept per place for `mptcplab doctor`.
 """
 
 from __future__ import annotations
 
+import platform
 import re
 import statistics
 
+from . import physics
 from .errors import ExperimentFailed
-from .links import WIRE_BYTES
 from .observe import Capture, Counters
+from .physics import TCP_PAYLOAD, WIRE_BYTES
 from .traffic import bulk, verify_capture
 
-TCP_PAYLOAD = 1448  # bytes of data in a full-size segment with timestamps
 GOODPUT_SHARE = TCP_PAYLOAD / WIRE_BYTES  # the best goodput a link of rate R can carry: R * 0.956
 
 
@@ -28,13 +31,21 @@ def ping_rtt(net, src: str, dst: str, path: str, count: int = 10) -> dict:
 
 
 def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_tolerance: float = 0.02,
-                min_utilisation: float = 0.95, mptcp: bool = True) -> dict:
+                min_utilisation: float = 0.95, mptcp: bool = True, window: bool = False) -> dict:
     """Check every path src -> dst, and (with mptcp) one MPTCP transfer across all of them.
 
     Writes the evidence into rd.summary["checks"]; raises ExperimentFailed on the first mismatch.
     """
-    checks: dict = {"paths": {}, "passed": False}
+    checks: dict = {"paths": {}, "passed": False, "physics": []}
     rd.summary["checks"] = checks
+    verdicts: list[physics.Verdict] = []
+
+    def judged(v: physics.Verdict) -> bool:
+        verdicts.append(v)
+        checks["physics"].append(v.line())
+        if not v.ok:
+            physics.record(verdicts, platform.release())
+        return v.ok
     for p in net.topo.paths:
         if (p.a, p.b) != (src, dst):
             continue
@@ -44,10 +55,9 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
         # Queueing is empty during ping, so the median RTT is the configured one plus microseconds.
         want = p.rtt_s * 1e3
         got = row["ping"]["median_ms"]
-        row["rtt_ok"] = abs(got - want) <= max(rtt_tolerance * want, 0.5)
+        row["rtt_ok"] = judged(physics.judge_rtt(p.name, got, want, rtt_tolerance))
         if not row["rtt_ok"]:
-            raise ExperimentFailed(f"path {p.name}: ping RTT {got:.2f} ms, configured {want:.1f} ms "
-                                   f"(tolerance {rtt_tolerance:.0%}): is netem on the emulator?")
+            raise ExperimentFailed(physics.refusal(verdicts) + ": is netem on the emulator?")
         r = bulk(net, src, dst, p.name, "tcp", duration=tcp_seconds)
         row["tcp_mbps"] = round(r.mbps, 2)
         # Steady state: slow start on an 80 ms path takes the first ~half second.
@@ -58,11 +68,11 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
             # Goodput counts only TCP payload; the link also carries 66 bytes of headers per segment.
             util = row["tcp_steady_mbps"] * 1e6 / GOODPUT_SHARE / p.link.rate_bps
             row["link_utilisation"] = round(util, 4)
-            row["tcp_ok"] = util >= min_utilisation
+            row["tcp_ok"] = judged(physics.judge_link(p.name, row["tcp_steady_mbps"] * 1e6, p.link.rate_bps,
+                                                      min_utilisation))
             if not row["tcp_ok"]:
-                raise ExperimentFailed(f"path {p.name}: single TCP reached {row['tcp_steady_mbps']:.1f} Mbit/s "
-                                       f"(after {warmup:.1f} s) = {util:.1%} of the "
-                                       f"link rate, below {min_utilisation:.0%}: the machine may be too busy")
+                raise ExperimentFailed(physics.refusal(verdicts) + f" (after {warmup:.1f} s of slow start; "
+                                       "below: the machine may be too busy, above: the place is wrong)")
     if mptcp and net.topo.mptcp_subflows:
         first = net.topo.paths[0].name
         with Capture(net, src, rd, name="verify-mptcp.pcap"), Counters(net, src, rd, name="verify-counters.json"):
@@ -76,6 +86,12 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
         if not seen["one_per_path"]:
             raise ExperimentFailed(f"MPTCP subflows came from {got}, expected one from each path: {expected}")
         rd.file("verify-mptcp.pcap").unlink()  # the verdict is in the summary; keep run dirs small
+    if window:
+        for v in physics.check_window(net, rd, src, dst):
+            judged(v)
+        if physics.refusal(verdicts):
+            raise ExperimentFailed(physics.refusal(verdicts))
+    physics.record(verdicts, platform.release())
     checks["passed"] = True
     return checks
 

@@ -1,8 +1,9 @@
 """`mptcplab example`: the engine's two-path example experiment (the paper's Figure 3 network).
 
 Two 100 Mbit/s paths, one with 40 ms one-way delay. It verifies what every lab relies on and
-writes the evidence with a manifest: ping RTT per path, single-path TCP rate per path, and an
-MPTCP transfer shown from its own capture to use exactly one subflow per path.
+writes the evidence with a manifest: ping RTT per path, single-path TCP rate per path, an
+MPTCP transfer shown from its own capture to use exactly one subflow per path, and the physics
+check's window-limited transfer (physics.py): measured vs bound, pass or refuse.
 """
 
 from __future__ import annotations
@@ -45,7 +46,11 @@ def _example(args) -> int:
             with topo.up(rd) as net:
                 say.info("verifying the two-path network (%s, kernel %s)", rd.manifest["platform"]["where"],
                          rd.manifest["platform"]["kernel_release"])
-                check_paths(net, rd, "snd", "rcv", tcp_seconds=args.seconds)
+                try:
+                    check_paths(net, rd, "snd", "rcv", tcp_seconds=args.seconds, window=True)
+                finally:
+                    say.info("physics check (measured vs bound):\n  %s",
+                             "\n  ".join(rd.summary.get("checks", {}).get("physics", [])))
             say.info("%s", describe(rd.summary["checks"]))
         say.info("all checks passed; manifest: %s", out / key / "manifest.json")
         return 0

@@ -1,0 +1,113 @@
+"""`mptcplab check RESULTS_DIR`: judge recorded results against physics (see physics.py).
+
+Reads what the labs write, without re-running anything:
+- a sweep table `sweep.csv` (Lab 1: one row per run; `config` tcp-<path> is single-path TCP over
+  that path, `sndbuf_effective` the sk_sndbuf the sender reported) with a manifest next to it
+  (or in a run directory under it) that gives each path's configured RTT and rate;
+- `runs.csv` (Lab 3: `mbps` of n flows over a bottleneck of `capacity_mbps`);
+- run directories whose `summary.json` carries `kernel_tcp` (the `ss` view every sampled run
+  records): bytes in flight against the window bound of the buffer the kernel reported.
+
+Single-path TCP above its window bound, or any goodput above its link's ceiling, is a finding.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from . import physics
+from .links import LinkSpec
+
+
+def _paths_from_manifest(folder: Path) -> dict[str, dict]:
+    """Path name -> {rtt_s, rate_bps} from the first manifest in or under `folder`."""
+    candidates = sorted(folder.glob("*manifest.json")) + sorted(folder.glob("*/manifest.json"))
+    for m in candidates:
+        try:
+            net = json.loads(m.read_text()).get("network") or {}
+        except (OSError, ValueError):
+            continue
+        paths = {}
+        for p in net.get("paths", []):
+            spec = LinkSpec.parse(p["link"])
+            paths[p["name"]] = {"rtt_s": p.get("rtt_ms_configured", 0) / 1e3, "rate_bps": spec.rate_bps}
+        if paths:
+            return paths
+    return {}
+
+
+def _ceiling(where: str, mbps: float, rate_bps: float | None) -> list[physics.Verdict]:
+    if not rate_bps:
+        return []
+    bound = physics.link_ceiling_bps(rate_bps) * (1 + physics.MEASUREMENT_SLACK) / 1e6
+    return [physics.Verdict(f"{where}: goodput vs link ceiling", mbps, bound, "Mbit/s", mbps <= bound)]
+
+
+def check_sweep(table: Path) -> list[physics.Verdict]:
+    paths = _paths_from_manifest(table.parent)
+    out = []
+    with open(table, newline="") as f:
+        for row in csv.DictReader(f):
+            config, run = row.get("config", ""), row.get("run", "?")
+            if not config.startswith("tcp-") or not row.get("mbps"):
+                continue  # MPTCP rows: several paths, no single-path window bound
+            path = paths.get(config.removeprefix("tcp-"))
+            if path is None:
+                out.append(physics.Verdict(f"{table}: {run}: path of {config!r} not in any manifest",
+                                           0, 0, "", False, "cannot judge without the path's RTT"))
+                continue
+            mbps = float(row["mbps"])
+            sk_sndbuf = int(float(row.get("sndbuf_effective") or 0))
+            if row.get("method") == "wmem" and row.get("buffer_bytes"):  # autotuning may grow it to tcp_wmem[2]
+                sk_sndbuf = max(sk_sndbuf, int(float(row["buffer_bytes"])))
+            where = f"{table.parent.name}/{run}"
+            out += _ceiling(where, mbps, path["rate_bps"])
+            if sk_sndbuf and path["rtt_s"] > 0:
+                bound = physics.window_bound_bps(sk_sndbuf, path["rtt_s"]) / 1e6
+                out.append(physics.Verdict(f"{where}: single-path TCP vs window bound", mbps, bound, "Mbit/s",
+                                           mbps <= bound, f"sk_sndbuf {sk_sndbuf} B, RTT {path['rtt_s'] * 1e3:g} ms"))
+    return out
+
+
+def check_runs_table(table: Path) -> list[physics.Verdict]:
+    out = []
+    with open(table, newline="") as f:
+        for row in csv.DictReader(f):
+            if row.get("mbps") and row.get("capacity_mbps"):
+                out += _ceiling(f"{table.parent.name}/{row.get('run', '?')}", float(row["mbps"]),
+                                float(row["capacity_mbps"]) * 1e6)
+    return out
+
+
+def check_run_dir(run: Path) -> list[physics.Verdict]:
+    """A run's own kernel view (`kernel_tcp` in summary.json) against the window bound."""
+    try:
+        summary = json.loads((run / "summary.json").read_text())
+    except (OSError, ValueError):
+        return []
+    out = []
+    for name, kern in (summary.get("kernel_tcp") or {}).items():
+        for conn, k in (kern.get("connections") or {}).items():
+            if summary.get("proto") == "mptcp" or not k.get("sk_sndbuf") or "inflight_bytes_max" not in k:
+                continue
+            bound = physics.unacked_bound_bytes(int(k["sk_sndbuf"]))
+            out.append(physics.Verdict(f"{run.name} ({name}, {conn}): bytes in flight", k["inflight_bytes_max"],
+                                       bound, "B", k["inflight_bytes_max"] <= bound,
+                                       f"sk_sndbuf {int(k['sk_sndbuf'])} B + one 64 KiB skb"))
+    return out
+
+
+def check_results(root: Path | str) -> list[physics.Verdict]:
+    """Every verdict for the results under `root`."""
+    root = Path(root)
+    out = []
+    for table in sorted(root.rglob("sweep.csv")):
+        out += check_sweep(table)
+    for table in sorted(root.rglob("runs.csv")):
+        out += check_runs_table(table)
+    for summary in sorted(root.rglob("summary.json")):
+        if not summary.parent.name.endswith(".partial"):
+            out += check_run_dir(summary.parent)
+    return out

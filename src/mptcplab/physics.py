@@ -1,0 +1,276 @@
+"""Physics every measurement must obey, and the check that proves a place to run obeys it.
+
+A place (native kernel, the kit's UML kernel, a VM) whose measurements break these bounds is wrong,
+whatever the lab then shows. Pure functions give the bounds; `check_window()` measures one
+window-limited transfer against them; `judge_*` compare one figure with its bound and say so in
+one line; `record()`/`last_results()` keep the last verdict per place for `mptcplab doctor`.
+
+The bounds
+----------
+link:     goodput <= rate * 1448 / 1514
+          (a full-size segment carries 1448 bytes of payload in 1514 bytes that qdiscs count).
+
+window:   for single-path TCP with a send buffer of sk_sndbuf bytes,
+
+              unacked payload <= sk_sndbuf + 64 KiB         (U)
+              goodput         <= U / RTT_min
+
+          From the kernel's own accounting (Linux 6.12, net/ipv4/tcp.c, tcp_sendmsg_locked):
+          every skb in the write and retransmit queues, i.e. every byte sent but not yet
+          acknowledged plus every byte not yet sent, is charged to sk_wmem_queued at its truesize
+          (payload + SKB_TRUESIZE of the skb's head: struct sk_buff + skb_shared_info + the
+          MAX_TCP_HEADER room, ~1 KiB on x86-64; so truesize >= payload, and for 64 KiB GSO skbs
+          payload ~ 98 % of sk_wmem_queued, for 1-segment skbs ~ 60 %). sendmsg allocates
+          a new skb only while sk_stream_memory_free(): sk_wmem_queued < sk_sndbuf; the skb it
+          allocated last may then be filled up to size_goal, at most one GSO skb of 64 KiB
+          (GSO_LEGACY_MAX_SIZE) - the overshoot tcp_fragment() itself allows for ("tcp_sendmsg()
+          can overshoot sk_wmem_queued by one full size skb"). Hence (U).
+
+          sk_sndbuf is what the kernel reports (`ss -m` tb): setsockopt(SO_SNDBUF, v) sets it to
+          2 * min(v, net.core.wmem_max) (sock_setsockopt doubles it to leave room for that
+          per-skb overhead); without SO_SNDBUF it starts at tcp_wmem[1] and autotuning may grow
+          it up to tcp_wmem[2].
+
+          Measured on stock kernels (`ss -timn`, SO_SNDBUF/tcp_wmem 32 KiB): host 6.18, 10 Mbit/s
+          tbf, at most 66 segments = 95.6 KB unacknowledged against U = 97.3 KB; behind a routed
+          hop that orphans skbs as netem does, with the kit's tcp_min_tso_segs=64, at most 58
+          segments = 84 KB (without it: up to 238 = 345 KB). Exceeding (U) is
+          only possible when something lets sendmsg append past the buffer check; see
+          site/setup/uml.md for the case the kit's places hit (tcp_min_tso_segs).
+
+RTT:      ping RTT on an idle path = configured RTT, within 2 % (netem's delay is exact;
+          the 2 % allow for the time the kernels spend forwarding).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .links import WIRE_BYTES  # a full-size segment as qdiscs count it
+
+TCP_PAYLOAD = 1448  # bytes of data in a full-size segment with TCP timestamps
+GSO_SKB = 65536  # GSO_LEGACY_MAX_SIZE: the most one skb that sendmsg is filling may hold
+RTT_TOLERANCE = 0.02
+# Receiver-side goodput counts the bytes of its first read from a timestamp taken after that read
+# returned, and bins by the clock: over the labs' >= 3 s transfers that is < 1 % (one 1 MiB read at
+# 100 Mbit/s is 84 ms of 10 s). Only the link ceiling, which correct runs reach, needs it.
+MEASUREMENT_SLACK = 0.01
+# The window-limited transfer: SO_SNDBUF 32 KiB -> sk_sndbuf 64 KiB -> U = 128 KiB, 13.1 Mbit/s over
+# 80 ms: far below a 100 Mbit/s link, so the send buffer, not the link, must limit it.
+WINDOW_SO_SNDBUF = 32 * 1024
+MIN_WINDOW_RTT_S = 0.02  # below this the window bound exceeds any link the labs use: nothing to test
+
+
+@dataclass
+class Verdict:
+    """One figure against its bound: `line()` is what a refusing place prints."""
+
+    check: str
+    measured: float
+    bound: float
+    unit: str
+    ok: bool
+    detail: str = ""
+
+    def line(self) -> str:
+        rel = "within" if self.ok else "OUTSIDE"
+        text = (f"{self.check}: measured {_num(self.measured)} {self.unit}, bound {_num(self.bound)} {self.unit} "
+                f"({rel})")
+        return text + (f"; {self.detail}" if self.detail else "")
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+# ---------------------------------------------------------------- bounds (pure)
+
+def link_ceiling_bps(rate_bps: float) -> float:
+    """The most TCP payload a link of `rate_bps` can carry."""
+    return rate_bps * TCP_PAYLOAD / WIRE_BYTES
+
+
+def sk_sndbuf_for(so_sndbuf: int | None = None, wmem_max: int = 212992, tcp_wmem_max: int | None = None) -> int:
+    """The sk_sndbuf the kernel uses: SO_SNDBUF doubled (capped by wmem_max), else tcp_wmem[2]."""
+    if so_sndbuf is not None:
+        return max(2 * min(so_sndbuf, wmem_max), 4608)  # SOCK_MIN_SNDBUF on x86-64
+    if tcp_wmem_max is None:
+        raise ValueError("give so_sndbuf or tcp_wmem_max")
+    return tcp_wmem_max
+
+
+def unacked_bound_bytes(sk_sndbuf: int) -> int:
+    """(U): the most payload single-path TCP may keep unacknowledged with this sk_sndbuf."""
+    return sk_sndbuf + GSO_SKB
+
+
+def window_bound_bps(sk_sndbuf: int, rtt_s: float) -> float:
+    """Goodput bound of single-path TCP with this sk_sndbuf over a path of this (minimum) RTT."""
+    if rtt_s <= 0:
+        return float("inf")
+    return unacked_bound_bytes(sk_sndbuf) * 8 / rtt_s
+
+
+# ---------------------------------------------------------------- judging (pure)
+
+def judge_rtt(path: str, measured_ms: float, configured_ms: float, tolerance: float = RTT_TOLERANCE) -> Verdict:
+    slack = max(tolerance * configured_ms, 0.5)  # 0.5 ms: ping's own resolution on a 0 ms path
+    ok = abs(measured_ms - configured_ms) <= slack
+    return Verdict(f"ping RTT on path {path}", measured_ms, configured_ms + slack, "ms", ok,
+                   f"configured {configured_ms:.1f} ms +-{tolerance:.0%}")
+
+
+def judge_link(path: str, goodput_bps: float, rate_bps: float, min_utilisation: float) -> Verdict:
+    """Single TCP must fill the link: at least `min_utilisation` of the ceiling, and not above it."""
+    ceiling = link_ceiling_bps(rate_bps)
+    util = goodput_bps / ceiling
+    ok = min_utilisation <= util <= 1 + MEASUREMENT_SLACK
+    return Verdict(f"single TCP fills path {path}", goodput_bps / 1e6, ceiling / 1e6, "Mbit/s", ok,
+                   f"{util:.1%} of the ceiling, needs {min_utilisation:.0%}-100%")
+
+
+def judge_window(path: str, goodput_bps: float, max_unacked_bytes: float, sk_sndbuf: int,
+                 rtt_s: float) -> list[Verdict]:
+    """A window-limited transfer: unacknowledged bytes and goodput within the bounds of sk_sndbuf."""
+    bound_u = unacked_bound_bytes(sk_sndbuf)
+    bound_g = window_bound_bps(sk_sndbuf, rtt_s)
+    why = f"sk_sndbuf {sk_sndbuf} B + one 64 KiB skb"
+    return [Verdict(f"unacked bytes on path {path}", max_unacked_bytes, bound_u, "B",
+                    max_unacked_bytes <= bound_u, why),
+            Verdict(f"window-limited goodput on path {path}", goodput_bps / 1e6, bound_g / 1e6, "Mbit/s",
+                    goodput_bps <= bound_g, f"({why}) / RTT {rtt_s * 1e3:.1f} ms")]
+
+
+# ---------------------------------------------------------------- per-run record (item: every summary)
+
+def ss_summary(table) -> dict:
+    """What the kernel said about a run's connections, from `observe.parse_ss` rows.
+
+    srtt and min RTT in ms, bytes in flight (`unacked` segments x mss) and the send buffer's
+    accounting (`skmem` w = sk_wmem_queued, tb = sk_sndbuf), per sampled connection and overall.
+    """
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else list(table)
+    if not rows:
+        return {}
+
+    def vals(r_list, key):
+        return [r[key] for r in r_list if r.get(key) is not None and r[key] == r[key]]  # drop None/NaN
+
+    def conn(r_list) -> dict:
+        inflight = [r["unacked"] * (r.get("mss") or TCP_PAYLOAD) for r in r_list
+                    if r.get("unacked") is not None and r["unacked"] == r["unacked"]]
+        out = {"samples": len(r_list)}
+        for name, key, fn in (("srtt_ms_median", "rtt_ms", statistics.median),
+                              ("min_rtt_ms", "minrtt_ms", min),
+                              ("sk_sndbuf", "skmem_tb", max),
+                              ("wmem_queued_max", "skmem_w", max)):
+            v = vals(r_list, key)
+            if v:
+                out[name] = round(fn(v), 3)
+        if inflight:
+            out["inflight_bytes_median"] = round(statistics.median(inflight))
+            out["inflight_bytes_max"] = round(max(inflight))
+        return out
+
+    by_conn: dict = {}
+    for r in rows:
+        by_conn.setdefault(f"{r.get('local')}->{r.get('peer')}", []).append(r)
+    return {"connections": {k: conn(v) for k, v in by_conn.items()}, **conn(rows)}
+
+
+# ---------------------------------------------------------------- the measurement
+
+def delayed_path(net, src: str, dst: str):
+    """The src->dst path with the longest configured RTT, if long enough to test a window."""
+    paths = [p for p in net.topo.paths if (p.a, p.b) == (src, dst) and p.rtt_s >= MIN_WINDOW_RTT_S]
+    return max(paths, key=lambda p: p.rtt_s) if paths else None
+
+
+def check_window(net, rd, src: str, dst: str, seconds: float = 4.0) -> list[Verdict]:
+    """Run one window-limited transfer (SO_SNDBUF 32 KiB) over the longest-RTT path and judge it.
+
+    Returns the verdicts (empty if no path has enough delay to test); the caller refuses on any
+    that failed. Evidence: `window-ss.txt/.csv` and `rd.summary["physics"]`.
+    """
+    from .observe import SsSampler, parse_ss
+    from .traffic import bulk
+
+    p = delayed_path(net, src, dst)
+    if p is None:
+        return []
+    port = 5299
+    with SsSampler(net, src, rd, port, interval=0.1, name="window-ss.txt"):
+        r = bulk(net, src, dst, p.name, "tcp", duration=seconds, sndbuf=WINDOW_SO_SNDBUF, port=port)
+    table = parse_ss(rd.file("window-ss.txt").read_text())
+    kern = ss_summary(table)
+    warmup = min(seconds / 3, max(1.0, 12 * p.rtt_s))
+    goodput = r.steady_mbps(warmup) * 1e6
+    sk_sndbuf = int(kern.get("sk_sndbuf") or r.flows[0].get("sndbuf") or sk_sndbuf_for(WINDOW_SO_SNDBUF))
+    rtt_s = min(p.rtt_s, (kern.get("min_rtt_ms") or p.rtt_s * 1e3) / 1e3)  # the smaller: the looser bound
+    verdicts = judge_window(p.name, goodput, kern.get("inflight_bytes_max", 0), sk_sndbuf, rtt_s)
+    rd.summary.setdefault("physics", {})["window"] = {
+        "path": p.name, "so_sndbuf": WINDOW_SO_SNDBUF, "sk_sndbuf": sk_sndbuf, "rtt_s": rtt_s,
+        "steady_after_s": warmup, "goodput_mbps": round(goodput / 1e6, 3), "kernel": kern,
+        "verdicts": [asdict(v) for v in verdicts]}
+    return verdicts
+
+
+def refusal(verdicts: list[Verdict]) -> str | None:
+    """The one line a failing place prints, or None if every verdict passed."""
+    bad = [v for v in verdicts if not v.ok]
+    if not bad:
+        return None
+    return f"physics check failed in {place()}: " + " | ".join(v.line() for v in bad)
+
+
+# ---------------------------------------------------------------- last result per place
+
+def place() -> str:
+    return os.environ.get("MPTCPLAB_WHERE", "native")
+
+
+def _state_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mptcplab" / "physics"
+
+
+def record(verdicts: list[Verdict], kernel: str, where: str | None = None) -> Path:
+    """Keep the last verdicts of this place (doctor shows them)."""
+    from .results import now
+
+    d = _state_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{where or place()}.json"
+    path.write_text(json.dumps({"place": where or place(), "kernel": kernel, "when": now(),
+                                "passed": all(v.ok for v in verdicts),
+                                "verdicts": [asdict(v) for v in verdicts]}, indent=1))
+    return path
+
+
+def last_results() -> dict[str, dict]:
+    d = _state_dir()
+    out = {}
+    for f in sorted(d.glob("*.json")) if d.is_dir() else []:
+        try:
+            out[f.stem] = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def describe_last() -> list[str]:
+    """Doctor's lines: the last physics check per place."""
+    lines = []
+    for where, res in last_results().items():
+        state = "passed" if res.get("passed") else "FAILED"
+        lines.append(f"physics check in {where} (kernel {res.get('kernel')}, {res.get('when', '?')[:19]}): {state}")
+        for v in res.get("verdicts", []):
+            if not v["ok"] or res.get("passed"):
+                lines.append("    " + Verdict(**v).line())
+    if not lines:
+        lines.append("physics check: never run here; `mptcplab example` runs it")
+    return lines

@@ -1,0 +1,72 @@
+"""Physics bounds, the verdicts a place prints, and `mptcplab check` on real results."""
+
+import math
+from pathlib import Path
+
+from mptcplab import physics
+from mptcplab.check import check_results
+from mptcplab.cli import main
+from mptcplab.observe import parse_ss
+
+FIXTURES = Path(__file__).parent / "fixtures" / "physics"
+
+# One sample from the host kernel (6.18, tbf 10 Mbit/s, tcp_wmem 32K), in `ss -tinmHM` form.
+SS = """\
+@ 1394.99
+ESTAB 0      32608  10.1.0.1:56832 10.1.0.2:5201
+\t skmem:(r0,rb131072,t0,tb32768,f2592,w34272,o0,bl0,d0) reno wscale:10,10 rto:244 rtt:41.3/7.981 mss:1448 \
+pmtu:1500 rcvmss:536 advmss:1448 cwnd:108 bytes_sent:262144 bytes_acked:229537 unacked:23 minrtt:0.035 snd_wnd:117
+"""
+
+
+def test_send_buffer_doubling_and_bounds():
+    assert physics.sk_sndbuf_for(32768) == 65536  # SO_SNDBUF is doubled
+    assert physics.sk_sndbuf_for(1 << 20, wmem_max=212992) == 2 * 212992  # ...after the wmem_max cap
+    assert physics.sk_sndbuf_for(tcp_wmem_max=65536) == 65536  # tcp_wmem is taken as is
+    assert physics.unacked_bound_bytes(65536) == 131072
+    # Lab 1's slow path: tcp_wmem 32K over 80 ms may carry at most (32K + 64K) / 80 ms = 9.8 Mbit/s.
+    assert math.isclose(physics.window_bound_bps(32768, 0.080) / 1e6, 9.8304)
+    assert physics.window_bound_bps(32768, 0) == math.inf
+    assert math.isclose(physics.link_ceiling_bps(100e6) / 1e6, 95.64, abs_tol=0.01)
+
+
+def test_verdicts_name_check_value_and_bound_in_one_line():
+    v = physics.judge_window("slow", 41.05e6, 1_434_616, 65536, 0.080)
+    assert [x.ok for x in v] == [False, False]
+    line = physics.refusal(v)
+    assert "\n" not in line and "unacked bytes on path slow" in line and "1,434,616" in line
+    assert "131,072" in line and "window-limited goodput" in line
+    ok = physics.judge_window("slow", 9.0e6, 95_000, 65536, 0.080)
+    assert physics.refusal(ok) is None
+    assert not physics.judge_rtt("slow", 83.0, 80.0).ok and physics.judge_rtt("slow", 80.9, 80.0).ok
+    assert not physics.judge_link("fast", 80e6, 100e6, 0.95).ok and physics.judge_link("fast", 95e6, 100e6, 0.95).ok
+
+
+def test_ss_summary_records_srtt_minrtt_inflight_and_buffer():
+    s = physics.ss_summary(parse_ss(SS))
+    assert s["srtt_ms_median"] == 41.3 and s["min_rtt_ms"] == 0.035
+    assert s["inflight_bytes_max"] == 23 * 1448 and s["sk_sndbuf"] == 32768 and s["wmem_queued_max"] == 34272
+
+
+def test_checker_fails_on_the_uml_lab1_sweep():
+    bad = [v for v in check_results(FIXTURES / "lab1-bad") if not v.ok]
+    # every single-path run over the 80 ms path is above its window bound; the 0 ms path and MPTCP are not judged so
+    assert sorted(v.check.split(":")[0] for v in bad) == sorted(
+        f"lab1-bad/{m}-{b}-tcp-slow-r1" for m in ("sndbuf", "wmem") for b in ("32K", "64K"))
+    assert main(["check", str(FIXTURES / "lab1-bad")]) == 1
+
+
+def test_checker_passes_on_a_real_correct_run():
+    verdicts = check_results(FIXTURES / "host-good")
+    assert verdicts and all(v.ok for v in verdicts)
+    assert main(["check", str(FIXTURES / "host-good")]) == 0
+
+
+def test_last_result_per_place(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("MPTCPLAB_WHERE", "uml")
+    assert "never run" in physics.describe_last()[0]
+    physics.record(physics.judge_window("slow", 41e6, 1_434_616, 65536, 0.08), "6.12.117")
+    lines = physics.describe_last()
+    assert lines[0].startswith("physics check in uml (kernel 6.12.117") and "FAILED" in lines[0]
+    assert any("unacked bytes" in line for line in lines[1:])

@@ -11,6 +11,7 @@ the experiment and removed afterwards. Analysis: lab2_analysis.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -20,7 +21,7 @@ import time
 
 from tqdm import tqdm
 
-from .. import cc
+from .. import cc, cctrace
 from ..errors import ExperimentFailed, UsageError
 from ..lab import Lab, RunContext
 from ..links import LinkSpec
@@ -128,11 +129,14 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
             observers = [Tracing(net, rd, PORT)] if detail else []
             for o in observers:
                 o.__enter__()
+            record = detail and params.get("record_events", False)
+            recorder = cc.recording(algo.name) if record else contextlib.nullcontext()
             try:
                 if variant == "mobility":
                     timers = _schedule_mobility(net, params, duration, netem)
-                r = bulk(net, "snd", "rcv", net.topo.paths[0].name, "mptcp", duration=duration, cc=algo.name,
-                         port=PORT)
+                with recorder as rec:
+                    r = bulk(net, "snd", "rcv", net.topo.paths[0].name, "mptcp", duration=duration, cc=algo.name,
+                             port=PORT)
             finally:
                 for o in reversed(observers):
                     o.__exit__(None, None, None)
@@ -155,6 +159,9 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
         sampler.path.unlink()  # the per-subflow totals below are what the analysis uses
     rd.write_json("subflows.json", subs)
     r.intervals.to_csv(rd.file("intervals.csv"), index=False)
+    if record:  # every callback of the BPF program during the transfer (the differential test's input)
+        cctrace.save(cctrace.compact(rec.events, algo.key), rd.file("cc-trace.csv.gz"))
+        rd.summary["cc_events"] = {"recorded": len(rec.events), "dropped": rec.dropped}
     rd.summary.update({"algo": algo.key, "cc": algo.name, "variant": variant, "rep": rep, "detail": detail,
                        **r.summary(), "subflow_ccs": sorted({s["cc"] for s in established}),
                        "packets_per_subflow": {f"p{s['path_index']}": s["data_segs_out"] for s in established},
@@ -237,7 +244,7 @@ def run(ctx: RunContext) -> dict:
               flush=True)
     todo = [(rep, v, a) for rep in range(1, runs + 1) for v in variants for a in algos]
     fair = [(rep, a) for rep in range(1, int(params["fairness"]["runs"]) + 1) for a in algos]
-    with cc.loaded(algos):
+    with cc.loaded(algos, record=bool(params.get("record_events", False))):
         with topo.up() as net:
             if not sweep.done("verify"):
                 with sweep.run("verify", {"what": "verify the setup"}) as rd:

@@ -24,17 +24,17 @@ from . import ccref
 
 FP = 1 << 20  # the BPF programs' accumulator unit (1 packet)
 MAX_SUBFLOWS = 8
-BASE = ["sock", "kind", "t_us", "path", "acked", "limited", "cwnd", "ssthresh", "out", "ack_count",
+BASE = ["sock", "kind", "t_ms", "path", "acked", "limited", "cwnd", "ssthresh", "out", "ack_count",
         "best_rtt_us", "last_rtt_us", "acc", "inc", "n", "self", "no_rtt"]
 
 
 def compact(events: pd.DataFrame, algo: str) -> pd.DataFrame:
-    """The replay's columns from a `cc.Recording.events` frame: times in µs from the first event,
+    """The replay's columns from a `cc.Recording.events` frame: times in ms from the first event,
     the subflow's path (10.<path>.0.1) on every row, sibling columns only as many as were read."""
     df = events.copy()
     if df.empty:
         return pd.DataFrame(columns=["algo", *BASE])
-    df["t_us"] = (df.t_ns - df.t_ns.min()) // 1000
+    df["t_ms"] = (df.t_ns - df.t_ns.min()) // 1_000_000
     init = df[df.kind == "init"].set_index("sock").saddr
     # saddr is in network order: 10.<path>.0.1 reads 0x01_00_<path>_0A as a little-endian u32
     df["path"] = df.sock.map(init.map(lambda a: (int(a) >> 8) & 0xFF)).fillna(0).astype(int)
@@ -46,13 +46,26 @@ def compact(events: pd.DataFrame, algo: str) -> pd.DataFrame:
 
 
 def save(trace: pd.DataFrame, path: Path) -> Path:
+    """CSV, compressed as the name says (.gz, .xz)."""
     path = Path(path)
-    trace.to_csv(path, index=False, compression="gzip" if path.suffix == ".gz" else None)
+    trace.to_csv(path, index=False, compression="infer")
     return path
 
 
 def load(path: Path) -> pd.DataFrame:
     return pd.read_csv(path)
+
+
+def excerpt(trace: pd.DataFrame, seconds: float | None = None, paths: list[int] | None = None) -> pd.DataFrame:
+    """A smaller trace that still replays: the first `seconds` (a prefix keeps every subflow's
+    state from its start) of the subflows on `paths` (each subflow replays on its own: its
+    siblings' windows and RTTs are recorded inputs of its events)."""
+    out = trace
+    if seconds is not None:
+        out = out[out.t_ms <= seconds * 1000]
+    if paths is not None:
+        out = out[out.path.isin(paths) | (out.sock == 0)]
+    return out.reset_index(drop=True)
 
 
 @dataclass
@@ -113,7 +126,7 @@ def replay(trace: pd.DataFrame, algo: str | None = None, cs218_rule: Callable | 
         n = int(e.n)
         w = [float(getattr(e, f"w{k}")) for k in range(min(n, n_max))]
         rtt = [float(getattr(e, f"rtt{k}")) for k in range(min(n, n_max))]
-        row = {"sock": sock, "kind": e.kind, "t_us": int(e.t_us), "path": int(e.path), "cwnd": int(e.cwnd),
+        row = {"sock": sock, "kind": e.kind, "t_ms": int(e.t_ms), "path": int(e.path), "cwnd": int(e.cwnd),
                "ssthresh": int(e.ssthresh), "limited": int(e.limited), "n": n, "self": int(e.self),
                "kernel_out": int(e.out), "ref_out": int(e.out), "inc": float(e.inc) / FP, "ref_inc": 0.0,
                "last_rtt_us": int(e.last_rtt_us), "best_rtt_us": int(e.best_rtt_us), "dwnd": False,

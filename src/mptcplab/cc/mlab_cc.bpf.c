@@ -145,6 +145,7 @@ static __always_inline struct mlab_event *ev_begin(struct sock *sk, __u32 kind)
 		__sync_fetch_and_add(&ctl->dropped, 1);
 		return NULL;
 	}
+	__builtin_memset(ev, 0, sizeof(*ev)); /* a slot keeps the previous recording's event */
 	ev->t_ns = bpf_ktime_get_ns();
 	ev->sock = ca_of(sk)->id;
 	ev->kind = kind;

@@ -296,9 +296,8 @@ def fairness_table(fair: pd.DataFrame) -> pd.DataFrame:
 
 RFC6356_GOALS = {
     1: ("Improve throughput: do at least as well as a single-path TCP flow on the best of its paths",
-        "MPTCP total − the best single-path TCP goodput available to it > 0 (paired per run; the best "
-        "single path is the larger of the TCP flow on the shared path and, if measured, a lone TCP "
-        "flow on the private path)"),
+        "MPTCP total − the best single-path TCP goodput available to it > 0 (paired per run; the larger "
+        "of the TCP flow on the shared path and a lone TCP flow on one path, when the run measured one)"),
     2: ("Do no harm: take no more from a shared bottleneck than a single TCP flow on it would",
         "MPTCP's traffic on the shared path − the TCP flow's there ≤ 0 (paired per run)"),
     3: ("Balance congestion: move traffic off the most congested path",

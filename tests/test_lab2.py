@@ -106,6 +106,14 @@ def test_report_from_compact_tables(tmp_path):
     (tmp_path / "lab2-manifest.json").write_text(json.dumps({"network": {"paths": [
         {"name": "p1", "link": "rate=5mbit,delay=10ms,queue=25"}, {"name": "p2", "link": "rate=5mbit,queue=50"}]}}))
     assert "not the reproduction" not in la.report(tmp_path)
+    pd.DataFrame([{"path": 1, "ca_acks": 100, "with_dwnd": 90, "share": 0.9, "dwnd_mean": 0.75, "dwnd_median": 0.8,
+                   "best_rtt_ms": 20.0, "last_rtt_ms": 26.0, "variant": "static", "rep": 1}]).to_csv(
+        tmp_path / "delay-window.csv", index=False)
+    (tmp_path / "lab2-manifest.json").write_text(json.dumps({"bpf_vs_reference": {
+        "static-cs218-r1": {"events": 10, "mismatches": 0}, "static-lia-r1": {"events": 5, "mismatches": 2}}}))
+    md = la.report(tmp_path)
+    assert "| static | p1 | 100 | 90.0% | 0.7500 | 20.00 | 26.00 |" in md
+    assert "15 recorded callbacks in 2 runs, **mismatches in {'static-lia-r1': 2}**" in md
     ft = la.fairness_table(pd.read_csv(tmp_path / "fairness.csv"))
     assert ft.tcp_share_of_shared.iloc[0] == pytest.approx(0.7)
 

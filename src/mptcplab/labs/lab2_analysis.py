@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import results
+from .. import cctrace, results
 from ..links import LinkSpec
 
 # The report's tables (Mbit/s, mean of 10 runs; ns-3, 5 Mbit/s links, UDP cross traffic).
@@ -36,8 +36,8 @@ PAPER = pd.DataFrame([
 TITLES = {"uncoupled": "Uncoupled", "ewtcp": "EWTCP", "coupled": "Fully Coupled",
           "lia": "RTT Compensator / LIA", "cs218": "CS218 ALGO"}
 ORDER = ["uncoupled", "ewtcp", "coupled", "lia", "cs218"]
-COMPACT = ("throughput.csv", "subflows.csv", "fairness.csv", "timeseries.csv", "lab2-manifest.json",
-           "paper-vs-this-run.md")
+COMPACT = ("throughput.csv", "subflows.csv", "fairness.csv", "timeseries.csv", "delay-window.csv",
+           "lab2-manifest.json", "paper-vs-this-run.md")
 BIN_S = 0.1
 
 # Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom.
@@ -159,7 +159,8 @@ def _timeseries(d: Path, s: dict) -> pd.DataFrame:
 def compact(out: Path) -> dict[str, pd.DataFrame]:
     """Write the compact tables into the sweep directory and return them."""
     out = Path(out)
-    tp, subs, fair, series = [], [], [], []
+    tp, subs, fair, series, dwnd = [], [], [], [], []
+    replays = {}
     verify_manifest = None
     for d, s in _runs(out):
         if d.name == "verify":
@@ -177,6 +178,12 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
                              "packets": pk, "bytes_retrans": s["retrans_per_subflow"].get(path, 0)})
             if s.get("detail"):
                 series.append(_timeseries(d, s))
+            if (d / "cc-trace.csv.gz").exists():  # the BPF callbacks of this run, replayed through ccref
+                rp = cctrace.replay(cctrace.load(d / "cc-trace.csv.gz"))
+                replays[d.name] = {"events": len(rp.rows), "mismatches": len(rp.mismatches),
+                                   "near_boundary": rp.near_boundary, **rp.coverage()}
+                if s["algo"] == "cs218":
+                    dwnd.append(cctrace.delay_window_table(rp.rows).assign(variant=s["variant"], rep=s["rep"]))
     tables = {
         "throughput": pd.DataFrame(tp, columns=["run", "algo", "variant", "rep", "mbps", "subflows", "cc",
                                                 "subflow_ccs"]),
@@ -187,6 +194,9 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
             not x.empty for x in series) else pd.DataFrame(columns=["algo", "variant", "path", "t", "cwnd",
                                                                     "srtt_ms", "rto_ms"]),
     }
+    tables["delay-window"] = (pd.concat(dwnd, ignore_index=True) if dwnd else pd.DataFrame(
+        columns=["path", "ca_acks", "with_dwnd", "share", "dwnd_mean", "dwnd_median", "best_rtt_ms", "last_rtt_ms",
+                 "variant", "rep"]))
     for name, df in tables.items():
         df.to_csv(out / f"{name}.csv", index=False, float_format="%.4g")
     manifest = {"lab": "lab2", "what": "compact tables of a `mptcplab run lab2` sweep", "runs": len(tp),
@@ -201,6 +211,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
             manifest["experiment_parameters"] = json.loads((first / "manifest.json").read_text()).get("parameters")
     if (out / "cc-stats.json").exists():
         manifest["bpf_counters"] = json.loads((out / "cc-stats.json").read_text())
+    if replays:  # every recorded run's BPF windows against the Python reference (mptcplab.cctrace)
+        manifest["bpf_vs_reference"] = replays
     (out / "lab2-manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
     tables["manifest"] = manifest
     return tables
@@ -215,6 +227,8 @@ def load(path: Path) -> dict:
         compact(path)
     tables = {name: pd.read_csv(path / f"{name}.csv") for name in ("throughput", "subflows", "fairness",
                                                                   "timeseries")}
+    dw = path / "delay-window.csv"
+    tables["delay-window"] = pd.read_csv(dw) if dw.exists() else pd.DataFrame()
     tables["manifest"] = json.loads((path / "lab2-manifest.json").read_text())
     return tables
 
@@ -416,6 +430,27 @@ def report(out: Path) -> str:
     runs = tp.groupby(["algo", "variant"]).size()
     lines += ["", f"Runs per algorithm and variant: {int(runs.min()) if len(runs) else 0}"
               f"{'' if len(runs) == 0 or runs.min() == runs.max() else f' to {int(runs.max())}'}.", ""]
+    dw = tables.get("delay-window", pd.DataFrame())
+    if not dw.empty:
+        lines += ["## What CS218's delay window did (run 1, from the recorded BPF callbacks)",
+                  "",
+                  "Per path: congestion-avoidance ACKs, the share that added the delay window, its mean size "
+                  "relative to the LIA increase (1 = the increase doubled), and the mean best / last RTT sample "
+                  "on those ACKs.",
+                  "",
+                  "| variant | path | CA ACKs | with DWND | DWND / LIA increase | best RTT ms | last RTT ms |",
+                  "|---|---|---|---|---|---|---|"]
+        for _, r in dw.sort_values(["variant", "path"]).iterrows():
+            lines.append(f"| {r.variant} | p{int(r.path)} | {int(r.ca_acks)} | {r.share:.1%} | {r.dwnd_mean:.4f} | "
+                         f"{r.best_rtt_ms:.2f} | {r.last_rtt_ms:.2f} |")
+        lines += [""]
+    checked = man.get("bpf_vs_reference") or {}
+    if checked:
+        bad = {k: v["mismatches"] for k, v in checked.items() if v.get("mismatches")}
+        events = sum(v.get("events", 0) for v in checked.values())
+        lines += [f"BPF programs against the Python reference (`mptcplab.cctrace.replay`): {events} recorded "
+                  f"callbacks in {len(checked)} runs, "
+                  + (f"**mismatches in {bad}**." if bad else "every window the same."), ""]
     pt = paired_table(tp)
     if not pt.empty:
         lines += ["## Paired: each run against uncoupled in the same run",

@@ -279,10 +279,13 @@ def run(ctx: RunContext) -> dict:
         stats = {a.name: cc.stats(a.name) for a in algos}
     (ctx.out / "cc-stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     tables = lab2_analysis.compact(ctx.out)
+    paired = lab2_analysis.paired_table(tables["throughput"])
     print(lab2_analysis.throughput_table(tables["throughput"]).to_string(index=False), flush=True)
+    print(paired[["variant", "algo", "vs", "diff", "ci95", "verdict", "runs_needed"]].to_string(index=False), flush=True)
     print(lab2_analysis.fairness_table(tables["fairness"]).to_string(index=False), flush=True)
     return {"runs": len(todo), "fairness_runs": len(fair), "emulation": "netem" if netem else "tbf",
             "throughput": lab2_analysis.throughput_table(tables["throughput"]).to_dict("records"),
+            "paired": paired.to_dict("records"),
             "fairness": lab2_analysis.fairness_table(tables["fairness"]).to_dict("records")}
 
 

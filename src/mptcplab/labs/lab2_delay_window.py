@@ -240,8 +240,9 @@ def run(ctx: RunContext) -> dict:
     sweep = Sweep(ctx.out)
     runs, variants = int(params["runs"]), list(params["variants"])
     if not netem:
-        print("lab2: no netem on this kernel: paths are rate limits and queues only (no propagation delay)",
-              flush=True)
+        print("lab2: no netem on this kernel: paths are rate limits and queues only (no propagation delay). "
+              "This run is NOT the reproduction: it cannot show what the delay window or LIA's RTT "
+              "compensation do (see the guide); run where netem exists (the VM).", flush=True)
     todo = [(rep, v, a) for rep in range(1, runs + 1) for v in variants for a in algos]
     fair = [(rep, a) for rep in range(1, int(params["fairness"]["runs"]) + 1) for a in algos]
     with cc.loaded(algos, record=bool(params.get("record_events", False))):

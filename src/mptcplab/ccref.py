@@ -4,16 +4,24 @@ The same rules run in the kernel as BPF programs (`mptcplab/cc/mlab_cc.bpf.c`); 
 written as plainly as possible, in packets, for unit tests and for the notebook, where students
 write the CS218 rule themselves and watch it in `simulate()`.
 
-Per-ACK increase of subflow r's window w_r in congestion avoidance (n subflows, RTTs rtt_i):
+Increase of subflow r's window w_r per packet acked in congestion avoidance (n subflows, smoothed
+RTTs rtt_i):
 
     uncoupled  1 / w_r                                    (Reno on every subflow)
     ewtcp      a / w_r,  a = 1 / sqrt(n)
     coupled    1 / w_total
     lia        min(alpha / w_total, 1 / w_r),  alpha = w_total * max_i(w_i / rtt_i^2) / (sum_i w_i / rtt_i)^2
-    cs218      lia + DWND,  DWND = lia * best_rtt / last_rtt  once more than 5 ACKs arrived since the last loss
+    cs218      lia + DWND,  DWND = lia * best_rtt / last_rtt  once more than 5 packets were acked
+               (in congestion avoidance) since the last loss; best_rtt / last_rtt are RTT *samples*
 
-On loss: w_r / 2 (coupled: w_r - w_total / 2), never below 2 packets; cs218 also resets its ACK count.
-Every algorithm keeps Reno's slow start (w_r += 1 per ACK below ssthresh).
+On loss: w_r / 2 (coupled: w_r - w_total / 2), never below 2 packets; cs218 also resets its count.
+An undo (the loss was spurious) gives cs218 its count back. Every algorithm keeps Reno's slow start
+(w_r += 1 per packet acked below ssthresh). The coupling (n, w_total, the sums) counts the subflows
+that have an RTT sample, and always subflow r itself: one that just joined has none yet.
+
+`SubflowCC` keeps one subflow's state exactly as the kernel programs do (whole-packet window, a
+fractional accumulator); `replay()` runs a trace recorded from them (`mptcplab.cc.recording`)
+through it, which is what tests/test_cc_differential.py checks.
 """
 
 from __future__ import annotations
@@ -30,6 +38,13 @@ MIN_CWND = 2.0
 
 # ---------------------------------------------------------------- the rules
 
+def coupled(w: Sequence[float], rtt: Sequence[float], r: int) -> tuple[list[float], list[float], int]:
+    """The subflows that take part in the coupling: those with an RTT sample (rtt > 0) and always
+    r itself; returns their windows, RTTs and r's index among them."""
+    keep = [i for i in range(len(w)) if rtt[i] > 0 or i == r]
+    return [w[i] for i in keep], [rtt[i] if rtt[i] > 0 else 1e-6 for i in keep], keep.index(r)
+
+
 def lia_alpha(w: Sequence[float], rtt: Sequence[float]) -> float:
     """RFC 6356's alpha: w_total * max_i(w_i/rtt_i^2) / (sum_i w_i/rtt_i)^2."""
     total = sum(w)
@@ -45,7 +60,8 @@ def lia_increase(w: Sequence[float], rtt: Sequence[float], r: int) -> float:
 def delay_window(lia_inc: float, ack_count: int, best_rtt: float, last_rtt: float) -> float:
     """CS218's DWND: lia_inc * best_rtt / last_rtt once ack_count > 5, else 0.
 
-    `ack_count` counts the ACKs since the last loss, this one included."""
+    `ack_count` counts the packets acked in congestion avoidance since the last loss, this ACK's
+    included."""
     if ack_count > CS218_MIN_ACKS and last_rtt > 0:
         return lia_inc * best_rtt / last_rtt
     return 0.0
@@ -59,7 +75,9 @@ def cs218_increase(lia_inc: float, ack_count: int, best_rtt: float, last_rtt: fl
 def increase(algo: str, w: Sequence[float], rtt: Sequence[float], r: int, ack_count: int = 0,
              best_rtt: float | None = None, last_rtt: float | None = None,
              cs218_rule: Callable[[float, int, float, float], float] | None = None) -> float:
-    """Per-ACK window increase (packets) of subflow r in congestion avoidance."""
+    """Window increase (packets) of subflow r per packet acked in congestion avoidance; `rtt` are
+    the smoothed RTTs (0: no sample yet), best_rtt / last_rtt subflow r's RTT samples (CS218)."""
+    w, rtt, r = coupled(w, rtt, r)
     n = len(w)
     if algo == "uncoupled":
         return 1.0 / w[r]
@@ -77,13 +95,73 @@ def increase(algo: str, w: Sequence[float], rtt: Sequence[float], r: int, ack_co
     raise ValueError(f"unknown algorithm {algo!r}; choose from {', '.join(ALGORITHMS)}")
 
 
-def decrease(algo: str, w: Sequence[float], r: int) -> float:
-    """Subflow r's window after a loss."""
+def decrease(algo: str, w: Sequence[float], r: int, rtt: Sequence[float] | None = None) -> float:
+    """Subflow r's window after a loss (`rtt`: leave subflows without an RTT sample out of w_total)."""
     if algo == "coupled":
+        if rtt is not None:
+            w, _, r = coupled(w, rtt, r)
         return max(w[r] - sum(w) / 2, MIN_CWND)
     if algo not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algo!r}; choose from {', '.join(ALGORITHMS)}")
     return max(w[r] / 2, MIN_CWND)
+
+
+# ---------------------------------------------------------------- one subflow, as the kernel keeps it
+
+@dataclass
+class SubflowCC:
+    """One subflow's congestion-control state, field for field what mlab_cc.bpf.c keeps in
+    `struct mlab_ca`; the window itself (snd_cwnd, snd_ssthresh) belongs to the kernel and is
+    passed in. RTTs in µs, windows in whole packets, `acc` the increase not yet applied (< 1)."""
+
+    algo: str
+    cs218_rule: Callable | None = None
+    acc: float = 0.0
+    ack_count: int = 0
+    best_rtt: float = 0.0
+    last_rtt: float = 0.0
+    prior_ack_count: int = 0
+    inc: float = 0.0  # the last increase per packet (for comparison only)
+
+    def on_rtt(self, sample_us: float) -> None:
+        """An RTT sample (pkts_acked)."""
+        self.last_rtt = sample_us
+        if not self.best_rtt or sample_us < self.best_rtt:
+            self.best_rtt = sample_us
+
+    def on_ack(self, cwnd: int, ssthresh: int, acked: int, limited: bool, w: Sequence[float],
+               rtt: Sequence[float], r: int) -> int:
+        """The window after an ACK of `acked` packets (cong_avoid); w/rtt: every established subflow's
+        cwnd and smoothed RTT as read, r this one."""
+        self.inc = 0.0
+        if not limited:  # the sender did not use its window: growing it would mean nothing
+            return cwnd
+        if cwnd < ssthresh:  # Reno's slow start, as tcp_slow_start()
+            grown = min(cwnd + acked, ssthresh)
+            acked -= grown - cwnd
+            cwnd = grown
+            if acked <= 0:
+                return cwnd
+        if self.algo == "cs218":
+            self.ack_count += acked
+        self.inc = increase(self.algo, w, rtt, r, self.ack_count, self.best_rtt, self.last_rtt, self.cs218_rule)
+        self.acc += self.inc * acked
+        whole = math.floor(self.acc)
+        self.acc -= whole
+        return cwnd + whole
+
+    def on_loss(self, cwnd: int, w: Sequence[float], rtt: Sequence[float], r: int) -> int:
+        """ssthresh after a loss (the window in whole packets, rounded down)."""
+        self.prior_ack_count, self.ack_count, self.acc = self.ack_count, 0, 0.0
+        if self.algo != "coupled":
+            w, rtt, r = [cwnd], [1.0], 0
+        return int(math.floor(decrease(self.algo, w, r, rtt)))
+
+    def on_undo(self, cwnd: int, prior_cwnd: int) -> int:
+        """The window after an undo (the loss was spurious): the count it reset goes on."""
+        self.ack_count += self.prior_ack_count
+        self.prior_ack_count = 0
+        return max(cwnd, prior_cwnd)
 
 
 # ---------------------------------------------------------------- the simulator
@@ -117,6 +195,7 @@ class _Sub:
     ack_count: int = 0
     best_rtt: float = math.inf
     last_rtt: float = 0.0
+    srtt: float = 0.0
     last_loss: float = -math.inf
     acked: float = 0.0
 
@@ -191,12 +270,14 @@ def simulate(links: Sequence[Link], flows: Sequence[Flow], duration: float = 20.
                 while s.credit >= 1.0:
                     s.credit -= 1.0
                     s.acked += 1.0
+                    s.srtt = rtt[k] if not s.srtt else s.srtt + (rtt[k] - s.srtt) / 8  # as TCP's srtt
                     if s.w < s.ssthresh:
                         s.w += 1.0
                         continue
-                    s.ack_count += 1  # as in the kernel: ACKs in congestion avoidance since the last loss
+                    s.ack_count += 1  # one packet per ACK here; the kernel counts packets too
                     w = [subs[(f.name, j)].w for j in range(len(f.links))]
-                    s.w += increase(f.algo, w, rtt, k, s.ack_count, s.best_rtt, s.last_rtt, f.cs218_rule)
+                    srtt = [subs[(f.name, j)].srtt or rtt[j] for j in range(len(f.links))]
+                    s.w += increase(f.algo, w, srtt, k, s.ack_count, s.best_rtt, s.last_rtt, f.cs218_rule)
         if t >= next_sample:
             for f in flows:
                 for k, l in enumerate(f.links):

@@ -99,7 +99,22 @@ def test_report_from_compact_tables(tmp_path):
     (tmp_path / "lab2-manifest.json").write_text(json.dumps({"platform": {"kernel_release": "6.18"}}))
     md = la.report(tmp_path)
     assert "| CS218 ALGO | 25.04 |" in md and "16.00 ±" in md
-    assert "| RTT Compensator / LIA | 6.00 (1 run) | 1.50 (1 run) | 3.50 (1 run) | 70% |" in md
+    assert "| RTT Compensator / LIA | 6.00 (1 run) | 1.50 (1 run) | 3.50 (1 run) | 70% (1 run) | — | no uncoupled runs |" in md
+    assert "not the reproduction" not in md, "no network in the manifest: nothing known about delays"
+    (tmp_path / "lab2-manifest.json").write_text(json.dumps({"network": {"paths": [
+        {"name": "p1", "link": "rate=5mbit,delay=0ms,queue=25"}, {"name": "p2", "link": "rate=5mbit,queue=50"}]}}))
+    assert "**This run is not the reproduction.**" in la.report(tmp_path)
+    (tmp_path / "lab2-manifest.json").write_text(json.dumps({"network": {"paths": [
+        {"name": "p1", "link": "rate=5mbit,delay=10ms,queue=25"}, {"name": "p2", "link": "rate=5mbit,queue=50"}]}}))
+    assert "not the reproduction" not in la.report(tmp_path)
+    pd.DataFrame([{"path": 1, "ca_acks": 100, "with_dwnd": 90, "share": 0.9, "dwnd_mean": 0.75, "dwnd_median": 0.8,
+                   "best_rtt_ms": 20.0, "last_rtt_ms": 26.0, "variant": "static", "rep": 1}]).to_csv(
+        tmp_path / "delay-window.csv", index=False)
+    (tmp_path / "lab2-manifest.json").write_text(json.dumps({"bpf_vs_reference": {
+        "static-cs218-r1": {"events": 10, "mismatches": 0}, "static-lia-r1": {"events": 5, "mismatches": 2}}}))
+    md = la.report(tmp_path)
+    assert "| static | p1 | 100 | 90.0% | 0.7500 | 20.00 | 26.00 |" in md
+    assert "15 recorded callbacks in 2 runs, **mismatches in {'static-lia-r1': 2}**" in md
     ft = la.fairness_table(pd.read_csv(tmp_path / "fairness.csv"))
     assert ft.tcp_share_of_shared.iloc[0] == pytest.approx(0.7)
 
@@ -107,3 +122,72 @@ def test_report_from_compact_tables(tmp_path):
 def test_load_refuses_an_empty_directory(tmp_path):
     with pytest.raises(FileNotFoundError, match="no lab2 results"):
         la.load(tmp_path)
+
+
+def test_paired_differences_use_the_same_runs():
+    tp = _tp()
+    # make the runs co-vary: run r is 1 Mbit/s up or down for every algorithm (shared cross traffic)
+    t = la.paired_table(tp).set_index(["variant", "algo", "vs"])
+    row = t.loc[("static", "cs218", "uncoupled")]
+    assert row["diff"] == pytest.approx(1.0) and row.pairs == 3
+    assert row.ci95 == pytest.approx(0.0) and row.verdict == "more than uncoupled"
+    assert t.loc[("static", "lia", "uncoupled")].verdict == "less than uncoupled"
+    assert t.loc[("static", "cs218", "lia")]["diff"] == pytest.approx(2.0)
+    # independent means would not resolve these (intervals of ±1.24 overlap); pairs do
+    indep = la.throughput_table(tp).set_index(["algo", "variant"])
+    assert indep.loc[("cs218", "static"), "ci95_mbps"] > 1.0
+
+
+def test_paired_ci_and_runs_needed():
+    a = pd.Series([10.0, 11.0, 12.0, 13.0], index=[1, 2, 3, 4])
+    b = pd.Series([9.5, 10.0, 11.8, 12.0, 99.0], index=[1, 2, 3, 4, 5])  # run 5 has no pair: dropped
+    st = la.paired_ci(a, b)
+    d = [0.5, 1.0, 0.2, 1.0]
+    sd = pd.Series(d).std(ddof=1)
+    assert st["pairs"] == 4 and st["diff"] == pytest.approx(0.675)
+    assert st["ci95"] == pytest.approx(3.182 * sd / 2) and st["resolvable"] == st["ci95"]
+    n = st["runs_needed"]
+    assert (la.t975(n - 1) + la.Z80) * sd / math.sqrt(n) <= 0.675 < (la.t975(n - 2) + la.Z80) * sd / math.sqrt(n - 1)
+    assert la.runs_needed(0.01, 1.0) == math.inf and math.isnan(la.runs_needed(1.0, math.nan))
+
+
+def test_welch_and_verdicts():
+    w = la.welch_ci([0.5, 0.6, 0.55], [0.4, 0.45, 0.5, 0.42])
+    assert w["diff"] == pytest.approx(0.55 - 0.4425)
+    assert w["lo"] < w["diff"] < w["hi"]
+    assert la.verdict(0.1, 0.2, "up", "down") == "up" and la.verdict(-0.2, -0.1, "up", "down") == "down"
+    assert la.verdict(-0.1, 0.1, "up", "down") == "not distinguishable"
+    assert la.verdict(math.nan, math.nan, "up", "down") == "too few runs"
+
+
+def _fair():
+    rows = []
+    for algo, shared, tcp, share_on_shared in (("uncoupled", 2.5, 2.3, 0.36), ("coupled", 0.6, 4.2, 0.12),
+                                               ("lia", 2.4, 2.4, 0.35)):
+        for rep, d in enumerate((-0.2, 0.0, 0.2, 0.1, -0.1), 1):
+            rows.append({"algo": algo, "rep": rep, "mptcp_mbps": 4.5 + shared + d, "tcp_mbps": tcp - d,
+                         "mptcp_on_shared_mbps": shared + d, "mptcp_share_on_shared": share_on_shared + d / 10})
+    return pd.DataFrame(rows)
+
+
+def test_fairness_verdict_is_relative_to_uncoupled():
+    ft = la.fairness_table(_fair()).set_index("algo")
+    assert ft.loc["uncoupled", "verdict"] == "the baseline"
+    assert ft.loc["coupled", "verdict"] == "leaves TCP more than uncoupled"
+    assert ft.loc["lia", "verdict"] == "not distinguishable from uncoupled"
+    assert ft.loc["lia", "tcp_share_ci95"] > 0
+    # the old threshold would have called LIA "harmless" (share 0.5) and uncoupled not (0.48)
+    assert ft.loc["lia", "tcp_share_of_shared"] >= 0.5 > ft.loc["uncoupled", "tcp_share_of_shared"]
+
+
+def test_rfc6356_goals_as_checks():
+    rc = la.rfc6356_checks(_fair()).set_index(["algo", "goal"])
+    assert rc.loc[("coupled", 2), "verdict"] == "met"  # 0.6 on the shared path against TCP's 4.2
+    assert rc.loc[("uncoupled", 2), "verdict"] == "not resolved"  # 2.5 vs 2.3 with ±0.4 noise
+    assert rc.loc[("coupled", 3), "verdict"] == "met"  # less of its traffic on the shared path
+    assert ("uncoupled", 3) not in rc.index  # goal 3 is relative to uncoupled
+    assert rc.loc[("lia", 1), "verdict"] == "met"  # 6.9 in total against TCP's 2.4
+    # with a lone-path yardstick above what coupled gets, goal 1 fails for it
+    rc = la.rfc6356_checks(_fair(), private_path_mbps=6.0).set_index(["algo", "goal"])
+    assert rc.loc[("coupled", 1), "verdict"] == "violated"
+    assert set(la.RFC6356_GOALS) == {1, 2, 3}

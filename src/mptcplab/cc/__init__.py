@@ -6,7 +6,9 @@
 from .loader import (
     ALGORITHMS,
     PREFIX,
+    RECORD_SLOTS,
     Algorithm,
+    Recording,
     available,
     build,
     in_use,
@@ -14,11 +16,12 @@ from .loader import (
     load,
     loaded,
     parse_ss_cc,
+    recording,
     resolve,
     stats,
     unload,
     unload_all,
 )
 
-__all__ = ["ALGORITHMS", "PREFIX", "Algorithm", "available", "build", "in_use", "list_loaded", "load", "loaded",
-           "parse_ss_cc", "resolve", "stats", "unload", "unload_all"]
+__all__ = ["ALGORITHMS", "PREFIX", "RECORD_SLOTS", "Algorithm", "Recording", "available", "build", "in_use",
+           "list_loaded", "load", "loaded", "parse_ss_cc", "recording", "resolve", "stats", "unload", "unload_all"]

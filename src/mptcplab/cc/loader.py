@@ -6,22 +6,35 @@ the running kernel's BTF (`bpftool btf dump`); both are cached under
 Registration is `bpftool struct_ops register`: the kernel then keeps the congestion control
 (it shows up in `net.ipv4.tcp_available_congestion_control`) until
 `bpftool struct_ops unregister name <name>`.
+
+Recording (`load(..., record=True)`, then `recording(name)`): the same source built with
+RECORD_SLOTS event slots; each callback writes its inputs and the window it set into the
+program's `mlab_events` array map while `mlab_ctl.on` is set (see mlab_cc.bpf.c). Both maps are
+mmapable and read through a memory map of each: `bpftool map dump` of 2^17 events is ~170 MB of
+JSON and takes seconds, a memory map of the same is 19 MB read at once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import json
+import mmap
 import os
 import platform
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
+
+import numpy as np
+import pandas as pd
 
 from .. import paths, process
 from ..errors import EnvironmentProblem, UsageError
@@ -30,6 +43,7 @@ PREFIX = "mlab_"
 SOURCE = Path(__file__).with_name("mlab_cc.bpf.c")
 BTF = Path("/sys/kernel/btf/vmlinux")
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+RECORD_SLOTS = 1 << 17  # events a recording build keeps (a 10 s lab run writes ~20-40 thousand)
 
 
 @dataclass(frozen=True)
@@ -95,12 +109,13 @@ def cache_dir() -> Path:
     return base / f"{platform.release()}-{btf_hash}" / src_hash
 
 
-def build(algos: list[Algorithm] | None = None) -> dict[str, Path]:
-    """Compile each algorithm's object (cached); returns {name: object path}."""
+def build(algos: list[Algorithm] | None = None, record: bool = False) -> dict[str, Path]:
+    """Compile each algorithm's object (cached); returns {name: object path}. `record`: the
+    build with RECORD_SLOTS event slots (otherwise 1: nothing is kept)."""
     _require_bpf()
-    out_dir = cache_dir()
+    out_dir = cache_dir() / ("record" if record else "")
     out_dir.mkdir(parents=True, exist_ok=True)
-    vmlinux_h = out_dir.parent / "vmlinux.h"
+    vmlinux_h = cache_dir().parent / "vmlinux.h"
     if not vmlinux_h.exists():
         dump = _run(["bpftool", "btf", "dump", "file", str(BTF), "format", "c"])
         _atomic_write(vmlinux_h, dump.stdout.encode())
@@ -111,8 +126,10 @@ def build(algos: list[Algorithm] | None = None) -> dict[str, Path]:
         if not obj.exists():
             with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
                 tmp_obj = Path(tmp) / obj.name
-                _run(["clang", "-O2", "-g", "-target", "bpf", "-D__TARGET_ARCH_x86",
+                # -mcpu=v3: atomic fetch-and-add with a result (the event slot), kernel >= 5.12
+                _run(["clang", "-O2", "-g", "-target", "bpf", "-mcpu=v3", "-D__TARGET_ARCH_x86",
                       f"-DMLAB_ALGO={algo.code}", f"-DMLAB_NAME={algo.name}",
+                      f"-DMLAB_EVENTS={RECORD_SLOTS if record else 1}",
                       "-I", str(vmlinux_h.parent), "-c", str(SOURCE), "-o", str(tmp_obj)])
                 tmp_obj.replace(obj)
         objects[algo.name] = obj
@@ -146,18 +163,27 @@ def available() -> list[str]:
     return AVAILABLE.read_text().split() if AVAILABLE.exists() else []
 
 
-def load(algos: list[Algorithm] | None = None) -> list[str]:
-    """Build and register; returns the names registered by this call (already loaded ones are skipped)."""
+def load(algos: list[Algorithm] | None = None, record: bool = False) -> list[str]:
+    """Build and register; returns the names registered by this call (already loaded ones are
+    skipped). `record`: the recording build (see `recording`)."""
     algos = algos or list(ALGORITHMS.values())
-    objects = build(algos)
+    objects = build(algos, record)
     loaded = set(list_loaded())
     done = []
     for algo in algos:
         if algo.name in loaded:
+            if record and _maps(algo.name).get("mlab_events", {}).get("max_entries", 0) < RECORD_SLOTS:
+                raise UsageError(f"{algo.name} is registered without event slots: "
+                                 f"`sudo mptcplab cc unload {algo.key}` first to record")
             continue
         if algo.name in available():  # a built-in or module with our name: refuse to shadow it
+            unload(done)
             raise EnvironmentProblem(f"a congestion control named {algo.name} exists and is not the kit's")
-        _run(["bpftool", "struct_ops", "register", str(objects[algo.name])])
+        try:
+            _run(["bpftool", "struct_ops", "register", str(objects[algo.name])])
+        except EnvironmentProblem:
+            unload(done)  # all or nothing: no half-loaded set left behind
+            raise
         done.append(algo.name)
     missing = [a.name for a in algos if a.name not in available()]
     if missing:
@@ -186,9 +212,9 @@ def unload_all() -> list[str]:
 
 
 @contextlib.contextmanager
-def loaded(algos: list[Algorithm] | None = None) -> Iterator[list[str]]:
+def loaded(algos: list[Algorithm] | None = None, record: bool = False) -> Iterator[list[str]]:
     """Load for the duration of a block; afterwards remove what this block registered."""
-    done = load(algos)
+    done = load(algos, record)
     try:
         yield [a.name for a in (algos or ALGORITHMS.values())]
     finally:
@@ -213,6 +239,91 @@ def stats(name: str) -> dict[str, int]:
     except (ValueError, LookupError, TypeError):
         return {}
     return {k.removeprefix("mlab_"): int(v) for item in fields for k, v in item.items()}
+
+
+# ---------------------------------------------------------------- recording the callbacks
+
+# struct mlab_event in mlab_cc.bpf.c, field for field
+MAX_SUBFLOWS = 8
+EVENT = np.dtype([("t_ns", "<u8"), ("acc", "<u8"), ("inc", "<u8")]
+                 + [(f, "<u4") for f in ("sock", "kind", "saddr", "acked", "limited", "cwnd", "ssthresh", "out",
+                                         "ack_count", "best_rtt_us", "last_rtt_us", "n", "self", "no_rtt")]
+                 + [("w", "<u4", (MAX_SUBFLOWS,)), ("rtt", "<u4", (MAX_SUBFLOWS,))])
+KINDS = {1: "init", 2: "rtt", 3: "ack", 4: "loss", 5: "undo"}
+_NR_BPF = {"x86_64": 321, "aarch64": 280}
+_BPF_MAP_GET_FD_BY_ID = 14
+
+
+def _maps(name: str) -> dict[str, dict]:
+    """The maps of registered congestion control `name`, by map name (bpftool's JSON)."""
+    so = [m for m in _struct_ops() if m.get("name") == name]
+    if not so:
+        raise EnvironmentProblem(f"{name} is not registered (sudo mptcplab cc load)")
+    dump = _run(["bpftool", "-j", "struct_ops", "dump", "id", str(so[0]["id"])]).stdout
+    prog_ids = {int(i) for i in re.findall(r"prog_id:(\d+)", dump)}
+    progs = json.loads(_run(["bpftool", "-j", "prog", "show"]).stdout)
+    map_ids = {m for p in progs if p["id"] in prog_ids for m in p.get("map_ids", [])}
+    return {m["name"]: m for m in json.loads(_run(["bpftool", "-j", "map", "show"]).stdout) if m["id"] in map_ids}
+
+
+def _map_mmap(info: dict) -> mmap.mmap:
+    """A read-write memory map of an mmapable array map, by id (bpf(BPF_MAP_GET_FD_BY_ID))."""
+    nr = _NR_BPF.get(platform.machine())
+    if nr is None:
+        raise EnvironmentProblem(f"recording: no bpf syscall number known for {platform.machine()}")
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = struct.pack("<III", info["id"], 0, 0)  # map_id, next_id, open_flags
+    fd = libc.syscall(nr, _BPF_MAP_GET_FD_BY_ID, ctypes.c_char_p(attr), len(attr))
+    if fd < 0:
+        raise EnvironmentProblem(f"bpf(MAP_GET_FD_BY_ID {info['id']}): {os.strerror(ctypes.get_errno())}")
+    try:
+        size = info["bytes_value"] * info["max_entries"]
+        size = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE
+        return mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class Recording:
+    """What `recording()` collected: one row per callback (columns of EVENT, `w`/`rtt` spread
+    into w0..w7 / rtt0..rtt7, `kind` by name), and how many events found the map full."""
+
+    events: pd.DataFrame = field(default_factory=pd.DataFrame)
+    dropped: int = 0
+
+
+def events_frame(raw: np.ndarray) -> pd.DataFrame:
+    df = pd.DataFrame({f: raw[f] for f in EVENT.names if f not in ("w", "rtt")})
+    for k in range(MAX_SUBFLOWS):
+        df[f"w{k}"] = raw["w"][:, k]
+        df[f"rtt{k}"] = raw["rtt"][:, k]
+    df["kind"] = df.kind.map(KINDS)
+    return df
+
+
+@contextlib.contextmanager
+def recording(name: str) -> Iterator[Recording]:
+    """Record every callback of registered congestion control `name` (a recording build, see
+    `load(record=True)`) during the block."""
+    maps = _maps(name)
+    if maps.get("mlab_events", {}).get("max_entries", 0) < 2:
+        raise UsageError(f"{name} was registered without event slots: load it with record=True")
+    ctl, ev = _map_mmap(maps["mlab_ctl"]), _map_mmap(maps["mlab_events"])
+    rec = Recording()
+    struct.pack_into("<IIII", ctl, 0, 0, 0, 0, 0)
+    struct.pack_into("<I", ctl, 0, 1)
+    try:
+        yield rec
+    finally:
+        struct.pack_into("<I", ctl, 0, 0)
+        time.sleep(0.05)  # let a callback that saw `on` finish its slot
+        _, nxt, dropped, _ = struct.unpack_from("<IIII", ctl, 0)
+        slots = maps["mlab_events"]["max_entries"]
+        raw = np.frombuffer(ev, dtype=EVENT, count=min(nxt, slots)).copy()
+        rec.events, rec.dropped = events_frame(raw), dropped
+        ctl.close()
+        ev.close()
 
 
 def parse_ss_cc(text: str) -> list[dict]:

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-from .. import cc, kernel, log
+from .. import cc, cctrace, kernel, log
 from ..errors import ExperimentFailed, UsageError
 from ..lab import Lab, Point, RunContext
 from ..links import LinkSpec
@@ -106,11 +106,14 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
             observers = [Tracing(net, rd, PORT)] if detail else []
             for o in observers:
                 o.__enter__()
+            record = detail and params.get("record_events", False)
+            recorder = cc.recording(algo.name) if record else contextlib.nullcontext()
             try:
                 if variant == "mobility":
                     timers = _schedule_mobility(net, params, duration, netem)
-                r = bulk(net, "snd", "rcv", net.topo.paths[0].name, "mptcp", duration=duration, cc=algo.name,
-                         port=PORT)
+                with recorder as rec:
+                    r = bulk(net, "snd", "rcv", net.topo.paths[0].name, "mptcp", duration=duration, cc=algo.name,
+                             port=PORT)
             finally:
                 for o in reversed(observers):
                     o.__exit__(None, None, None)
@@ -133,6 +136,9 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
         sampler.path.unlink()  # the per-subflow totals below are what the analysis uses
     rd.write_json("subflows.json", subs)
     r.intervals.to_csv(rd.file("intervals.csv"), index=False)
+    if record:  # every callback of the BPF program during the transfer (the differential test's input)
+        cctrace.save(cctrace.compact(rec.events, algo.key), rd.file("cc-trace.csv.gz"))
+        rd.summary["cc_events"] = {"recorded": len(rec.events), "dropped": rec.dropped}
     rd.summary.update({"algo": algo.key, "cc": algo.name, "variant": variant, "rep": rep, "detail": detail,
                        **r.summary(), "subflow_ccs": sorted({s["cc"] for s in established}),
                        "packets_per_subflow": {f"p{s['path_index']}": s["data_segs_out"] for s in established},
@@ -246,8 +252,10 @@ def session(ctx: RunContext):
     """The BPF congestion controls, loaded for the whole sweep; their counters saved at the end."""
     algos = algorithms(ctx.params)
     if not _netem():
-        _log.info("no netem on this kernel: paths are rate limits and queues only (no propagation delay)")
-    with cc.loaded(algos):
+        _log.warning("no netem on this kernel: paths are rate limits and queues only (no propagation delay). "
+                     "This run is NOT the reproduction: it cannot show what the delay window or LIA's RTT "
+                     "compensation do (see the guide); run where netem exists (--where vm).")
+    with cc.loaded(algos, record=bool(ctx.params.get("record_events", False))):
         yield
         stats = {a.name: cc.stats(a.name) for a in algos}
     (ctx.out / "cc-stats.json").write_text(json.dumps(stats, indent=2) + "\n")
@@ -257,13 +265,17 @@ def finish(ctx: RunContext) -> dict:
     params = ctx.params
     tables = lab2_analysis.compact(ctx.out)
     throughput = lab2_analysis.throughput_table(tables["throughput"])
+    paired = lab2_analysis.paired_table(tables["throughput"])
     fairness = lab2_analysis.fairness_table(tables["fairness"])
-    _log.info("throughput:\n%s\nfairness:\n%s", throughput.to_string(index=False), fairness.to_string(index=False))
+    _log.info("throughput:\n%s\npaired with uncoupled:\n%s\nfairness:\n%s", throughput.to_string(index=False),
+              paired[["variant", "algo", "vs", "diff", "ci95", "verdict", "runs_needed"]].to_string(index=False),
+              fairness.to_string(index=False))
     n_algos = len(algorithms(params))
     return {"runs": int(params["repetitions"]) * len(params["variants"]) * n_algos,
             "fairness_runs": int(params["fairness"]["repetitions"]) * n_algos,
             "emulation": "netem" if _netem() else "tbf",
-            "throughput": throughput.to_dict("records"), "fairness": fairness.to_dict("records")}
+            "throughput": throughput.to_dict("records"), "paired": paired.to_dict("records"),
+            "fairness": fairness.to_dict("records")}
 
 
 def key(rep: int, variant: str, algo: cc.Algorithm) -> str:

@@ -51,7 +51,7 @@ def graded(tmp_path_factory):
     subs = sorted(BAD.glob("*.ipynb")) + [solution]
     before = {p: _sha(p) for p in subs}
     mtimes = {p: os.stat(p).st_mtime_ns for p in subs}
-    opt = batch.Options(user=sandbox.grader_user(), cell_timeout=10, limits=sandbox.Limits(wall_s=90, cpu_s=90))
+    opt = batch.Options(user=sandbox.grader_user(), cell_timeout=20, limits=sandbox.Limits(wall_s=120, cpu_s=120))
     start = time.monotonic()
     results = batch.grade_batch(subs, ag, tmp / "out", opt)
     return {"results": {r["student"]: r for r in results}, "out": tmp / "out", "seconds": time.monotonic() - start,

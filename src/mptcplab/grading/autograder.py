@@ -65,6 +65,11 @@ class Autograder:
     def stem(self) -> str:
         return self.master.stem
 
+    @property
+    def student_notebook(self) -> Path:
+        """The notebook students were handed (otter assign's student/ copy next to the autograder)."""
+        return self.zip_path.parent.parent / "student" / self.master.name
+
     def tests(self) -> dict[str, str]:
         """question -> OK-format test source (public and hidden cases)."""
         with zipfile.ZipFile(self.zip_path) as zf:

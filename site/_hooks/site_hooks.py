@@ -4,8 +4,11 @@
   relative links that leave the guide are rewritten to site pages or to plain repo paths.
 - `notebooks/NN-name.ipynb` (the Otter student notebook) is executed on the shipped reference
   results (`solutions/results/labN/`, via MPTCPLAB_LABn_RESULTS), cached under build/site-notebooks/,
-  and rendered by mkdocs-jupyter. Error outputs (the unanswered `...` cells) and the outputs of
-  Otter cells are dropped; Plotly figures become plain divs drawn by a local plotly.min.js once the
+  and rendered by mkdocs-jupyter. Error outputs and bare `Ellipsis` results (the unanswered `...`
+  cells), the outputs of Otter cells and of cells tagged `mlab-answers` (they show the kit's own
+  answers to graded questions, e.g. Lab 3's model predictions) are dropped; the build machine's
+  checkout path is cut from every output (it would reach pages and the search index). Plotly
+  figures become plain divs, as wide as their column, drawn by a local plotly.min.js once the
   page has loaded, which is what keeps them from rendering blank (no renderer or CDN dependence).
 """
 
@@ -138,24 +141,38 @@ def clean(node) -> None:
     node.cells = [c for c in node.cells if not (c.cell_type == "code" and
                                                 ("grader.check(" in c.source or "otter.Notebook(" in c.source))]
     for cell in node.cells:
-        cell.metadata.pop("tags", None)
+        answers = "mlab-answers" in cell.metadata.pop("tags", [])
         if cell.cell_type != "code":
             continue
         outs = []
-        for o in cell.outputs:
-            if o.output_type == "error":
-                continue
+        for o in [] if answers else cell.outputs:
             data = o.get("data", {})
+            if o.output_type == "error" or data.get("text/plain") == "Ellipsis":
+                continue
             if "application/vnd.plotly.v1+json" in data:
                 o.data = {"text/html": plotly_div(data["application/vnd.plotly.v1+json"])}
-            outs.append(o)
+            outs.append(_without_paths(o))
         cell.outputs = outs
+
+
+def _without_paths(node):
+    """The checkout's absolute path cut from every string of an output (it is the build machine's)."""
+    prefix = str(REPO) + "/"
+    if isinstance(node, str):
+        return node.replace(prefix, "").replace(str(REPO), ".")
+    if isinstance(node, list):
+        return [_without_paths(x) for x in node]
+    if isinstance(node, dict):
+        for k in list(node):
+            node[k] = _without_paths(node[k])
+    return node
 
 
 def plotly_div(fig: dict) -> str:
     div = f"mlab-fig-{uuid.uuid4().hex[:10]}"
-    payload = json.dumps({"data": fig.get("data", []), "layout": fig.get("layout", {})}).replace("</", "<\\/")
-    height = int(fig.get("layout", {}).get("height") or 450)
+    layout = {k: v for k, v in fig.get("layout", {}).items() if k not in ("width", "autosize")}  # the column decides
+    payload = json.dumps({"data": fig.get("data", []), "layout": layout}).replace("</", "<\\/")
+    height = int(layout.get("height") or 450)
     return (f'<div id="{div}" class="mlab-plotly" style="width:100%;height:{height}px"></div>\n'
             f'<script>document.addEventListener("DOMContentLoaded", function () {{\n'
             f'  var fig = {payload};\n'

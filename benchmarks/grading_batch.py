@@ -92,14 +92,26 @@ def main() -> int:
         threading.Thread(target=sample, daemon=True).start()
         load_before = os.getloadavg()
         start = time.monotonic()
-        results = batch.grade_batch(sorted(subs.glob("*.ipynb")), ag, Path(tmp) / "grades", opt)
-        wall = time.monotonic() - start
+        done: list[dict] = []
+        todo = sorted(subs.glob("*.ipynb"))
+
+        def progress(r):  # every 10 notebooks, so a run cut short still leaves its numbers
+            done.append(r)
+            if len(done) % 10 == 0 and len(done) < len(todo):
+                write(a, master, done, kinds, opt, time.monotonic() - start, loads, load_before, len(todo))
+
+        results = batch.grade_batch(todo, ag, Path(tmp) / "grades", opt, on_result=progress)
+        write(a, master, results, kinds, opt, time.monotonic() - start, loads, load_before, len(todo))
         stop.set()
+    return 0
+
+
+def write(a, master, results, kinds, opt, wall, loads, load_before, planned) -> None:
     by_kind: dict[str, list[dict]] = {}
     for r in results:
         by_kind.setdefault(kinds[r["student"]], []).append(r)
     summary = {
-        "lab": master.stem, "count": len(results), "workers": opt.workers or os.cpu_count(), "cores": os.cpu_count(),
+        "lab": master.stem, "count": len(results), "planned": planned, "workers": opt.workers or os.cpu_count(), "cores": os.cpu_count(),
         "wall_s": round(wall, 1), "notebooks_per_min": round(60 * len(results) / wall, 2),
         "per_notebook_s": {"median": statistics.median(r["seconds"] for r in results),
                            "max": max(r["seconds"] for r in results)},
@@ -116,7 +128,7 @@ def main() -> int:
     }
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "grading_batch.json").write_text(json.dumps(summary, indent=1) + "\n")
-    lines = [f"# Grading benchmark: {summary['count']} {summary['lab']} notebooks", "",
+    lines = [f"# Grading benchmark: {summary['count']} of {planned} {summary['lab']} notebooks graded", "",
              f"{summary['date']}, {summary['cores']} cores shared with other work, {summary['workers']} workers.", "",
              "| wall | notebooks/min | median s/notebook | grader peak RSS | largest submission cgroup peak | load (1 min) before / mean / max |",
              "|---|---|---|---|---|---|",
@@ -127,8 +139,7 @@ def main() -> int:
     for k, v in summary["by_kind"].items():
         lines.append(f"| {k} | {v['n']} | {v['score_mean']} | {v['possible']:g} | {v['grader_errors']} | {v['seconds_median']} |")
     (a.out / "grading_batch.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    return 0
+    print("\n".join(lines), flush=True)
 
 
 if __name__ == "__main__":

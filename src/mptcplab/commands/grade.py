@@ -56,6 +56,27 @@ def lab_of(nb_path: Path) -> str | None:
     return m[1] if m else None
 
 
+def group_by_lab(subs: list[Path], lab: str | None) -> tuple[dict[Path, list[Path]], list[Path]]:
+    """master -> its submissions. A file that names no known lab (unreadable, truncated, foreign)
+    joins the batch's only lab and is graded there (as unreadable), never stopping the batch."""
+    groups: dict[Path, list[Path]] = {}
+    unknown = []
+    for s in subs:
+        name = lab or lab_of(s)
+        try:
+            groups.setdefault(ag.find_master(name), []).append(s) if name else unknown.append(s)
+        except UsageError:
+            if lab:
+                raise
+            unknown.append(s)
+    if unknown:
+        if len(groups) != 1:
+            raise UsageError(f"cannot tell which lab {len(unknown)} file(s) belong to ({unknown[0]}, ...) and the "
+                             f"batch holds {len(groups)} labs; pass --lab")
+        next(iter(groups.values())).extend(unknown)
+    return groups, unknown
+
+
 def _grade(args) -> int:
     why = sandbox.available()
     if why:
@@ -63,24 +84,11 @@ def _grade(args) -> int:
     subs = _collect(args.submissions)
     if not subs:
         raise UsageError("no .ipynb submissions found")
-    groups: dict[Path, list[Path]] = {}
     if args.master:
-        groups[args.master.resolve()] = subs
+        groups = {args.master.resolve(): subs}
     else:
-        unknown = []
-        for s in subs:
-            lab = args.lab or lab_of(s)
-            try:
-                groups.setdefault(ag.find_master(lab), []).append(s) if lab else unknown.append(s)
-            except UsageError:
-                if args.lab:
-                    raise
-                unknown.append(s)
-        if unknown:  # unreadable or foreign files: graded (as unreadable) with the batch's lab, never fatal
-            if len(groups) != 1:
-                raise UsageError(f"cannot tell which lab {len(unknown)} file(s) belong to ({unknown[0]}, ...) and the "
-                                 f"batch holds {len(groups)} labs; pass --lab")
-            next(iter(groups.values())).extend(unknown)
+        groups, unknown = group_by_lab(subs, args.lab)
+        if unknown:
             print(f"{len(unknown)} file(s) do not name their lab; graded with the rest: "
                   + ", ".join(map(str, unknown[:5])), file=sys.stderr)
     opt = batch.Options(user=sandbox.grader_user(args.user), cell_timeout=args.cell_timeout,

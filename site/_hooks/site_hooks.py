@@ -4,8 +4,11 @@
   relative links that leave the guide are rewritten to site pages or to plain repo paths.
 - `notebooks/NN-name.ipynb` (the Otter student notebook) is executed on the shipped reference
   results (`solutions/results/labN/`, via MPTCPLAB_LABn_RESULTS), cached under build/site-notebooks/,
-  and rendered by mkdocs-jupyter. Error outputs (the unanswered `...` cells) and the outputs of
-  Otter cells are dropped; Plotly figures become plain divs drawn by a local plotly.min.js once the
+  and rendered by mkdocs-jupyter. Error outputs and bare `Ellipsis` results (the unanswered `...`
+  cells), the outputs of Otter cells and of cells tagged `mlab-answers` (they show the kit's own
+  answers to graded questions, e.g. Lab 3's model predictions) are dropped; the build machine's
+  checkout path is cut from every output (it would reach pages and the search index). Plotly
+  figures become plain divs, as wide as their column, drawn by a local plotly.min.js once the
   page has loaded, which is what keeps them from rendering blank (no renderer or CDN dependence).
 """
 
@@ -24,6 +27,7 @@ from mkdocs.structure.files import File
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / "build" / "site-notebooks"
 PLOTLY_JS = "assets/javascripts/plotly.min.js"
+ELLIPSIS = re.compile(r"[\s(\[]*Ellipsis(\s*,\s*Ellipsis)*[\s,)\]]*")  # `...`, `(..., ...)`: unanswered cells
 LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)([^)]*)\)")
 
 
@@ -98,7 +102,7 @@ def on_files(files, config):
 
 
 def _fingerprint(nb: Path) -> str:
-    h = hashlib.sha256(nb.read_bytes())
+    h = hashlib.sha256(nb.read_bytes() + Path(__file__).read_bytes())  # clean() below shapes the cached copy
     for p in sorted((REPO / "solutions" / "results").rglob("*")) + sorted((REPO / "src" / "mptcplab" / "labs").glob("*.py")):
         if p.is_file():
             h.update(p.as_posix().encode() + p.read_bytes())
@@ -138,24 +142,43 @@ def clean(node) -> None:
     node.cells = [c for c in node.cells if not (c.cell_type == "code" and
                                                 ("grader.check(" in c.source or "otter.Notebook(" in c.source))]
     for cell in node.cells:
-        cell.metadata.pop("tags", None)
+        answers = "mlab-answers" in cell.metadata.pop("tags", [])
         if cell.cell_type != "code":
             continue
         outs = []
-        for o in cell.outputs:
-            if o.output_type == "error":
-                continue
+        for o in [] if answers else cell.outputs:
             data = o.get("data", {})
+            if o.output_type == "error" or ELLIPSIS.fullmatch(data.get("text/plain", "-")):
+                continue
             if "application/vnd.plotly.v1+json" in data:
                 o.data = {"text/html": plotly_div(data["application/vnd.plotly.v1+json"])}
-            outs.append(o)
+            outs.append(_without_paths(o))
         cell.outputs = outs
+
+
+def _without_paths(node):
+    """The checkout's absolute path cut from every string of an output (it is the build machine's)."""
+    prefix = str(REPO) + "/"
+    if isinstance(node, str):
+        return node.replace(prefix, "").replace(str(REPO), ".")
+    if isinstance(node, list):
+        return [_without_paths(x) for x in node]
+    if isinstance(node, dict):
+        for k in list(node):
+            node[k] = _without_paths(node[k])
+    return node
 
 
 def plotly_div(fig: dict) -> str:
     div = f"mlab-fig-{uuid.uuid4().hex[:10]}"
-    payload = json.dumps({"data": fig.get("data", []), "layout": fig.get("layout", {})}).replace("</", "<\\/")
-    height = int(fig.get("layout", {}).get("height") or 450)
+    layout = {k: v for k, v in fig.get("layout", {}).items() if k not in ("width", "autosize")}  # the column decides
+    height = int(layout.get("height") or 450)
+    legend = layout.setdefault("legend", {})
+    if "orientation" not in legend:  # a legend beside the plot would take half of a ~570 px column
+        legend.update(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0)
+        height += 90
+        layout["height"] = height
+    payload = json.dumps({"data": fig.get("data", []), "layout": layout}).replace("</", "<\\/")
     return (f'<div id="{div}" class="mlab-plotly" style="width:100%;height:{height}px"></div>\n'
             f'<script>document.addEventListener("DOMContentLoaded", function () {{\n'
             f'  var fig = {payload};\n'

@@ -21,7 +21,7 @@ that have an RTT sample, and always subflow r itself: one that just joined has n
 
 `SubflowCC` keeps one subflow's state exactly as the kernel programs do (whole-packet window, a
 fractional accumulator); `replay()` runs a trace recorded from them (`mptcplab.cc.recording`)
-through it, which is what tests/test_cc_differential.py checks.
+through it, which is what tests/labs/test_cc_differential.py checks.
 """
 
 from __future__ import annotations

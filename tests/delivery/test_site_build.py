@@ -153,5 +153,29 @@ def test_figures_draw_in_a_headless_browser(built):
             divs = dom.count('class="mlab-plotly')
             drawn = dom.count('class="mlab-plotly js-plotly-plot')
             assert divs and drawn == divs, f"{url}: {drawn} of {divs} Plotly figures drawn"
+            # Drawn as wide as the text column (Material's is at most ~770 px in a 1280 px window;
+            # the default headless window is 800 px), never at a fixed 900 or 1300 px.
+            widths = [int(w) for w in re.findall(r'<svg class="main-svg"[^>]*? width="(\d+)"', dom)]
+            assert widths and max(widths) <= 800, f"{url}: figure widths {sorted(set(widths))}"
     finally:
         server.shutdown()
+
+
+def test_no_build_paths_in_the_site(built):
+    """Pages and the search index must not carry the build machine's checkout path."""
+    found = [str(f.relative_to(built)) for f in built.rglob("*") if f.is_file() and f.suffix in (".html", ".json", ".js", ".xml")
+             and str(REPO) in f.read_text(errors="replace")]
+    assert not found, found
+
+
+def test_no_graded_answers_or_ellipsis_in_notebook_pages(built):
+    """Lab 3's Q5 asks for each run's model predictions: no page may carry them (they used to sit in
+    the Plotly data of the model figures); unanswered cells show no `Ellipsis` result."""
+    import pandas as pd
+
+    runs = pd.read_csv(REPO / "solutions" / "results" / "lab3" / "runs.csv")
+    answers = {repr(float(v)) for col in ("model1", "model2") for v in runs[col].dropna()}
+    for page in (built / "notebooks").glob("*/index.html"):
+        text = page.read_text()
+        assert not [a for a in answers if a in text], page
+        assert "Ellipsis" not in html.unescape(re.sub(r"<[^>]+>", "", text)), page

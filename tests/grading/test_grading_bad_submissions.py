@@ -1,11 +1,14 @@
 """Sandboxed grading of the crafted bad submissions (tests/grading/bad_submissions/) plus a perfect one.
 
-Each gets the score its values earn and a report that says what happened; the batch finishes in
-bounded time; no submission file changes; the hidden tests never reach a student-facing file.
+Each gets the score its own work earns and a report that says what happened; the batch finishes
+in bounded time; no submission file changes; the hidden tests never reach a student-facing file;
+memory of every submission's tree and of the grader itself stays bounded (measured); nothing is
+left running. One batch, two workers: ~3 min on an idle 2-core machine.
 """
 
 import hashlib
 import os
+import resource
 import time
 from pathlib import Path
 
@@ -20,8 +23,21 @@ MASTER = HERE / "fixtures" / "grading" / "99-fixture.ipynb"
 SECRET = "HIDDEN-FIXTURE-SECRET"  # text found only in the fixture's hidden tests
 
 # Otter spreads a question's points over its test cases: q1 has 3 cases for 2 points.
+TREE_MB = 2048
 EXPECTED = {
     "solution": (3, None),
+    "replace_checker": (1 + 2 / 3, None),  # 1. modules planted for the checker change nothing
+    "pickle_walk": (1, None),  # 2. crafted pickles refused: only q2, a real DataFrame, counts
+    "answer_key": (3, None),  # 3. (its own answers are right)
+    "tree_memory": (3, None),  # 4. five 700 MB children against a 2 GiB tree
+    "disk_flood": (3, None),  # 4. 5 GiB of files, 6 GB on fds 1/2
+    "big_global": (3, "`big`: too large to grade"),  # 5. one 72 MB global does not cost the rest
+    "symlink_out": (1, None),  # 6. links are never followed; peak's value was replaced by a link: lost
+    "sigint_runner": (3, "ignored the interrupt"),  # 7. values computed before survive
+    "malformed_cell": (3, "cell 5 is malformed"),  # 7. reported by index, the rest graded
+    "dup_a": (3, "same student id"),  # 7. `dup a` and `dup_a`: both graded, neither lost
+    "dup_a-2": (3, "same student id"),
+    "unfilled": (0, "not answered yet"),  # 8. no points for the notebook as handed out
     "deleted_checks": (3, None),
     "edited_checks": (2 / 3, None),  # only "peak is a number" holds for the mean
     "enormous_output": (3, "output beyond"),
@@ -33,7 +49,8 @@ EXPECTED = {
     "syntax_error": (1, "SyntaxError"),
 }
 
-pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=str(sandbox.available()))
+pytestmark = [pytest.mark.skipif(sandbox.available() is not None, reason=str(sandbox.available())),
+              pytest.mark.timeout(2400)]  # one batch of 22: ~4 min idle, 17 min at load 24 on 2 cores
 
 
 def _sha(p: Path) -> str:
@@ -51,11 +68,15 @@ def graded(tmp_path_factory):
     subs = sorted(BAD.glob("*.ipynb")) + [solution]
     before = {p: _sha(p) for p in subs}
     mtimes = {p: os.stat(p).st_mtime_ns for p in subs}
-    opt = batch.Options(user=sandbox.grader_user(), cell_timeout=10, limits=sandbox.Limits(wall_s=90, cpu_s=90))
+    opt = batch.Options(user=sandbox.grader_user(), cell_timeout=40, workers=2,
+                        limits=sandbox.Limits(wall_s=240, cpu_s=240, tree_memory_mb=TREE_MB, disk_mb=256))
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.monotonic()
     results = batch.grade_batch(subs, ag, tmp / "out", opt)
     return {"results": {r["student"]: r for r in results}, "out": tmp / "out", "seconds": time.monotonic() - start,
-            "before": before, "mtimes": mtimes}
+            "before": before, "mtimes": mtimes,
+            "rss_growth_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) >> 10}
+
 
 
 def test_every_submission_gets_its_score(graded):
@@ -72,6 +93,9 @@ def test_reports_say_what_happened(graded):
         assert f"Score: {round(score, 2):g} / 3" in report, report
         if phrase:
             assert phrase in report, (sid, report)
+        # Words a student can act on: no machinery paths, tracebacks or runner internals.
+        for leak in (str(sandbox.REPO_ROOT), "/tmp/mlab", "Traceback", "site-packages", "asyncio", "ellipsis"):
+            assert leak not in report, (sid, leak, report)
     assert "File too large" in (graded["out"] / "enormous_output" / "report.md").read_text()
     assert "peak should be a number" not in (graded["out"] / "edited_checks" / "report.md").read_text()
     assert "take the largest value of the mbps column" in (graded["out"] / "edited_checks" / "report.md").read_text()
@@ -81,6 +105,7 @@ def test_gradebook_lists_everyone(graded):
     rows = (graded["out"] / "gradebook.csv").read_text().splitlines()
     assert rows[0].startswith("student,lab,q1,q2,total,possible")
     assert len(rows) == 1 + len(EXPECTED)
+    assert {r.split(",")[0] for r in rows[1:]} >= {"dup_a", "dup_a-2"}
 
 
 def _outputs(path: Path) -> str:
@@ -95,7 +120,7 @@ def test_no_network_and_no_hidden_tests_inside(graded):
     hunt = _outputs(out / "read_hidden_tests" / "executed.ipynb")
     assert "holding hidden tests: none" in hunt, hunt
     found = int(hunt.split("files found:")[1].split()[0])
-    assert found > 100, hunt  # the walk really ran over the kit's code and guides
+    assert found >= 50, hunt  # the walk really ran over the kit's code and guides
     # Writable: only the submission's own copy and the sandbox's private /tmp.
     wrote = [line.removeprefix("wrote to ") for line in hunt.splitlines() if line.startswith("wrote to ")]
     assert all(w.startswith((f"{sandbox.REPO_ROOT}/notebooks/", "/tmp/")) for w in wrote), wrote
@@ -105,8 +130,39 @@ def test_no_network_and_no_hidden_tests_inside(graded):
             assert not f.exists() or SECRET not in f.read_text(), f
 
 
+def test_exploits_gain_nothing(graded):
+    out, res = graded["out"], graded["results"]
+    planted = _outputs(out / "replace_checker" / "executed.ipynb")
+    assert "planted" in planted  # it did plant them, and the score above is still its own
+    assert all("LEAKED" not in (out / sid / "report.json").read_text() for sid in EXPECTED)
+    walk = res["pickle_walk"]["skipped_values"]
+    assert "not plain data" in walk.get("peak", ""), walk
+    assert not os.path.exists("/tmp/PWNED") and not os.path.exists("/tmp/PWNED2")
+    keys = _outputs(out / "answer_key" / "executed.ipynb")
+    assert "ANSWER KEY GAVE" not in keys and keys.count("refused: AnswerKeyHidden") == 5, keys
+    assert "formula visible: False" in keys and "bytecode files: 0" in keys and "answer columns: []" in keys, keys
+    for sid in ("symlink_out", "pickle_walk"):
+        text = (out / sid / "report.json").read_text() + (out / sid / "executed.ipynb").read_text()
+        assert "root:x:0:0" not in text and "root:" not in (out / sid / "report.md").read_text()
+    flood = _outputs(out / "disk_flood" / "executed.ipynb")
+    wrote = int(flood.split("wrote MiB:")[1].split()[0])
+    assert wrote <= 2 * 256 + 64 + 8, flood  # the copy's tmpfs, /tmp and /dev/shm, nothing on the host
+    assert res["tree_memory"]["execution"]["oom_killed"], res["tree_memory"]  # the cgroup stopped some of the five
+
+
+def test_memory_bounded_and_nothing_left(graded):
+    for sid, r in graded["results"].items():
+        peak = (r.get("execution") or {}).get("memory_peak_mb")
+        assert peak is None or peak <= TREE_MB, (sid, peak)
+    assert graded["rss_growth_mb"] < 300, graded["rss_growth_mb"]  # 6 GB of stdout/stderr never reached the grader
+    # Each submission's cgroup is gone, which the kernel allows only once no process is left in it.
+    leftover = [d for r in graded["results"].values() for d in (r.get("execution") or {}).get("cgroup", []) if os.path.exists(d)]
+    assert not leftover, leftover
+    assert all((r.get("execution") or {}).get("cgroup") for r in graded["results"].values() if r["student"] != "not_a_notebook")
+
+
 def test_batch_is_bounded_and_submissions_untouched(graded):
-    assert graded["seconds"] < 15 * 60
+    assert graded["seconds"] < 25 * 60
     for p, digest in graded["before"].items():
         assert _sha(p) == digest and os.stat(p).st_mtime_ns == graded["mtimes"][p], p
     assert _sha(MASTER) and SECRET in MASTER.read_text()  # the master still holds what we scan for

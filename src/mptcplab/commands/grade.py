@@ -22,6 +22,10 @@ def register(sub) -> None:
     p.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell (default: %(default)s)")
     p.add_argument("--time-limit", type=int, default=600, help="seconds per notebook, all cells (default: %(default)s)")
     p.add_argument("--memory-mb", type=int, default=3072, help="address-space limit per process (default: %(default)s)")
+    p.add_argument("--tree-memory-mb", type=int, default=4096,
+                   help="memory of a submission's whole process tree and its tmpfs, a cgroup (default: %(default)s)")
+    p.add_argument("--disk-mb", type=int, default=512, help="size of each writable tmpfs: the copy, /tmp (default: %(default)s)")
+    p.add_argument("--workers", type=int, default=0, help="submissions graded at once (default: one per core)")
     p.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output kept per notebook (default: %(default)s)")
     p.set_defaults(func=_grade)
 
@@ -41,7 +45,8 @@ def _collect(paths: list[Path]) -> list[Path]:
 def lab_of(nb_path: Path) -> str | None:
     """The lab a notebook belongs to: Otter's init cell names it (otter.Notebook("01-x.ipynb"))."""
     try:
-        text = nb_path.read_text(errors="replace")
+        with open(nb_path, "rb") as f:
+            text = f.read(4 << 20).decode(errors="replace")  # Otter's first cell is near the top
     except OSError:
         return None
     m = re.search(r'otter\.Notebook\(\\?"(\d\d-[\w-]+)\.ipynb', text)
@@ -51,6 +56,27 @@ def lab_of(nb_path: Path) -> str | None:
     return m[1] if m else None
 
 
+def group_by_lab(subs: list[Path], lab: str | None) -> tuple[dict[Path, list[Path]], list[Path]]:
+    """master -> its submissions. A file that names no known lab (unreadable, truncated, foreign)
+    joins the batch's only lab and is graded there (as unreadable), never stopping the batch."""
+    groups: dict[Path, list[Path]] = {}
+    unknown = []
+    for s in subs:
+        name = lab or lab_of(s)
+        try:
+            groups.setdefault(ag.find_master(name), []).append(s) if name else unknown.append(s)
+        except UsageError:
+            if lab:
+                raise
+            unknown.append(s)
+    if unknown:
+        if len(groups) != 1:
+            raise UsageError(f"cannot tell which lab {len(unknown)} file(s) belong to ({unknown[0]}, ...) and the "
+                             f"batch holds {len(groups)} labs; pass --lab")
+        next(iter(groups.values())).extend(unknown)
+    return groups, unknown
+
+
 def _grade(args) -> int:
     why = sandbox.available()
     if why:
@@ -58,18 +84,17 @@ def _grade(args) -> int:
     subs = _collect(args.submissions)
     if not subs:
         raise UsageError("no .ipynb submissions found")
-    groups: dict[Path, list[Path]] = {}
     if args.master:
-        groups[args.master.resolve()] = subs
+        groups = {args.master.resolve(): subs}
     else:
-        for s in subs:
-            lab = args.lab or lab_of(s)
-            if not lab:
-                raise UsageError(f"{s}: cannot tell which lab it is; pass --lab")
-            groups.setdefault(ag.find_master(lab), []).append(s)
+        groups, unknown = group_by_lab(subs, args.lab)
+        if unknown:
+            print(f"{len(unknown)} file(s) do not name their lab; graded with the rest: "
+                  + ", ".join(map(str, unknown[:5])), file=sys.stderr)
     opt = batch.Options(user=sandbox.grader_user(args.user), cell_timeout=args.cell_timeout,
-                        max_output=args.max_output,
-                        limits=sandbox.Limits(wall_s=args.time_limit, cpu_s=args.time_limit, memory_mb=args.memory_mb))
+                        max_output=args.max_output, workers=args.workers,
+                        limits=sandbox.Limits(wall_s=args.time_limit, cpu_s=args.time_limit, memory_mb=args.memory_mb,
+                                              tree_memory_mb=args.tree_memory_mb, disk_mb=args.disk_mb))
     summary = []
     for master, group in groups.items():
         grader = ag.autograder_for(master)

@@ -25,6 +25,11 @@ def register(sub) -> None:
     a.add_argument("--notebooks", type=Path, default=ag.NOTEBOOKS, help=argparse_help("student notebooks"))
     a.add_argument("--build", type=Path, default=ag.ASSIGN_DIR, help=argparse_help("otter assign output"))
     a.set_defaults(func=_assign)
+    g = nsub.add_parser("gradescope", help="the Otter autograder zip for Gradescope, with the kit and the lab's "
+                                           "reference results inside")
+    g.add_argument("--lab", required=True, help="1, 01, lab1 or 01-name")
+    g.add_argument("--out", type=Path, default=Path("build/gradescope"), help="directory for the zip (default: %(default)s)")
+    g.set_defaults(func=_gradescope)
     r = nsub.add_parser("reference", help="copy a real run's compact results (tables, manifests, trimmed "
                                           "capture; never raw pcaps) to solutions/results/LAB")
     r.add_argument("lab", help="lab1, lab2 or lab3")
@@ -64,6 +69,16 @@ def _assign(args) -> int:
         return 1
     if args.check:
         _log.info("notebooks/ is up to date with %d master(s)", len(masters))
+    return 0
+
+
+def _gradescope(args) -> int:
+    master = ag.find_master(args.lab)
+    grader = ag.autograder_for(master)
+    lab_id = f"lab{int(master.stem[:2])}"
+    results = lab_id if (ag.SOLUTIONS / "results" / lab_id).is_dir() else None
+    out = ag.gradescope_zip(grader, args.out / f"{master.stem}-gradescope.zip", results)
+    print(f"{out}: upload it as the assignment's autograder on Gradescope (Configure Autograder -> Zip file upload)")
     return 0
 
 

@@ -1,8 +1,13 @@
 """Auto-grading of student notebooks with Otter-Grader's tests, run in a sandbox.
 
-- `autograder`: `otter assign` on the masters in solutions/, the student notebooks, the autograder zips;
-- `sandbox`: namespaces + unprivileged user + rlimits + hidden paths for untrusted code;
-- `execute`: runs a submission's cells in the sandbox and saves the values it computed;
-- `checker`: runs the autograder's tests on those values in a fresh sandboxed process;
-- `batch`: the per-student reports and the gradebook CSV.
+- `autograder`: `otter assign` on the masters in solutions/, the student notebooks, the autograder zips
+  (and the Gradescope zip with the kit inside);
+- `sandbox`: namespaces + size-limited tmpfs + unprivileged user + rlimits + an allowlisted new root;
+- `cgroup`: one cgroup per submission (memory, pids, CPU of its whole process tree);
+- `answer_keys`: the kit functions and columns that compute graded answers, hidden while a notebook runs;
+- `execute`: runs a submission's cells in the sandbox and sends back the values it computed;
+- `checker`: runs the autograder's tests on those values in a second sandbox (allowlisted unpickler);
+- `files`: the grader's own output files, never through a link;
+- `report`: what the student reads and what the instructor keeps;
+- `batch`: grading many submissions in parallel, and the gradebook CSV.
 """

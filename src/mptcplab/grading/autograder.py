@@ -65,6 +65,11 @@ class Autograder:
     def stem(self) -> str:
         return self.master.stem
 
+    @property
+    def student_notebook(self) -> Path:
+        """The notebook students were handed (otter assign's student/ copy next to the autograder)."""
+        return self.zip_path.parent.parent / "student" / self.master.name
+
     def tests(self) -> dict[str, str]:
         """question -> OK-format test source (public and hidden cases)."""
         with zipfile.ZipFile(self.zip_path) as zf:
@@ -122,3 +127,36 @@ def filled_student_notebook(student: Path, solution: Path):
     for slot, answer in zip(slots, answers):
         slot["source"] = answer["source"]
     return stu
+
+
+def gradescope_zip(ag: Autograder, dest: Path, lab_results: str | None = None) -> Path:
+    """Otter's autograder zip plus the kit, for Gradescope (which builds its image from setup.sh and
+    environment.yml, then runs Otter on each submission).
+
+    Added: `kit/` (pyproject.toml, README.md, src/mptcplab, labs/<lab>/, the lab's reference
+    results under solutions/results/) installed editable by environment.yml, so notebooks import
+    `mptcplab` and find the reference results where they look (REPO_ROOT/solutions/results/labN).
+    Gradescope runs Otter's own grading: the sandbox, isolation and answer-key hiding of
+    `mptcplab grade` do not apply there (site/instructors/grading.md says so)."""
+    import yaml
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(ag.zip_path) as src, zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as out:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename == "environment.yml":
+                env = yaml.safe_load(data)
+                for dep in env["dependencies"]:
+                    if isinstance(dep, dict) and "pip" in dep:
+                        dep["pip"].append("-e /autograder/source/kit[notebooks]")
+                data = yaml.safe_dump(env, sort_keys=False).encode()
+            out.writestr(item, data)
+        parts = [REPO_ROOT / "pyproject.toml", REPO_ROOT / "README.md", REPO_ROOT / "src" / "mptcplab",
+                 REPO_ROOT / "labs" / ag.stem]
+        if lab_results:
+            parts.append(REPO_ROOT / "solutions" / "results" / lab_results)
+        for part in parts:
+            files = [part] if part.is_file() else sorted(p for p in part.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+            for f in files:
+                out.write(f, "kit/" + f.relative_to(REPO_ROOT).as_posix())
+    return dest

@@ -1,9 +1,11 @@
-"""Grade a batch of submissions: copy, execute sandboxed, check sandboxed, report.
+"""Grade a batch of submissions: execute sandboxed, check sandboxed, report; in parallel.
 
-Each submission is read once (copied into a private directory); the original file is never opened
-for writing, and its SHA-256 is compared before and after to prove it. A submission that crashes,
-hangs, eats memory or floods output gets the score its values earn (often 0) and a report saying
-what happened; the batch always moves on to the next one.
+Each submission is read once, by root inside its sandbox, into a size-limited tmpfs; the original
+file is never opened for writing, and its SHA-256 is compared before and after to prove it.
+Everything the grader keeps (values, executed notebook, reports) it writes itself into
+directories it created, opened without following links: the student's copy is never read back.
+A submission that crashes, hangs, eats memory or floods output gets the score its values earn
+(often 0) and a report saying what happened; the batch always moves on.
 """
 
 from __future__ import annotations
@@ -12,21 +14,23 @@ import csv
 import hashlib
 import json
 import os
-import pwd
 import re
 import shutil
-import stat
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import sandbox
+from . import answer_keys, cgroup, report, sandbox
+from .files import open_dir, write_in
 from .autograder import Autograder
 
-OUT_DIR = "mptcplab.grading"
+VALUES_INSIDE = "/grading/values"
 
 
 @dataclass
@@ -36,6 +40,8 @@ class Options:
     cell_timeout: int = 120
     max_output: int = 1_000_000
     check_timeout: int = 120
+    workers: int = 0  # 0: one per core
+    values_mb: int = 512  # all values of one submission together
 
 
 def sha256(path: Path) -> str:
@@ -52,107 +58,214 @@ def student_id(path: Path, lab_stem: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "submission"
 
 
-def read_untrusted(path: Path, limit: int = 8 << 20) -> bytes | None:
-    """Read a file the sandbox wrote, refusing symlinks, non-regular files and oversize content."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read(limit)
-    finally:
-        os.close(fd)
+def unique_ids(paths: list[Path], lab_stem: str) -> list[str]:
+    """One id per submission; when two map to the same id (`q_dup a`, `q_dup_a`) the later ones get
+    `-2`, `-3`... and grade_batch says so in both reports and the gradebook."""
+    seen: dict[str, int] = {}
+    out = []
+    for p in paths:
+        sid = student_id(p, lab_stem)
+        n = seen.get(sid.lower(), 0) + 1
+        seen[sid.lower()] = n
+        while n > 1 and f"{sid}-{n}".lower() in seen:
+            n += 1
+        out.append(sid if n == 1 else f"{sid}-{n}")
+        if n > 1:
+            seen[f"{sid}-{n}".lower()] = 1
+    return out
 
 
-def _tail(path: Path, n: int = 4000) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, path.stat().st_size - n))
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""
+# ---------------------------------------------------------------- capped reading of the sandboxes
+
+class Tail:
+    """Drains a pipe in a thread and keeps only its last `keep` bytes: a flood costs nothing."""
+
+    def __init__(self, stream, keep: int = 8192):
+        self.keep, self.data, self.total = keep, b"", 0
+        self.thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _drain(self, stream):
+        for chunk in iter(lambda: stream.read(65536), b""):
+            self.total += len(chunk)
+            self.data = (self.data + chunk)[-self.keep:]
+
+    def text(self) -> str:
+        self.thread.join(timeout=30)
+        return self.data.decode(errors="replace")
 
 
-def grade_one(submission: Path, ag: Autograder, tests: dict[str, str], out: Path, opt: Options) -> dict:
-    sid = student_id(submission, ag.stem)
-    result: dict = {"student": sid, "submission": str(submission), "lab": ag.stem, "questions": [],
-                    "score": 0.0, "possible": sum(ag.points().values()), "problems": []}
-    before = sha256(submission)
-    tmp = Path(tempfile.mkdtemp(prefix="mlab-grade-"))  # root-owned 0700: the sandbox reaches it only by fd
-    user = pwd.getpwnam(opt.user)
-    started = time.monotonic()
+def read_exactly(stream, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = stream.read(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
+
+
+FRAME_CAPS = {b"S": 4 << 20, b"N": 32 << 20, b"I": 4 << 20}
+
+
+def read_frames(stream, values_fd: int, value_cap: int, total_cap: int) -> dict:
+    """The runner's frames (see execute.py): status, notebook and index kept in memory (capped),
+    values streamed into files of the grader's values directory. Anything malformed ends reading."""
+    got: dict = {"values": {}, "funcs": {}, "problems": []}
+    total = 0
+    n = 0
     try:
-        work = tmp / "work"
-        work.mkdir()
-        shutil.copyfile(submission, work / f"{ag.stem}.ipynb")
-        (work / ".mlab-out").mkdir()
-        for p in (work, work / ".mlab-out", work / f"{ag.stem}.ipynb"):
-            os.chown(p, user.pw_uid, user.pw_gid)
-        spec = sandbox.Spec(workdir=str(work), user=opt.user, limits=opt.limits)
-        inside = Path(spec.repo) / "notebooks"
-        log = tmp / "execute.log"
-        with open(log, "wb") as logf:
-            proc = subprocess.run(sandbox.command(spec, [sys.executable, "-m", "mptcplab.grading.execute",
-                                                         str(inside / f"{ag.stem}.ipynb"), str(inside / ".mlab-out"),
-                                                         "--cell-timeout", str(opt.cell_timeout),
-                                                         "--max-output", str(opt.max_output)]),
-                                  stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT)
-        raw = read_untrusted(work / ".mlab-out" / "status.json", 1 << 20)
-        status = {}
-        if raw:
+        while True:
+            head = stream.read(9)
+            if not head:
+                break
+            if len(head) < 9:
+                head += read_exactly(stream, 9 - len(head))
+            kind, size = head[:1], struct.unpack("!Q", head[1:])[0]
+            cap = FRAME_CAPS.get(kind, value_cap + 4096 if kind in (b"V", b"F") else 0)
+            if size > cap or (kind in (b"V", b"F") and total + size > total_cap):
+                got["problems"].append(f"runner frame {kind!r} of {size} bytes over its cap")
+                break
+            data = read_exactly(stream, size)
+            if kind == b"S":
+                got["status"] = json.loads(data)
+            elif kind == b"N":
+                got["notebook"] = data
+            elif kind == b"I":
+                got["index"] = json.loads(data)
+            elif kind in (b"V", b"F"):
+                (ln,) = struct.unpack("!H", data[:2])
+                name = data[2:2 + ln].decode()
+                if not name.isidentifier():
+                    continue
+                n += 1
+                fname = f"{n}.pkl"
+                write_in(values_fd, fname, data[2 + ln:])
+                got["values" if kind == b"V" else "funcs"][name] = fname
+                total += size
+    except (EOFError, ValueError, struct.error, UnicodeDecodeError) as exc:
+        got["problems"].append(f"runner output cut short ({type(exc).__name__})")
+    for _ in iter(lambda: stream.read(65536), b""):  # drain whatever is left, unread
+        pass
+    return got
+
+
+def run_sandboxed(cmd: list[str], stdin: bytes | None, on_stdout, wall_s: int) -> tuple[int, str]:
+    """Run a sandbox command; stdout goes to on_stdout(stream), stderr keeps its last 8 KiB."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    err = Tail(proc.stderr)
+    if stdin is not None:
+        def feed():
             try:
-                status = json.loads(raw)
-            except ValueError:
-                status = {}
-        if proc.returncode in (137, -9, 124):
-            result["problems"].append(f"killed at the {opt.limits.wall_s} s time limit for the whole notebook")
-        elif not status:
-            result["problems"].append(f"the notebook runner stopped without a status (exit {proc.returncode}): "
-                                      + _tail(log, 600).strip()[-600:])
-        for index in status.get("timed_out_cells", []):
-            result["problems"].append(f"cell {index} ran longer than {opt.cell_timeout} s and was stopped "
-                                      "(the cells after it still ran)")
-        if status.get("fatal"):
-            result["problems"].append(_explain_fatal(status["fatal"], opt))
-        if status.get("output_truncated"):
-            result["problems"].append(f"output beyond {opt.max_output} bytes was dropped")
-        for err in status.get("cell_errors", []):
-            if err["ename"] == "KeyboardInterrupt":  # what nbclient's interrupt at the cell time limit raises
-                result["problems"].append(f"cell {err['cell']} ran longer than {opt.cell_timeout} s and was "
-                                          "interrupted (the cells after it still ran)")
-                continue
-            result["problems"].append(f"cell {err['cell']} raised {err['ename']}: {err['evalue']}")
-        result["execution"] = {k: status.get(k) for k in ("executed", "seconds", "env_saved")}
+                proc.stdin.write(stdin)
+                proc.stdin.close()
+            except OSError:
+                pass
+        threading.Thread(target=feed, daemon=True).start()
+    try:
+        on_stdout(proc.stdout)
+        rc = proc.wait(timeout=wall_s + 30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = proc.wait()
+    return rc, err.text()
 
-        check_spec = sandbox.Spec(workdir=str(work), user=opt.user,
+
+def _read_capped(stream, cap: int) -> bytes:
+    data = stream.read(cap + 1)
+    if len(data) > cap:
+        for _ in iter(lambda: stream.read(65536), b""):
+            pass
+        return b""
+    return data
+
+
+# ---------------------------------------------------------------- one submission
+
+def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str], out: Path, opt: Options,
+              hidden_keys: dict[str, str], skipped: dict[str, str]) -> dict:
+    result: dict = {"student": sid, "submission": str(submission), "lab": ag.stem, "questions": [],
+                    "score": 0.0, "possible": sum(ag.points().values()), "problems": [], "internal": []}
+    started = time.monotonic()
+    before = sha256(submission)
+    tmp = Path(tempfile.mkdtemp(prefix="mlab-grade-"))  # root-owned 0700; the sandboxes see only what is bound
+    cg = None
+    try:
+        values = tmp / "values"
+        values.mkdir(mode=0o755)
+        vfd = open_dir(values)
+        cg = cgroup.create(opt.limits.tree_memory_mb, opt.limits.nproc)
+        notebooks = Path(sandbox.REPO_ROOT) / "notebooks"
+        spec = sandbox.Spec(submission=str(submission.resolve()), notebook_name=f"{ag.stem}.ipynb",
+                            readonly=hidden_keys, cwd=str(notebooks), cgroup_procs=cg.procs,
+                            user=opt.user, limits=opt.limits)
+        got: dict = {}
+        rc, err = run_sandboxed(
+            sandbox.command(spec, [sys.executable, "-I", "-m", "mptcplab.grading.execute", str(notebooks / spec.notebook_name),
+                                   "--cell-timeout", str(opt.cell_timeout), "--deadline", str(max(30, opt.limits.wall_s - 30)),
+                                   "--max-output", str(opt.max_output), "--value-cap", str(opt.limits.file_mb << 20),
+                                   "--total-cap", str(opt.values_mb << 20)]),
+            None, lambda s: got.update(read_frames(s, vfd, opt.limits.file_mb << 20, opt.values_mb << 20)),
+            opt.limits.wall_s)
+        cg.kill()  # nothing the notebook started outlives its run
+        t_exec = time.monotonic() - started
+        result["execution"] = {"memory_peak_mb": (cg.memory_peak() or 0) >> 20, "oom_killed": cg.oom_killed(),
+                               "exit": rc, "cgroup": [str(d) for d in cg.dirs]}
+        status = got.get("status") or {}
+        if got.get("problems"):
+            result["internal"] += got["problems"]
+        if rc in (137, -9, 124) and not status:
+            result["problems"].append(f"stopped at the {opt.limits.wall_s} s limit for the whole notebook")
+        elif not status:
+            result["problems"].append("the notebook could not be run to the end (the runner stopped); "
+                                      "try running it top to bottom yourself")
+            result["internal"].append(f"runner exit {rc}: {err[-1500:]}")
+        index = got.get("index") or {}
+        write_in(vfd, "index.json", json.dumps({"values": got.get("values", {}), "funcs": got.get("funcs", {}),
+                                                **{k: index.get(k, {}) for k in ("refs", "oversized", "unsaved")}}).encode())
+        os.close(vfd)
+        result["execution"].update({k: status.get(k) for k in ("executed", "seconds", "env_saved")})
+        result["status_raw"] = {k: v for k, v in status.items() if k != "cell_errors"}
+        if cg.oom_killed():
+            result["problems"].append(f"the notebook's processes together went over {opt.limits.tree_memory_mb} MiB "
+                                      "of memory; the biggest was stopped")
+
+        qfile = json.dumps({"tests": tests}).encode()
+        check_spec = sandbox.Spec(readonly={VALUES_INSIDE: str(values), **skipped}, cwd="/", cgroup_procs=cg.procs, user=opt.user,
                                   limits=sandbox.Limits(**{**opt.limits.__dict__, "wall_s": opt.check_timeout}))
-        chk = subprocess.run(sandbox.command(check_spec, [sys.executable, "-m", "mptcplab.grading.checker",
-                                                          str(inside / ".mlab-out" / "env.pkl")]),
-                             input=json.dumps(tests).encode(), capture_output=True)
+        box: dict = {}
+        crc, cerr = run_sandboxed(sandbox.command(check_spec, [sys.executable, "-I", "-m", "mptcplab.grading.checker",
+                                                               VALUES_INSIDE]),
+                                  qfile, lambda s: box.update(raw=_read_capped(s, 16 << 20)), opt.check_timeout)
+        cg.kill()
+        result["execution"]["seconds_execute"] = round(t_exec, 1)
+        result["execution"]["seconds_check"] = round(time.monotonic() - started - t_exec, 1)
         try:
-            checked = json.loads(chk.stdout)
+            checked = json.loads(box.get("raw") or b"")
         except ValueError:
-            raise RuntimeError(f"the checker failed (exit {chk.returncode}): {chk.stderr.decode(errors='replace')[-800:]}")
+            raise RuntimeError(f"the checker failed (exit {crc}): {cerr[-800:]}") from None
         result["questions"] = checked["questions"]
         result["skipped_values"] = checked.get("skipped", {})
         if checked.get("note"):
             result["problems"].append(checked["note"])
+        report.apply_template(result, ag, got.get("notebook"), status, opt)
         result["score"] = sum(q["score"] for q in result["questions"])
         result["possible"] = sum(q["possible"] for q in result["questions"]) or result["possible"]
-        executed = read_untrusted(work / ".mlab-out" / "executed.ipynb", 32 << 20)
-        dest = out / sid
-        dest.mkdir(parents=True, exist_ok=True)
-        if executed:
-            (dest / "executed.ipynb").write_bytes(executed)
+        if got.get("notebook"):
+            dfd = open_dir(out / sid)
+            try:
+                write_in(dfd, "executed.ipynb", got["notebook"])
+            finally:
+                os.close(dfd)
         result["status"] = "ok" if not result["problems"] else "problems"
     except Exception as exc:  # the grader's own trouble with this submission: report it, keep going
         result["status"] = "grader-error"
-        result["problems"].append(f"grading failed: {type(exc).__name__}: {exc}")
+        result["problems"].append("grading failed on the grader's side; your instructor has the details")
+        result["internal"].append(f"{type(exc).__name__}: {exc}")
     finally:
+        if cg is not None:
+            cg.remove()
         shutil.rmtree(tmp, ignore_errors=True)
     result["seconds"] = round(time.monotonic() - started, 1)
     after = sha256(submission)
@@ -160,52 +273,8 @@ def grade_one(submission: Path, ag: Autograder, tests: dict[str, str], out: Path
     if after != before:  # cannot happen by design; checked so the claim is tested, not assumed
         result["status"] = "grader-error"
         result["problems"].append("THE SUBMISSION FILE CHANGED DURING GRADING")
-    write_report(result, out / sid)
+    report.write(result, out / sid, tests)
     return result
-
-
-def _explain_fatal(fatal: str, opt: Options) -> str:
-    if "DeadKernelError" in fatal:
-        return (f"the Python kernel died (memory limit {opt.limits.memory_mb} MiB, file-size limit "
-                f"{opt.limits.file_mb} MiB, or the notebook exited); later cells did not run")
-    return f"the notebook could not be run: {fatal}"
-
-
-def _pts(x: float) -> str:
-    return f"{round(x, 2):g}"
-
-
-def _explain(message: str) -> str:
-    m = re.match(r"NameError: name '(\w+)' is not defined", message)
-    if m:
-        return f"`{m[1]}` is not defined: the cell that sets it did not run or failed (see below)"
-    return message.removeprefix("AssertionError: ")
-
-
-def write_report(r: dict, dest: Path) -> None:
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / "report.json").write_text(json.dumps(r, indent=1))
-    pct = 100 * r["score"] / r["possible"] if r["possible"] else 0
-    lines = [f"# {r['lab']}: grade for {r['student']}", "",
-             f"**Score: {_pts(r['score'])} / {_pts(r['possible'])} ({pct:.0f}%)**", "",
-             "| question | score | feedback |", "|---|---|---|"]
-    for q in r["questions"]:
-        public_fail = list(dict.fromkeys(_explain(c["message"]) for c in q["cases"] if not c["passed"] and not c["hidden"]))
-        hidden_fail = sum(1 for c in q["cases"] if not c["passed"] and c["hidden"])
-        notes = public_fail[:3] + ([f"{hidden_fail} hidden check(s) failed"] if hidden_fail else [])
-        text = "; ".join(n.replace("|", "\\|").replace("\n", " ") for n in notes) or "all checks passed"
-        lines.append(f"| {q['question']} | {_pts(q['score'])} / {_pts(q['possible'])} | {text} |")
-    if not r["questions"]:
-        lines.append("| (none) | 0 | no check could be run |")
-    lines += ["", "## What happened when your notebook ran", ""]
-    lines += [f"- {p}" for p in r["problems"]] or ["- it ran to the end without errors"]
-    if r.get("skipped_values"):
-        lines += ["", "Values the checks could not use (functions and objects the notebook defined are not "
-                  "carried over; checks read data only):", ""]
-        lines += [f"- `{k}`: {v}" for k, v in sorted(r["skipped_values"].items())[:20]]
-    lines += ["", f"_Graded in {r.get('seconds', 0)} s in a sandbox (no network, unprivileged, time- and "
-              f"memory-limited). Submission SHA-256 {r['submission_sha256'][:16]}… unchanged._"]
-    (dest / "report.md").write_text("\n".join(lines) + "\n")
 
 
 def write_gradebook(results: list[dict], questions: list[str], path: Path) -> None:
@@ -219,21 +288,44 @@ def write_gradebook(results: list[dict], questions: list[str], path: Path) -> No
                         f"{r['possible']:g}", pct, r["status"], len(r["problems"]), r["submission"]])
 
 
-def grade_batch(submissions: list[Path], ag: Autograder, out: Path, opt: Options | None = None) -> list[dict]:
+def grade_batch(submissions: list[Path], ag: Autograder, out: Path, opt: Options | None = None,
+                on_result=None) -> list[dict]:
+    """Grade every submission, `opt.workers` at a time (default: one per core); results in input order.
+    on_result(result), if given, is called as each one finishes (progress, benchmarks)."""
     opt = opt or Options()
     out.mkdir(parents=True, exist_ok=True)
     tests = ag.tests()
-    results = []
-    used: set[str] = set()
-    for i, sub in enumerate(submissions, 1):
-        sid = student_id(sub, ag.stem)
-        print(f"[{i}/{len(submissions)}] {sid}: {sub}", file=sys.stderr, flush=True)
-        if sid in used:
-            print(f"  two submissions map to {sid!r}; grading the first only", file=sys.stderr)
-            continue
-        used.add(sid)
-        r = grade_one(sub, ag, tests, out, opt)
-        print(f"  {r['score']:g}/{r['possible']:g} {r['status']} ({r['seconds']} s)", file=sys.stderr, flush=True)
-        results.append(r)
+    ids = unique_ids(submissions, ag.stem)
+    workers = opt.workers or os.cpu_count() or 1
+    done = [0]
+    lock = threading.Lock()
+    with tempfile.TemporaryDirectory(prefix="mlab-keys-") as keys_dir:
+        os.chmod(keys_dir, 0o755)
+        hidden = answer_keys.redacted_files(Path(keys_dir))
+        skipped = answer_keys.skipped(Path(keys_dir))
+
+        def one(i: int) -> dict:
+            r = grade_one(submissions[i], ids[i], ag, tests, out, opt, hidden, skipped)
+            with lock:
+                done[0] += 1
+                print(f"[{done[0]}/{len(submissions)}] {ids[i]}: {r['score']:g}/{r['possible']:g} {r['status']} "
+                      f"({r['seconds']} s)", file=sys.stderr, flush=True)
+                if on_result:
+                    on_result(r)
+            return r
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(one, range(len(submissions))))
+    for i, sid in enumerate(ids):
+        base = student_id(submissions[i], ag.stem)
+        if sid != base:  # say it where the instructor and both students look
+            twin = next(r for r in results if r["student"] == base)
+            print(f"  two submissions map to the id {base!r}: {twin['submission']} ({base}) and {submissions[i]} ({sid})",
+                  file=sys.stderr)
+            for r in (results[i], twin):
+                r["problems"].append(f"another submission has the same student id ({base}); this one is listed as "
+                                     f"{r['student']} in the gradebook: tell your instructor if that is not you")
+                r["internal"].append(f"id collision: {twin['submission']} -> {base}, {submissions[i]} -> {sid}")
+                report.write(r, out / r["student"], tests)
     write_gradebook(results, sorted(ag.points()), out / "gradebook.csv")
     return results

@@ -1,10 +1,13 @@
 """Run the autograder's tests on the values a submission computed (inside the sandbox).
 
-This process never runs student code: it reads `env.pkl` (written by `execute`) with an unpickler
-that only rebuilds plain data (numbers, strings, containers, numpy arrays, pandas objects, Plotly
-figures), re-imports modules and kit functions by name from an allow-list, and runs Otter's
-OK-format tests against that environment. The tests arrive on stdin, never as a file, so nothing
-the submission could have left behind can read or rewrite them. Results go to stdout as JSON.
+This process never runs student code: it reads the values `execute` sent back (written by the
+grader into a root-owned directory, mounted read-only here) with an unpickler that accepts an
+explicit allowlist of (module, name) pairs (numbers, strings, containers, numpy arrays, pandas
+objects, Plotly figures), rebinds a few module names (np, pd, ...) to the real modules, and runs
+Otter's OK-format tests against that environment. It runs as `python -I` from a directory nobody
+writes, and nothing on its sys.path is writable in its sandbox: a notebook that leaves a
+`mptcplab/grading/checker.py` behind changes nothing (its copy is not even mounted here). The
+tests arrive on stdin, never as a file. Results go to stdout as JSON.
 
 Functions the student defined (e.g. "write the CS218 increase rule") are called through an
 *oracle*: a child process forked before the tests are read, which alone loads the student's code
@@ -24,59 +27,126 @@ import re
 import struct
 import sys
 
-ALLOWED_ROOTS = {"numpy", "pandas", "plotly", "collections", "datetime", "decimal", "fractions", "copyreg",
-                 "_codecs", "zoneinfo", "pytz", "dateutil", "uuid", "math", "statistics", "builtins",
-                 "mptcplab", "scipy", "json", "re", "itertools", "functools", "pathlib", "textwrap", "otter"}
-DENIED_MODULES = re.compile(r"^(pandas\.io|pandas\.core\.computation|numpy\.lib\.npyio|numpy\.(f2py|distutils|testing|ctypeslib)"
-                            r"|plotly\.io|mptcplab\.(grading|cli|commands|topology|traffic|uml|observe|bulk|cc)"
-                            r"|otter\.(cli|run|assign|grade|generate|export|execute|plugins))(\.|$)")
-DENIED_NAMES = re.compile(r"(read|load|eval|exec|system|popen|spawn|open|file|memmap|import|compile|attr|globals"
-                          r"|locals|vars|input|breakpoint|subprocess|write|save|dump|remove|unlink|^run|^call)", re.I)
-SAFE_BUILTINS = {"set", "frozenset", "list", "dict", "tuple", "slice", "range", "complex", "bytearray", "bytes",
-                 "int", "float", "str", "bool", "object", "Ellipsis"}
+# Every class or function a pickle of plain data may name, as exact (module, name) pairs: no
+# dotted names (pickle protocol 4 resolves "a.b" by walking attributes, which is how a pickle
+# reaches eval through an allowed module), no modules by prefix. Recorded from pickles of numbers,
+# strings, containers, numpy arrays and scalars, pandas Series/DataFrames/indexes (datetime,
+# categorical, interval, period) and Plotly figures, by tests/grading/test_grading_checker.py.
+ALLOWED = frozenset({
+    ("builtins", n) for n in ("set", "frozenset", "list", "dict", "tuple", "slice", "range", "complex",
+                              "bytearray", "bytes", "int", "float", "str", "bool", "object", "Ellipsis")
+} | {
+    ("collections", "OrderedDict"), ("collections", "defaultdict"), ("collections", "Counter"), ("collections", "deque"),
+    ("copyreg", "_reconstructor"), ("datetime", "datetime"), ("datetime", "date"), ("datetime", "time"),
+    ("datetime", "timedelta"), ("datetime", "timezone"), ("decimal", "Decimal"), ("fractions", "Fraction"),
+    ("zoneinfo", "ZoneInfo"), ("pathlib", "PosixPath"), ("pathlib", "PurePosixPath"), ("uuid", "UUID"),
+    ("_codecs", "encode"),
+    ("numpy", "dtype"), ("numpy", "ndarray"), ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+    ("numpy.ma.core", "_mareconstruct"), ("numpy.ma.core", "MaskedArray"), ("numpy.random._pickle", "__randomstate_ctor"),
+    *(("numpy", t) for t in ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint64", "uint32",
+                             "uint16", "uint8", "bool_", "complex128", "complex64", "str_", "bytes_", "datetime64",
+                             "timedelta64", "object_", "void")),
+    *(("numpy.dtypes", t) for t in ("Float64DType", "Float32DType", "Int64DType", "Int32DType", "BoolDType", "ObjectDType",
+                                    "StrDType", "DateTime64DType", "TimeDelta64DType", "UInt8DType", "Int8DType")),
+    ("pandas.core.frame", "DataFrame"), ("pandas.core.series", "Series"),
+    ("pandas.core.internals.managers", "BlockManager"), ("pandas.core.internals.managers", "SingleBlockManager"),
+    ("pandas.core.internals.blocks", "new_block"), ("pandas._libs.internals", "_unpickle_block"),
+    ("pandas.core.internals.blocks", "Block"), ("pandas.core.internals.blocks", "NumpyBlock"),
+    ("pandas.core.internals.blocks", "ObjectBlock"), ("pandas.core.internals.blocks", "DatetimeLikeBlock"),
+    ("pandas.core.internals.blocks", "DatetimeTZBlock"), ("pandas.core.internals.blocks", "ExtensionBlock"),
+    ("pandas.core.indexes.base", "_new_Index"), ("pandas.core.indexes.base", "Index"),
+    ("pandas.core.indexes.range", "RangeIndex"), ("pandas.core.indexes.multi", "MultiIndex"),
+    ("pandas.core.indexes.datetimes", "_new_DatetimeIndex"), ("pandas.core.indexes.datetimes", "DatetimeIndex"),
+    ("pandas.core.indexes.timedeltas", "TimedeltaIndex"), ("pandas.core.indexes.period", "_new_PeriodIndex"),
+    ("pandas.core.indexes.period", "PeriodIndex"), ("pandas.core.indexes.category", "CategoricalIndex"),
+    ("pandas.core.indexes.interval", "IntervalIndex"), ("pandas.core.indexes.interval", "_new_IntervalIndex"),
+    ("pandas.core.arrays.categorical", "Categorical"), ("pandas.core.arrays.categorical", "_new_Categorical"),
+    ("pandas.core.arrays.datetimes", "DatetimeArray"), ("pandas.core.arrays.timedeltas", "TimedeltaArray"),
+    ("pandas.core.arrays.period", "PeriodArray"), ("pandas.core.arrays.interval", "IntervalArray"),
+    ("pandas.core.arrays.string_", "StringArray"), ("pandas.core.arrays.string_", "StringDtype"),
+    ("pandas.core.arrays.boolean", "BooleanArray"), ("pandas.core.arrays.integer", "IntegerArray"),
+    ("pandas.core.arrays.floating", "FloatingArray"), ("pandas.core.arrays.masked", "BaseMaskedArray"),
+    ("pandas.core.arrays.integer", "Int64Dtype"), ("pandas.core.arrays.floating", "Float64Dtype"),
+    ("pandas.core.arrays.boolean", "BooleanDtype"), ("pandas.core.arrays.numpy_", "NumpyExtensionArray"),
+    ("pandas._libs.arrays", "__pyx_unpickle_NDArrayBacked"), ("pandas.core.dtypes.dtypes", "CategoricalDtype"),
+    ("pandas.core.dtypes.dtypes", "DatetimeTZDtype"), ("pandas.core.dtypes.dtypes", "PeriodDtype"),
+    ("pandas.core.dtypes.dtypes", "IntervalDtype"), ("pandas._libs.tslibs.timestamps", "_unpickle_timestamp"),
+    ("pandas._libs.tslibs.timestamps", "Timestamp"), ("pandas._libs.tslibs.timedeltas", "_timedelta_unpickle"),
+    ("pandas._libs.tslibs.timedeltas", "Timedelta"), ("pandas._libs.tslibs.nattype", "__nat_unpickle"),
+    ("pandas._libs.tslibs.offsets", "Day"), ("pandas._libs.tslibs.offsets", "Hour"), ("pandas._libs.tslibs.offsets", "Minute"),
+    ("pandas._libs.tslibs.offsets", "Second"), ("pandas._libs.tslibs.offsets", "Milli"), ("pandas._libs.tslibs.offsets", "Micro"),
+    ("pandas._libs.tslibs.offsets", "Nano"), ("pandas._libs.tslibs.period", "Period"),
+    ("pandas._libs.interval", "Interval"), ("pandas._libs.missing", "NAType"), ("pandas._libs.missing", "NA"),
+    ("pytz", "_UTC"), ("pytz", "_p"), ("pytz", "timezone"), ("dateutil.tz.tz", "tzutc"),
+    *(("pandas", n) for n in ("DataFrame", "Series", "Index", "RangeIndex", "MultiIndex", "CategoricalIndex",
+                              "DatetimeIndex", "TimedeltaIndex", "PeriodIndex", "IntervalIndex", "Categorical",
+                              "CategoricalDtype", "DatetimeTZDtype", "PeriodDtype", "IntervalDtype", "StringDtype",
+                              "BooleanDtype", "Int64Dtype", "Int32Dtype", "Float64Dtype", "NA", "Timestamp", "Timedelta",
+                              "Period", "Interval")),
+    *(("pandas.arrays", n) for n in ("BooleanArray", "DatetimeArray", "FloatingArray", "IntegerArray", "IntervalArray",
+                                     "PeriodArray", "StringArray", "TimedeltaArray", "NumpyExtensionArray")),
+    ("pandas._libs.interval", "__pyx_unpickle_IntervalMixin"), ("pandas._libs.tslibs.nattype", "_nat_unpickle"),
+    ("pandas.core.indexes.timedeltas", "_new_TimedeltaIndex"),
+    ("plotly._subplots", "SubplotRef"),  # a namedtuple in figures made by make_subplots / plotly.express
+})
+# Lab modules and the kit's data modules (never the grading, commands or anything that runs tools).
+KIT_CLASSES = re.compile(r"^mptcplab\.(labs\.\w+|results|models|ccref|lab)$")
+PLOTLY_MODULES = re.compile(r"^plotly\.graph_objs(\.[a-z_]+)*(\._[a-z_0-9]+)?$")  # figure and trace classes only
 
 
 def allowed(module: str, name: str) -> bool:
-    root = module.split(".")[0]
-    if root not in ALLOWED_ROOTS or DENIED_MODULES.match(module):
-        return False
-    if root == "builtins":
-        return name in SAFE_BUILTINS
-    return not DENIED_NAMES.search(name)
+    """Exact pairs only: a name with a dot (an attribute walk) is never allowed."""
+    if (module, name) in ALLOWED:
+        return True
+    if KIT_CLASSES.match(module) and name[:1].isupper() and name.isidentifier():
+        return True  # the kit's data classes (Lab 1's runs and details); checked to be classes below
+    # Plotly's figure and trace classes (go.Figure, go.Scatter, go.layout.XAxis, ...): classes of
+    # plotly.graph_objs whose names start with a capital; they pickle as (class, dict) and rebuild
+    # from data.
+    return bool(PLOTLY_MODULES.match(module)) and name[:1].isupper() and name.isidentifier()
 
 
 class DataUnpickler(pickle.Unpickler):
     def find_class(self, module, name):
         if not allowed(module, name):
             raise pickle.UnpicklingError(f"refusing {module}.{name} (not plain data)")
-        return super().find_class(module, name)
+        obj = getattr(importlib.import_module(module), name)
+        if (PLOTLY_MODULES.match(module) or KIT_CLASSES.match(module)) and not isinstance(obj, type):
+            raise pickle.UnpicklingError(f"refusing {module}.{name} (not a Plotly class)")
+        return obj
 
 
-def rebuild(dump: dict) -> tuple[dict, dict]:
-    """The checking environment, plus a note for each variable that could not be rebuilt."""
+MODULES = {"numpy", "pandas", "math", "statistics", "plotly.express", "plotly.graph_objects", "plotly.graph_objs",
+           "datetime", "collections", "itertools", "functools", "re", "json"}
+
+
+def rebuild(dump: dict, load=None) -> tuple[dict, dict]:
+    """The checking environment, plus a note for each variable that could not be rebuilt.
+
+    dump: {"values": name -> pickle bytes, "refs": name -> (kind, module, name), "oversized": name -> size,
+    "unsaved": name -> type}. A student may have written any of it: values rebuild through the
+    allowlist only; a name bound to a module is rebuilt only for MODULES (so `np` can be numpy,
+    never something else); nothing else the notebook referred to is carried over."""
     env: dict = {}
     skipped: dict = {}
     for name, blob in dump.get("values", {}).items():
         try:
-            env[name] = DataUnpickler(io.BytesIO(blob)).load()
+            env[name] = DataUnpickler(io.BytesIO(blob if load is None else load(blob))).load()
         except Exception as exc:
-            skipped[name] = str(exc)[:200]
-    for name, (kind, module, qualname) in dump.get("refs", {}).items():
-        if kind == "unpicklable":
-            skipped[name] = f"{module}: {qualname}"
-            continue
-        root = module.split(".")[0]
-        # Importing an installed module by name runs no student code; only the roots are limited.
-        if root not in ALLOWED_ROOTS or (kind == "object" and DENIED_MODULES.match(module)):
-            skipped[name] = f"{kind} from {module or 'the notebook'} is not rebuilt for checking"
-            continue
-        try:
-            obj = importlib.import_module(module)
-            for part in qualname.split(".") if kind == "object" else ():
-                obj = getattr(obj, part)
-            env[name] = obj
-        except Exception as exc:
-            skipped[name] = str(exc)[:200]
+            skipped[name] = f"not plain data ({str(exc)[:120]})"
+    for name, ref in dump.get("refs", {}).items():
+        kind, module = (list(ref) + ["", ""])[:2]
+        if kind == "module" and (module in MODULES or KIT_CLASSES.match(module)):
+            env[name] = importlib.import_module(module)
+        else:
+            skipped[name] = "a function or class: checks read data only"
+    for name, size in dump.get("oversized", {}).items():
+        skipped[name] = f"too large to grade ({int(size) >> 20} MiB pickled)"
+    for name, kind in dump.get("unsaved", {}).items():
+        skipped[name] = ("its saved value was missing or had been replaced (a link?)" if kind == "missing"
+                         else f"a {str(kind)[:60]} object, which cannot be saved for checking")
     return env, skipped
 
 
@@ -206,21 +276,36 @@ def _failure(doctest_report: str) -> str:
     return "\n".join(lines[-3:])[:500]
 
 
+def load_values(values_dir: str) -> dict:
+    """What the grader wrote for this submission (index.json + one file per value), as rebuild() takes it."""
+    d = os.path.abspath(values_dir)
+    with open(os.path.join(d, "index.json")) as f:
+        index = json.load(f)
+
+    def blob(fname: str) -> bytes:
+        with open(os.path.join(d, os.path.basename(fname)), "rb") as f:
+            return f.read()
+
+    return {"values": {k: blob(v) for k, v in index.get("values", {}).items()},
+            "funcs": {k: blob(v) for k, v in index.get("funcs", {}).items()},
+            **{k: index.get(k, {}) for k in ("refs", "oversized", "unsaved")}}
+
+
 def main() -> int:
     _not_dumpable()
-    env_path = sys.argv[1]
     try:
-        dump, note = _load_outer(env_path), ""
+        dump, note = load_values(sys.argv[1]), ""
     except Exception as exc:
-        dump, note = {}, f"the notebook saved no values ({type(exc).__name__}: {exc})"
+        dump, note = {}, f"the notebook saved no values ({type(exc).__name__})"
     funcs = {k: v for k, v in dump.get("funcs", {}).items() if isinstance(v, bytes)}
     oracle = Oracle(funcs) if funcs else None  # forked before the tests exist in this process
-    tests = json.load(sys.stdin)
+    tests = json.load(sys.stdin)["tests"]
     env, skipped = rebuild(dump)
     if oracle:
         env.update({name: oracle.proxy(name) for name in oracle.names})
     # Only the values a test mentions matter to the student (the Otter `grader`, `open`, ... do not).
     mentioned = {k: v for k, v in skipped.items() if any(re.search(rf"(?<![\w.]){re.escape(k)}(?![\w'\"])", t) for t in tests.values())}
+    mentioned.update({k: skipped[k] for k in dump.get("oversized", {})})  # always: only the student can make it smaller
     try:
         result = {"questions": check(tests, env), "skipped": mentioned, "note": note}
     finally:
@@ -228,20 +313,6 @@ def main() -> int:
             oracle.close()
     json.dump(result, sys.stdout)
     return 0
-
-
-def _load_outer(path: str) -> dict:
-    """The container is a dict of str -> bytes/tuples: no class may appear in it."""
-
-    class Outer(pickle.Unpickler):
-        def find_class(self, module, name):
-            raise pickle.UnpicklingError(f"unexpected {module}.{name} in env.pkl")
-
-    with open(path, "rb") as f:
-        dump = Outer(f).load()
-    if not isinstance(dump, dict):
-        raise ValueError("env.pkl is not a dict")
-    return dump
 
 
 if __name__ == "__main__":

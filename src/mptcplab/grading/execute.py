@@ -1,49 +1,159 @@
-"""Execute one student notebook (inside the sandbox) and save the values it computed.
+"""Execute one student notebook (inside the sandbox) and hand back what it computed.
 
-No test is present while student code runs: the sandbox's root holds no autograder, and the checks run
-later in a separate process (`mptcplab.grading.checker`) that never executes student code. Here we
-only run the cells (errors do not stop the run, as in Otter), cap what the notebook may print, and
-append one cell that pickles each global value separately into `env.pkl` for the checker.
+    python -I -m mptcplab.grading.execute NOTEBOOK --cell-timeout S --deadline S --max-output BYTES
 
-    python -m mptcplab.grading.execute NOTEBOOK OUTDIR --cell-timeout S --max-output BYTES
+No test is present while student code runs: the sandbox holds no autograder, and the checks run
+later in a separate sandbox (`mptcplab.grading.checker`). Here the cells run one by one (errors do
+not stop the run, as in Otter); then each global value is pickled into its own file under the
+sandbox's private /tmp, with a size cap per value, and this runner sends everything back to the
+grader over its own stdout, which nothing else in the sandbox holds:
+
+- before the kernel starts, stdout is moved to a private close-on-exec descriptor and fds 1/2
+  point at /dev/null, so the kernel and anything it spawns inherit /dev/null; the runner makes
+  itself non-dumpable, so same-user processes cannot open its descriptors through /proc;
+- the grader therefore never reads a file from the student-writable copy (no link to follow);
+- SIGINT is ignored here (a notebook that signals its parent loses nothing); a cell that ignores
+  its own interrupt at the cell time limit stops the run, and a thread started in the kernel
+  before any student code saves the values computed so far.
+
+Frames on the result channel: one type byte, an 8-byte big-endian length, the payload.
+`S` status JSON, `N` the executed notebook (JSON), `V` one value (2-byte name length, name, pickle),
+`F` one student function (dill), `I` the value index JSON (names that could not be saved and why).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import struct
 import sys
 import time
 from pathlib import Path
 
-DUMP_CELL = r'''
-import pickle as _mlab_pickle, types as _mlab_types
-def _mlab_dump(_path):
-    values, refs, funcs = {}, {}, {}
-    for name, value in list(globals().items()):
-        if name.startswith("_") or name in ("In", "Out", "exit", "quit", "get_ipython"):
-            continue
-        if isinstance(value, _mlab_types.ModuleType):
-            refs[name] = ("module", value.__name__, "")
-            continue
-        if isinstance(value, _mlab_types.FunctionType) and value.__module__ == "__main__":
-            try:  # the student's own function, by value: the checker calls it in a separate process
-                import dill
-                funcs[name] = dill.dumps(value, recurse=True)
+VALUES = "/tmp/.mlab-values"
+FIFO = "/tmp/.mlab-snapshot"
+
+SETUP_CELL = r'''
+def _mlab_setup(_dir, _fifo, _cap):
+    import os as _os, pickle as _pickle, threading as _threading, types as _types, json as _json
+
+    class _Capped:
+        def __init__(self, f):
+            self.f, self.n = f, 0
+        def write(self, b):
+            self.n += len(b)
+            if self.n > _cap:
+                raise OverflowError(self.n)
+            return self.f.write(b)
+
+    def dump():
+        import __main__
+        index = {"values": {}, "funcs": {}, "refs": {}, "oversized": {}, "unsaved": {}}
+        for i, (name, value) in enumerate(list(vars(__main__).items())):
+            if name.startswith("_") or name in ("In", "Out", "exit", "quit", "get_ipython", "grader"):
+                continue
+            path = _os.path.join(_dir, f"{i}.pkl")
+            if isinstance(value, _types.ModuleType):
+                index["refs"][name] = ["module", value.__name__, ""]
+                continue
+            if isinstance(value, _types.FunctionType) and value.__module__ == "__main__":
+                try:  # the student's own function, by value: the checker calls it in a separate process
+                    import dill
+                    data = dill.dumps(value, recurse=True)
+                    if len(data) > _cap:
+                        raise OverflowError(len(data))
+                    with open(path, "wb") as f:
+                        f.write(data)
+                    index["funcs"][name] = path
+                except OverflowError as exc:
+                    index["oversized"][name] = exc.args[0]
+                except Exception as exc:
+                    index["unsaved"][name] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                continue
+            if isinstance(value, (type, _types.FunctionType, _types.BuiltinFunctionType)):
+                index["refs"][name] = ["object", getattr(value, "__module__", "") or "", getattr(value, "__qualname__", "")]
+                continue
+            try:
+                with open(path, "wb") as f:
+                    _pickle.dump(value, _Capped(f), protocol=4)
+                index["values"][name] = path
+            except OverflowError as exc:
+                index["oversized"][name] = exc.args[0]
+                _os.unlink(path)
             except Exception as exc:
-                refs[name] = ("unpicklable", type(exc).__name__, str(exc)[:200])
-            continue
-        if isinstance(value, (type, _mlab_types.FunctionType, _mlab_types.BuiltinFunctionType)):
-            refs[name] = ("object", getattr(value, "__module__", "") or "", getattr(value, "__qualname__", ""))
-            continue
-        try:
-            values[name] = _mlab_pickle.dumps(value, protocol=4)
-        except Exception as exc:
-            refs[name] = ("unpicklable", type(exc).__name__, str(exc)[:200])
-    with open(_path, "wb") as f:
-        _mlab_pickle.dump({"values": values, "refs": refs, "funcs": funcs}, f, protocol=4)
-_mlab_dump(%r)
+                index["unsaved"][name] = type(value).__name__
+                if _os.path.exists(path):
+                    _os.unlink(path)
+        with open(_os.path.join(_dir, "index.json.part"), "w") as f:
+            _json.dump(index, f)
+        _os.rename(_os.path.join(_dir, "index.json.part"), _os.path.join(_dir, "index.json"))
+
+    def wait_for_request():  # the runner opens the FIFO when a cell ignores its interrupt
+        with open(_fifo, "rb") as f:
+            f.read(1)
+        dump()
+
+    _threading.Thread(target=wait_for_request, daemon=True, name="mlab-snapshot").start()
+    return dump
+
+_mlab_dump = _mlab_setup(%r, %r, %d)
+del _mlab_setup
 '''
+
+
+def _private_stdout() -> int:
+    """Keep stdout for the result frames only; the kernel inherits /dev/null as fds 1 and 2."""
+    out = os.dup(1)
+    os.set_inheritable(out, False)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    return out
+
+
+def _not_dumpable() -> None:
+    """PR_SET_DUMPABLE 0: same-uid processes can no longer ptrace us or open /proc/<pid>/fd."""
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def frame(out, kind: bytes, payload: bytes) -> None:
+    data = kind + struct.pack("!Q", len(payload)) + payload
+    view = memoryview(data)
+    while view:
+        n = os.write(out, view)
+        view = view[n:]
+
+
+def sanitize(nb) -> list[dict]:
+    """Cells a notebook runner cannot take (source not text, unknown type) become empty markdown
+    cells, reported by their number (counted from 1) instead of stopping every cell."""
+    import nbformat
+
+    bad = []
+    for i, cell in enumerate(nb.cells):
+        kind = cell.get("cell_type") if isinstance(cell, dict) else None
+        src = cell.get("source") if isinstance(cell, dict) else None
+        if isinstance(src, list) and all(isinstance(s, str) for s in src):
+            cell["source"] = src = "".join(src)
+        if kind not in ("code", "markdown", "raw") or not isinstance(src, str):
+            why = f"cell type {kind!r}" if kind not in ("code", "markdown", "raw") else f"its source is {type(src).__name__}, not text"
+            bad.append({"cell": i + 1, "why": why})
+            nb.cells[i] = nbformat.v4.new_markdown_cell("")
+            continue
+        if kind == "code":
+            cell.setdefault("outputs", [])
+            cell.setdefault("execution_count", None)
+            if not isinstance(cell.get("outputs"), list):
+                cell["outputs"] = []
+        if not isinstance(cell.get("metadata"), dict):
+            cell["metadata"] = {}
+    return bad
 
 
 def _client_class():
@@ -55,6 +165,11 @@ def _client_class():
         max_output_bytes = 1_000_000
         _used = 0
         _notified = False
+        timed_out = False
+
+        async def _async_handle_timeout(self, timeout, cell=None):
+            self.timed_out = True
+            return await super()._async_handle_timeout(timeout, cell)
 
         def output(self, outs, msg, display_id, cell_index):
             size = len(json.dumps(msg.get("content", {}), default=str))
@@ -72,65 +187,159 @@ def _client_class():
     return CappedClient
 
 
-def run(notebook: Path, outdir: Path, cell_timeout: int, max_output: int) -> dict:
+TIMED_OUT = {"ename": "CellTimeout", "evalue": "the cell reached its time limit and was interrupted"}
+
+
+def _extra(client, source: str, timeout: int):
+    """Run a cell of the runner's own (setup, probe, dump) at the end of the notebook, then drop it
+    (nbclient stores a cell at its index)."""
     import nbformat
 
-    status: dict = {"executed": False, "cell_errors": [], "output_truncated": False, "seconds": None}
-    started = time.monotonic()
+    cell = nbformat.v4.new_code_cell(source)
+    client.nb.cells.append(cell)
+    client.timeout = timeout
     try:
-        nb = nbformat.read(notebook, as_version=4)
+        client.execute_cell(cell, len(client.nb.cells) - 1)
+    finally:
+        client.nb.cells.pop()
+    return cell
+
+
+def _run_cell(client, cell, index, timeout: float) -> str:
+    """'ok', or 'timeout' (interrupted; the kernel answered), or 'stuck' (it ignored the interrupt)."""
+    from nbclient.exceptions import CellTimeoutError
+
+    client.timeout = max(1, int(timeout))
+    client.timed_out = False
+    try:
+        client.execute_cell(cell, index)
+    except CellTimeoutError:
+        return "timeout"
+    if not client.timed_out:
+        return "ok"
+    client.timed_out = False
+    _extra(client, "pass", 10)  # answered only once the interrupted cell has really stopped
+    return "stuck" if client.timed_out else "timeout"
+
+
+def run(notebook: Path, cell_timeout: int, deadline_s: float, max_output: int, value_cap: int) -> dict:
+    import nbformat
+
+    started = time.monotonic()
+    status: dict = {"executed": False, "cell_errors": [], "timed_out_cells": [], "malformed_cells": [],
+                    "output_truncated": False, "seconds": None}
+    try:
+        nb = nbformat.reads(notebook.read_text(errors="replace"), as_version=4)
+        status["malformed_cells"] = sanitize(nb)
     except Exception as exc:  # not JSON, not a notebook: the submission itself is broken
-        status["fatal"] = f"the file is not a readable notebook: {type(exc).__name__}: {str(exc)[:300]}"
+        status["fatal"] = f"the file is not a readable notebook ({type(exc).__name__}: {str(exc)[:200]})"
         return status
-    env_path = outdir / "env.pkl"
-    user_cells = len(nb.cells)
-    nb.cells.append(nbformat.v4.new_code_cell(DUMP_CELL % str(env_path)))
+    os.makedirs(VALUES, exist_ok=True)
+    os.mkfifo(FIFO, 0o600)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     client = _client_class()(nb, timeout=cell_timeout, allow_errors=True, kernel_name="python3",
-                             resources={"metadata": {"path": str(notebook.parent)}}, record_timing=False)
+                             resources={"metadata": {"path": str(notebook.parent)}}, record_timing=False,
+                             interrupt_on_timeout=True, error_on_timeout=TIMED_OUT)
     client.max_output_bytes = max_output
-    client.interrupt_on_timeout = True  # SIGINT the runaway cell, keep the kernel and run the next cells
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from nbclient.exceptions import DeadKernelError
 
-    status["timed_out_cells"] = []
+    def request_snapshot():
+        fd = os.open(FIFO, os.O_WRONLY | os.O_NONBLOCK)  # fails if the thread is gone: nothing to save
+        os.write(fd, b"x")
+        os.close(fd)
+        for _ in range(600):
+            if os.path.exists(os.path.join(VALUES, "index.json")):
+                return
+            time.sleep(0.1)
+
     try:
         with client.setup_kernel():
+            _extra(client, SETUP_CELL % (VALUES, FIFO, value_cap), 60)
+            stuck = False
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
                     continue
-                try:  # one cell at a time, so a cell stopped at its time limit does not stop the rest
-                    client.execute_cell(cell, index)
-                except CellTimeoutError:
+                left = deadline_s - (time.monotonic() - started)
+                if left < 5:
+                    status["stopped_at_cell"] = index + 1
+                    status["deadline"] = True
+                    break
+                state = _run_cell(client, cell, index, min(cell_timeout, left))
+                if state != "ok":
                     status["timed_out_cells"].append(index + 1)  # counted from 1, as a student reads them
+                if state == "stuck":
+                    status["stuck_cell"] = index + 1
+                    stuck = True
+                    break
+            try:
+                request_snapshot() if stuck else _extra(client, "_mlab_dump()", max(30, int(deadline_s - (time.monotonic() - started))))
+            except OSError:
+                pass
         status["executed"] = True
     except DeadKernelError as exc:  # memory limit, file-size limit, os._exit, ...
-        status["fatal"] = f"DeadKernelError: {str(exc).strip()[-600:]}"
+        status["fatal"] = "DeadKernelError"
+        status["detail"] = str(exc).strip()[-300:]
     except Exception as exc:
-        status["fatal"] = f"{type(exc).__name__}: {str(exc).strip()[-600:]}"
+        status["fatal"] = type(exc).__name__
+        status["detail"] = str(exc).strip()[-300:]
     status["output_truncated"] = client._notified
-    for i, cell in enumerate(nb.cells[:user_cells]):
-        for out in cell.get("outputs", []):
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
             if out.get("output_type") == "error":
-                status["cell_errors"].append({"cell": i + 1, "ename": out.get("ename"), "evalue": str(out.get("evalue"))[:300]})
-    nb.cells = nb.cells[:user_cells]
-    try:
-        nbformat.write(nb, outdir / "executed.ipynb")
-    except Exception as exc:
-        status["executed_notebook_error"] = str(exc)[:300]
-    status["env_saved"] = env_path.exists()
+                status["cell_errors"].append({"cell": i + 1, "ename": str(out.get("ename"))[:100],
+                                              "evalue": str(out.get("evalue"))[:300]})
     status["seconds"] = round(time.monotonic() - started, 1)
+    status["_nb"] = nb
     return status
+
+
+def send(out: int, status: dict, value_cap: int, total_cap: int) -> None:
+    """Everything back to the grader: status, executed notebook, then each saved value."""
+    import nbformat
+
+    nb = status.pop("_nb", None)
+    index_path = Path(VALUES) / "index.json"
+    index: dict = {}
+    try:
+        index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    except ValueError:
+        index = {}
+    status["env_saved"] = bool(index)
+    frame(out, b"S", json.dumps(status).encode())
+    if nb is not None:
+        frame(out, b"N", nbformat.writes(nb).encode())
+    sent = 0
+    for kind, key in ((b"V", "values"), (b"F", "funcs")):
+        for name, path in (index.get(key) or {}).items():
+            try:  # O_NOFOLLOW: inside the sandbox anyway, but a link is never a value
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+                with os.fdopen(fd, "rb") as f:
+                    blob = f.read(value_cap + 1)
+            except (OSError, TypeError):
+                index.setdefault("unsaved", {})[name] = "missing"
+                continue
+            if len(blob) > value_cap or sent + len(blob) > total_cap:
+                index.setdefault("oversized", {})[name] = len(blob)
+                continue
+            sent += len(blob)
+            frame(out, kind, struct.pack("!H", len(name.encode())) + name.encode() + blob)
+    frame(out, b"I", json.dumps({k: index.get(k, {}) for k in ("refs", "oversized", "unsaved")}).encode())
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("notebook", type=Path)
-    ap.add_argument("outdir", type=Path)
     ap.add_argument("--cell-timeout", type=int, default=120)
+    ap.add_argument("--deadline", type=float, default=570, help="seconds for all cells, then save and stop")
     ap.add_argument("--max-output", type=int, default=1_000_000)
+    ap.add_argument("--value-cap", type=int, default=64 << 20, help="largest pickled value, bytes")
+    ap.add_argument("--total-cap", type=int, default=512 << 20, help="all values together, bytes")
     a = ap.parse_args()
-    status = run(a.notebook, a.outdir, a.cell_timeout, a.max_output)
-    (a.outdir / "status.json").write_text(json.dumps(status, indent=1))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    out = _private_stdout()
+    _not_dumpable()
+    status = run(a.notebook, a.cell_timeout, a.deadline, a.max_output, a.value_cap)
+    send(out, status, a.value_cap, a.total_cap)
     return 0
 
 

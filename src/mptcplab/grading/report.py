@@ -1,0 +1,232 @@
+"""What a student reads (report.md) and what the instructor keeps (report.json).
+
+A student's report says what they can act on: the score per question, each failing *public*
+check's message, how many hidden checks failed (never their text), and what went wrong while the
+notebook ran, by cell number, in words. Machinery paths, tracebacks and runner internals go to
+report.json only. A question whose answer cells are still the handed-out `...` scores nothing
+(even if a check happens to hold on shipped data) and its follow-on errors are folded into
+"not answered yet".
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+from pathlib import Path
+
+from ..lab import REPO_ROOT
+from .files import write_text
+
+WITHHELD = "(message withheld: it quoted a hidden check)"
+
+
+# ---------------------------------------------------------------- the handed-out notebook
+
+def template_answers(student_nb: Path) -> dict[str, list[str]]:
+    """question -> sources of its answer cells in the notebook students were given (Otter tags them
+    `otter_answer_cell`; they precede the question's `grader.check("qN")` cell)."""
+    import nbformat
+
+    out: dict[str, list[str]] = {}
+    pending: list[str] = []
+    for c in nbformat.read(student_nb, as_version=4).cells:
+        if c.cell_type != "code":
+            continue
+        if "otter_answer_cell" in c.metadata.get("tags", []):
+            pending.append(c.source.strip())
+        m = re.search(r"grader\.check\(\s*[\"'](\w+)[\"']", c.source)
+        if m:
+            out.setdefault(m[1], []).extend(pending)
+            pending = []
+    return out
+
+
+def _names(src: str) -> set[str]:
+    """Names an answer cell defines (assignment targets, functions); for a cell that does not parse,
+    the names its lines start to assign or define (a syntax error is still an answer)."""
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return {m[1] or m[2] for m in re.finditer(r"^\s*(?:def\s+(\w+)|(\w+)\s*=[^=])", src, re.M)}
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return {n for n in names if not n.startswith("_")}
+
+
+def unanswered(template: dict[str, list[str]], sources: list[str]) -> set[str]:
+    """Questions nothing of the student's own went into: no cell other than the handed-out answer
+    cells defines one of their names (or, for a question whose cells define no name, every one of
+    its cells still stands as handed out)."""
+    stripped = [s.strip() for s in sources]
+    template_cells = {s for cells in template.values() for s in cells}
+    own = [s for s in stripped if s not in template_cells]
+    defined = set().union(*(_names(s) for s in own)) if own else set()
+    out = set()
+    for q, cells in template.items():
+        names = set().union(*(_names(c) for c in cells)) if cells else set()
+        if (names and not names & defined) or (not names and all(c in stripped for c in cells)):
+            out.add(q)
+    return out
+
+
+# ---------------------------------------------------------------- words a student can act on
+
+_PATHS = [(re.escape(str(REPO_ROOT)) + r"/", ""), (re.escape(sys.prefix) + r"/\S*?site-packages/", ""),
+          (r"/usr/lib/python3[\d.]*/(site-packages/|dist-packages/)?", ""), (r"/tmp/[\w.-]*mlab[\w.-]*/\S*", "…")]
+
+
+def plain(text: str, limit: int = 400) -> str:
+    """One line, no machinery paths or traceback frames."""
+    text = str(text)
+    if "Traceback (most recent call last)" in text:
+        last = [ln for ln in text.splitlines() if re.match(r"^\w[\w.]*(Error|Exception|Exit|Interrupt)\b", ln)]
+        text = last[-1] if last else "an error inside the grading machinery"
+    for pat, repl in _PATHS:
+        text = re.sub(pat, repl, text)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # ANSI colours from IPython
+    text = " ".join(text.split())
+    return text[:limit] + ("…" if len(text) > limit else "")
+
+
+def _is_follow_on(err: dict) -> bool:
+    return "ellipsis" in (err.get("evalue") or "").lower()
+
+
+def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) -> None:
+    """Turn the runner's status into the problems a student reads, and zero the unanswered questions."""
+    sources: list[str] = []
+    if notebook:
+        try:
+            nb = json.loads(notebook)
+            sources = ["".join(c.get("source", "")) if isinstance(c.get("source"), list) else str(c.get("source", ""))
+                       for c in nb.get("cells", []) if isinstance(c, dict)]
+        except ValueError:
+            pass
+    template = template_answers(ag.student_notebook) if ag.student_notebook.exists() else {}
+    todo = unanswered(template, sources) if (sources or not status.get("executed")) else set(template)
+    if not sources:
+        todo = set(template)  # nothing ran: nothing was answered
+    template_cells = {s for cells in template.values() for s in cells}
+    for q in result["questions"]:
+        if q["question"] in todo:
+            q["unanswered"] = True
+            q["score"] = 0.0
+    problems = result["problems"]
+    for item in status.get("malformed_cells", []):
+        problems.append(f"cell {item['cell']} is malformed ({item['why']}) and was skipped; the other cells ran")
+    if status.get("fatal"):
+        if status["fatal"] == "DeadKernelError":
+            problems.append(f"the Python kernel died (memory limit {opt.limits.memory_mb} MiB per process and "
+                            f"{opt.limits.tree_memory_mb} MiB in all, file-size limit {opt.limits.file_mb} MiB, or the "
+                            "notebook exited); later cells did not run")
+        elif status["fatal"].startswith("the file is not a readable notebook"):
+            problems.append(plain(status["fatal"]))
+        else:
+            problems.append("the notebook runner stopped early; values computed before were graded")
+            result["internal"].append(f"runner: {status['fatal']}: {status.get('detail', '')}")
+    timed = set(status.get("timed_out_cells", []))
+    for index in sorted(timed):
+        if index == status.get("stuck_cell"):
+            problems.append(f"cell {index} ran longer than {opt.cell_timeout} s and ignored the interrupt: the cells "
+                            "after it did not run; values computed before it were kept and graded")
+        else:
+            problems.append(f"cell {index} ran longer than {opt.cell_timeout} s and was interrupted (the cells after it still ran)")
+    if status.get("deadline"):
+        problems.append(f"the notebook reached its {opt.limits.wall_s} s limit at cell {status.get('stopped_at_cell')}; "
+                        "the cells from there on did not run; values computed before were graded")
+    if status.get("executed") and not status.get("env_saved"):
+        problems.append("the values your notebook computed could not be saved for checking (did it fill /tmp or "
+                        "its folder, or replace the grader's helpers?)")
+    if status.get("output_truncated"):
+        problems.append(f"output beyond {opt.max_output} bytes was dropped")
+    folded, hidden_keys = [], []
+    for err in status.get("cell_errors", []):
+        i = err["cell"]
+        if i in timed and err["ename"] == "KeyboardInterrupt":
+            continue
+        src = sources[i - 1].strip() if 0 < i <= len(sources) else ""
+        if err["ename"] == "AnswerKeyHidden":
+            hidden_keys.append(i)
+        elif src in template_cells or _is_follow_on(err):
+            folded.append(i)
+        else:
+            problems.append(f"cell {i} raised {plain(err['ename'], 80)}: {plain(err['evalue'])}")
+    if todo:
+        qs = ", ".join(sorted(todo))
+        problems.append(f"question(s) {qs} not answered yet" + (f" (cells {', '.join(map(str, folded))} stopped at the "
+                                                                "unanswered `...`)" if folded else ""))
+    elif folded:
+        problems.append(f"cells {', '.join(map(str, folded))} still use an unanswered `...`")
+    if hidden_keys:
+        problems.append(f"cells {', '.join(map(str, hidden_keys))} draw the kit's reference answers, which are not "
+                        "available while grading (expected; nothing to fix)")
+
+
+# ---------------------------------------------------------------- the files
+
+def hidden_lines(tests: dict[str, str]) -> set[str]:
+    """Lines of hidden test cases long enough to recognise if a message ever quotes one."""
+    out = set()
+    for src in tests.values():
+        g: dict = {}
+        exec(src, g)  # the autograder's own test file: trusted
+        for suite in g["test"].get("suites", []):
+            for case in suite.get("cases", []):
+                if case.get("hidden"):
+                    for line in case.get("code", "").splitlines():
+                        line = " ".join(re.sub(r"^(>>>|\.\.\.)\s?", "", line.strip()).split())
+                        if len(line) >= 16:
+                            out.add(line)
+    return out
+
+
+def _safe(text: str, secret: set[str]) -> str:
+    flat = " ".join(str(text).split())
+    return WITHHELD if any(s in flat for s in secret) else text
+
+
+def _pts(x: float) -> str:
+    return f"{round(x, 2):g}"
+
+
+def _explain(message: str) -> str:
+    m = re.match(r"NameError: name '(\w+)' is not defined", message)
+    if m:
+        return f"`{m[1]}` is not defined: the cell that sets it did not run or failed (see below)"
+    return plain(message.removeprefix("AssertionError: "), 500)
+
+
+def write(r: dict, dest: Path, tests: dict[str, str]) -> None:
+    secret = hidden_lines(tests)
+    write_text(dest, "report.json", json.dumps(r, indent=1, default=str))
+    pct = 100 * r["score"] / r["possible"] if r["possible"] else 0
+    lines = [f"# {r['lab']}: grade for {r['student']}", "",
+             f"**Score: {_pts(r['score'])} / {_pts(r['possible'])} ({pct:.0f}%)**", "",
+             "| question | score | feedback |", "|---|---|---|"]
+    for q in r["questions"]:
+        if q.get("unanswered"):
+            text = "not answered yet"
+        else:
+            public_fail = list(dict.fromkeys(_explain(c["message"]) for c in q["cases"] if not c["passed"] and not c["hidden"]))
+            hidden_fail = sum(1 for c in q["cases"] if not c["passed"] and c["hidden"])
+            notes = [_safe(n, secret) for n in public_fail[:3]] + ([f"{hidden_fail} hidden check(s) failed"] if hidden_fail else [])
+            text = "; ".join(notes) or "all checks passed"
+        text = text.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {q['question']} | {_pts(q['score'])} / {_pts(q['possible'])} | {text} |")
+    if not r["questions"]:
+        lines.append("| (none) | 0 | no check could be run |")
+    lines += ["", "## What happened when your notebook ran", ""]
+    lines += [f"- {_safe(plain(p, 600), secret)}" for p in r["problems"]] or ["- it ran to the end without errors"]
+    if r.get("skipped_values"):
+        lines += ["", "Values the checks could not use (store your answers as numbers, strings, lists, dicts, "
+                  "numpy arrays or DataFrames):", ""]
+        lines += [f"- `{k}`: {_safe(plain(v, 200), secret)}" for k, v in sorted(r["skipped_values"].items())[:20]]
+    lines += ["", f"_Graded in {r.get('seconds', 0)} s in a sandbox (no network, unprivileged, time- and "
+              f"memory-limited). Submission SHA-256 {r['submission_sha256'][:16]}… unchanged._"]
+    write_text(dest, "report.md", "\n".join(lines) + "\n")

@@ -18,7 +18,8 @@
 # (arm64 on an amd64 host also: qemu-user-static binfmt-support, with binfmt_misc mounted).
 # Environment: MPTCPLAB_BOX_MIRROR (http://deb.debian.org/debian), MPTCPLAB_BOX_SUITE (trixie),
 # MPTCPLAB_BOX_DISK_GB (20), MPTCPLAB_BOX_BASE_URL (URL prefix of the .box files in metadata.json;
-# empty = file names relative to metadata.json).
+# empty = file:// URLs of the output directory), MPTCPLAB_BOX_CA_BUNDLE (the host's CA bundle:
+# trusted for the build's downloads only).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,6 +33,9 @@ MIRROR=${MPTCPLAB_BOX_MIRROR:-http://deb.debian.org/debian}
 SUITE=${MPTCPLAB_BOX_SUITE:-trixie}
 DISK_GB=${MPTCPLAB_BOX_DISK_GB:-20}
 BASE_URL=${MPTCPLAB_BOX_BASE_URL:-}
+# Trusted for the build's own downloads (pip), never installed in the box: lets a build host behind
+# a TLS-inspecting proxy, whose CA is in the host's bundle, fetch from PyPI.
+CA_BUNDLE=${MPTCPLAB_BOX_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 
 say() { printf '\033[1m[mptcplab box]\033[0m %s\n' "$*"; }
 die() { printf '\033[1;31m[mptcplab box] FAILED: %s\033[0m\n' "$*" >&2; exit 1; }
@@ -61,6 +65,17 @@ base_packages() {
 }
 lab_packages() { MPTCPLAB_OS_ID=debian bash "$repo/vagrant/provision.sh" --list-packages; }
 
+# The chroot gets a clean environment (the host's PIP_*, SSL_* settings name host paths), plus
+# the proxy settings, if any, that the downloads need.
+chroot_env() {
+  local v
+  printf 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb'
+  for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+    [ -n "${!v:-}" ] && printf ' %s=%q' "$v" "${!v}"
+  done
+  echo
+}
+
 stage_rootfs() {
   local tar=$OUT/rootfs-$ARCH.tar src
   src=$(mktemp -d)
@@ -76,7 +91,9 @@ stage_rootfs() {
     --essential-hook='echo "wireshark-common wireshark-common/install-setuid boolean true" | chroot "$1" debconf-set-selections' \
     --customize-hook="mkdir -p \"\$1/opt/mptcplab\" && cp -a $src \"\$1/opt/mptcplab/src\"" \
     --customize-hook="cp $here/customize.sh \"\$1/tmp/customize.sh\"" \
-    --customize-hook='chroot "$1" bash /tmp/customize.sh && rm "$1/tmp/customize.sh"' \
+    --customize-hook="if [ -s '$CA_BUNDLE' ]; then cp '$CA_BUNDLE' \"\$1/tmp/build-ca.crt\"; fi" \
+    --customize-hook="chroot \"\$1\" env -i $(chroot_env) bash /tmp/customize.sh" \
+    --customize-hook='rm -f "$1/tmp/customize.sh" "$1/tmp/build-ca.crt"' \
     "$SUITE" "$tar.part" "$MIRROR"
   rm -rf "$src"
   mv "$tar.part" "$tar"
@@ -106,6 +123,8 @@ stage_image() {
     || mkfs.ext4 -q -L mptcplab-root "$rootpart"
   mount "$rootpart" "$mnt"
   tar -x -p --xattrs --xattrs-include='*' --numeric-owner -f "$tar" -C "$mnt"
+  # systemd-resolved answers DNS in the VM (the build's chroot had the host's resolv.conf).
+  ln -sfn ../run/systemd/resolve/stub-resolv.conf "$mnt/etc/resolv.conf"
   local uuid; uuid=$(blkid -s UUID -o value "$rootpart")
   printf 'UUID=%s / ext4 errors=remount-ro 0 1\n' "$uuid" >"$mnt/etc/fstab"
   if [ -n "$esp" ]; then

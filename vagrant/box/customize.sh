@@ -3,6 +3,8 @@
 # pre-provision the kit. Nothing here may touch the build host's kernel or services.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
+# build.sh's copy of the build host's CA bundle (deleted after this script): pip trusts it here only.
+if [ -s /tmp/build-ca.crt ]; then export PIP_CERT=/tmp/build-ca.crt; fi
 
 # The kit, exactly as `vagrant up` provisions it, minus what needs the VM's own kernel running
 # (modprobe, sysctl -p, starting services): provision.sh --image writes those to take effect at boot.
@@ -51,7 +53,6 @@ Name=en* eth*
 DHCP=yes
 NET
 systemctl enable systemd-networkd.service systemd-resolved.service
-ln -sf /run/systemd/resolve/stub-resolv.conf /etc/resolv.conf.box  # swapped in below, after apt is done
 echo mptcplab >/etc/hostname
 printf '127.0.0.1\tlocalhost\n127.0.1.1\tmptcplab\n::1\tlocalhost ip6-localhost ip6-loopback\n' >/etc/hosts
 
@@ -71,5 +72,4 @@ fi
 : >/etc/machine-id
 rm -f /var/lib/dbus/machine-id
 apt-get clean
-rm -rf /var/lib/apt/lists/* /root/.cache /tmp/* /var/tmp/*
-mv /etc/resolv.conf.box /etc/resolv.conf
+rm -rf /var/lib/apt/lists/* /root/.cache /var/tmp/*  # not /tmp: this script runs from there

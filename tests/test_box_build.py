@@ -101,9 +101,8 @@ def test_build_refuses_bad_arguments_by_name(args, message):
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mmdebstrap"),
                     reason="needs root and mmdebstrap (apt-get install mmdebstrap)")
 def test_package_list_resolves_against_debian_13():
-    """Every package the box installs (base + provision.sh's lab list) exists in trixie, with its
-    dependencies: `mmdebstrap --simulate` downloads the package lists only (~1 min)."""
-    r = subprocess.run(["bash", str(BOX / "build.sh"), "--simulate"], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    for pkg in ("linux-image-amd64", "grub-pc", "openssh-server", "tshark", "bpftool", "mptcpd"):
-        assert f"Inst {pkg} " in r.stdout or f"Inst {pkg}:" in r.stdout, pkg
+    """Every package the box installs (base + provision.sh's lab list) exists in trixie with its
+    dependencies: `mmdebstrap --simulate` downloads the package lists only (1-3 min), and fails
+    with apt's "Unable to locate package" on a name trixie does not have."""
+    r = subprocess.run(["bash", str(BOX / "build.sh"), "--simulate"], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0 and "simulate installing remaining packages" in r.stderr, r.stderr[-3000:]

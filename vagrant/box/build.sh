@@ -100,8 +100,17 @@ stage_rootfs() {
   say "rootfs: $(du -h "$tar" | cut -f1) $tar"
 }
 
+part_dev() { # part_dev LOOP N: the node of partition N, made if the kernel's scan did not appear
+  local dev=${1}p$2 sys
+  [ -b "$dev" ] || partx -a "$1" 2>/dev/null || true
+  for _ in $(seq 50); do [ -b "$dev" ] && { echo "$dev"; return 0; }; sleep 0.2; done
+  sys=/sys/block/${1#/dev/}/${dev#/dev/}/dev
+  [ -r "$sys" ] && mknod "$dev" b "$(cut -d: -f1 "$sys")" "$(cut -d: -f2 "$sys")" && { echo "$dev"; return 0; }
+  die "no device node for partition $2 of $1"
+}
+
 stage_image() {
-  local tar=$OUT/rootfs-$ARCH.tar raw=$OUT/disk-$ARCH.raw mnt loop rootpart esp=""
+  local tar=$OUT/rootfs-$ARCH.tar raw=$OUT/disk-$ARCH.raw rootpart esp=""
   [ -f "$tar" ] || die "$tar missing: run --stage rootfs first"
   rm -f "$raw"; truncate -s "${DISK_GB}G" "$raw"
   if [ "$ARCH" = amd64 ]; then
@@ -109,14 +118,16 @@ stage_image() {
   else
     printf 'label: gpt\nstart=2048, size=256MiB, type=uefi\ntype=linux\n' | sfdisk -q "$raw"
   fi
-  loop=$(losetup -fP --show "$raw")
   mnt=$(mktemp -d)
-  cleanup_image() {
+  loop=$(losetup -fP --show "$raw")
+  cleanup_image() { # globals mnt, loop: the EXIT trap runs after this function's locals are gone
+    [ -n "${uuid_link_kept:-}" ] || rm -f "/dev/disk/by-uuid/${uuid:-none}"
     for m in dev/pts dev proc sys boot/efi ""; do umount "$mnt/$m" 2>/dev/null || true; done
-    losetup -d "$loop" 2>/dev/null || true
+    losetup -d "$loop" || say "could not detach $loop: losetup -d $loop"
   }
   trap cleanup_image EXIT
-  if [ "$ARCH" = amd64 ]; then rootpart=${loop}p1; else esp=${loop}p1; rootpart=${loop}p2; fi
+  if [ "$ARCH" = amd64 ]; then rootpart=$(part_dev "$loop" 1)
+  else esp=$(part_dev "$loop" 1); rootpart=$(part_dev "$loop" 2); fi
   # No metadata_csum_seed/orphan_file: GRUB and older e2fsck (e.g. a host's fsck of a mounted copy)
   # reject ext4 features newer than they are.
   mkfs.ext4 -q -L mptcplab-root -O ^metadata_csum_seed,^orphan_file "$rootpart" 2>/dev/null \
@@ -125,7 +136,7 @@ stage_image() {
   tar -x -p --xattrs --xattrs-include='*' --numeric-owner -f "$tar" -C "$mnt"
   # systemd-resolved answers DNS in the VM (the build's chroot had the host's resolv.conf).
   ln -sfn ../run/systemd/resolve/stub-resolv.conf "$mnt/etc/resolv.conf"
-  local uuid; uuid=$(blkid -s UUID -o value "$rootpart")
+  uuid=$(blkid -s UUID -o value "$rootpart")
   printf 'UUID=%s / ext4 errors=remount-ro 0 1\n' "$uuid" >"$mnt/etc/fstab"
   if [ -n "$esp" ]; then
     mkfs.vfat -F 32 -n EFI "$esp" >/dev/null
@@ -138,7 +149,13 @@ stage_image() {
   else # --removable: EFI/BOOT/BOOTAA64.EFI, found by firmware without NVRAM entries
     chroot "$mnt" grub-install --target=arm64-efi --efi-directory=/boot/efi --removable --no-nvram
   fi
+  # GRUB writes root=UUID=... only if udev's /dev/disk/by-uuid link exists; without udev (a
+  # container, a chroot build host), make that one link for the time of update-grub.
+  if [ ! -e "/dev/disk/by-uuid/$uuid" ]; then
+    mkdir -p /dev/disk/by-uuid && ln -s "$rootpart" "/dev/disk/by-uuid/$uuid"
+  else uuid_link_kept=1; fi
   chroot "$mnt" update-grub
+  [ -n "${uuid_link_kept:-}" ] || rm -f "/dev/disk/by-uuid/$uuid"
   grep -q "root=UUID=$uuid" "$mnt/boot/grub/grub.cfg" || die "grub.cfg does not boot root=UUID=$uuid"
   cleanup_image; trap - EXIT
   rmdir "$mnt"

@@ -37,11 +37,11 @@ def base_url(directory: Path, given: str) -> str:
 
 
 def providers(directory: Path, base: str) -> list[dict]:
-    boxes = sorted((m, p) for p in directory.iterdir() if (m := BOX_FILE.match(p.name)))
+    boxes = [(m, p) for p in directory.iterdir() if (m := BOX_FILE.match(p.name))]
     if not boxes:
         sys.exit(f"metadata.py: no mptcplab-ARCH-PROVIDER.box in {directory}")
     out = []
-    for m, path in sorted(boxes, key=lambda mp: (mp[0]["provider"], mp[0]["arch"] != "amd64")):
+    for m, path in sorted(boxes, key=lambda mp: (mp[0]["provider"], mp[0]["arch"] != "amd64", mp[1].name)):
         out.append({"name": m["provider"], "architecture": m["arch"], "default_architecture": m["arch"] == "amd64",
                     "url": base + path.name, "checksum_type": "sha256", "checksum": sha256(path)})
     return out

@@ -58,7 +58,7 @@ case $STAGE in rootfs|image|boxes|all) ;; *) die "--stage $STAGE: choose rootfs,
 
 # What the box boots with; the lab tools come from provision.sh's own list (one list, not two).
 base_packages() {
-  echo systemd-sysv systemd-resolved systemd-timesyncd dbus udev kmod procps netbase initramfs-tools zstd \
+  echo systemd-sysv systemd-resolved systemd-timesyncd dbus udev kmod procps netbase initramfs-tools zstd e2fsprogs \
        openssh-server sudo ca-certificates curl rsync nfs-common qemu-guest-agent less nano bash-completion \
        "linux-image-$ARCH"
   if [ "$ARCH" = amd64 ]; then echo grub-pc; else echo grub-efi-arm64; fi
@@ -176,6 +176,8 @@ stage_boxes() {
   tar -C "$dir" -cf "$OUT/mptcplab-$ARCH-libvirt.box.part" metadata.json Vagrantfile box.img
   mv "$OUT/mptcplab-$ARCH-libvirt.box.part" "$OUT/mptcplab-$ARCH-libvirt.box"
   rm -rf "$dir"
+  # metadata.json now and again after each further box: the libvirt box is usable meanwhile.
+  python3 "$here/metadata.py" write --dir "$OUT" --version "$VERSION" --base-url "$BASE_URL"
   if [ "$ARCH" = amd64 ]; then
     # VirtualBox: OVF + streamOptimized VMDK, what `VBoxManage import` (and so Vagrant) reads.
     dir=$(mktemp -d)

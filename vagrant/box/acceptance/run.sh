@@ -13,6 +13,7 @@ boxdir=$(cd "${1:?usage: run.sh BOX_DIR [OUT_DIR]}" && pwd)
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 out=$(mkdir -p "${2:-$repo/vagrant/box/acceptance}" && cd "${2:-$repo/vagrant/box/acceptance}" && pwd)
 export MPTCPLAB_BOX_URL=$boxdir/metadata.json
+export MPTCPLAB_LIBVIRT_CONSOLE_LOG=/var/tmp/mptcplab-acceptance-console.log  # libvirt writes it as its own user
 port=${MPTCPLAB_JUPYTER_PORT:-8888}
 virsh="virsh -c qemu:///system"
 : >"$out/timings.txt"
@@ -39,7 +40,7 @@ jupyter_answers() { # JupyterLab (through the forwarded port) serves the lab UI
 }
 
 screenshot() {
-  chromium --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update \
+  timeout 180 chromium --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update \
     --disable-sync --no-first-run --window-size=1400,900 --virtual-time-budget=30000 \
     --screenshot="$out/jupyterlab.png" \
     "http://127.0.0.1:$port/lab/tree/notebooks/01-send-buffer.ipynb?token=mptcplab" 2>/dev/null
@@ -65,3 +66,5 @@ step "destroy" vagrant destroy -f
 step "nothing left" nothing_left
 echo; echo "=== box"; ls -l "$boxdir"; cat "$boxdir/metadata.json"
 echo; echo "=== timings"; cat "$out/timings.txt"
+# The boot as the VM's console saw it: kernel version and the first and last systemd messages.
+grep -a -E "Linux version|Reached target|login:" "$MPTCPLAB_LIBVIRT_CONSOLE_LOG" | head -20 >"$out/console-excerpt.txt"

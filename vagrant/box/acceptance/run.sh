@@ -55,7 +55,8 @@ nothing_left() {
   if $virsh vol-list default | grep -v _vagrant_box_image_ | grep -q '\.img'; then echo "a VM disk is left"; return 1; fi
 }
 
-step "box add" vagrant box add --force --provider libvirt "$MPTCPLAB_BOX_URL"
+# ACCEPTANCE_SKIP_ADD=1: the box is already added (a re-run)
+[ -n "${ACCEPTANCE_SKIP_ADD:-}" ] || step "box add" vagrant box add --force --provider libvirt "$MPTCPLAB_BOX_URL"
 step "vagrant up (libvirt)" vagrant up --provider=libvirt
 step "doctor" vagrant ssh -c 'sudo mptcplab doctor'
 step "example" vagrant ssh -c 'sudo mptcplab example'

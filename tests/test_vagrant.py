@@ -177,3 +177,18 @@ def test_check_mode_changes_nothing(tmp_path):
         pytest.skip("needs root")
     _provision(tmp_path, "--check", "--only", "modules", "sysctls", "grader")
     assert not (tmp_path / "etc").exists()
+
+
+@root
+def test_image_mode_writes_configuration_but_touches_no_running_kernel(tmp_path):
+    """What the box build runs in its chroot: the files are written, the build host is left alone."""
+    before = Path("/proc/sys/net/core/rmem_max").read_text()
+    r = _provision(tmp_path, "--image", "--only", "modules", "sysctls")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "sch_netem" in (tmp_path / "etc" / "modules-load.d" / "mptcplab.conf").read_text()
+    assert "net.mptcp.enabled = 1" in (tmp_path / "etc" / "sysctl.d" / "90-mptcplab.conf").read_text()
+    assert "image: sysctls apply at boot" in r.stdout
+    assert Path("/proc/sys/net/core/rmem_max").read_text() == before  # no sysctl -p
+    assert "netem qdisc created" not in r.stdout and "cannot create a netem qdisc" not in r.stderr  # no netns test
+    refused = _provision(tmp_path, "--image", "--check")
+    assert refused.returncode != 0 and "--image and --check exclude each other" in refused.stderr

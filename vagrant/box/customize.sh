@@ -68,6 +68,13 @@ if [ "$(dpkg --print-architecture)" = arm64 ]; then
   sed -i 's/console=ttyS0,115200n8/console=ttyAMA0,115200n8/' /etc/default/grub.d/mptcplab.cfg
 fi
 
+# Do at build time what systemd would otherwise redo at first boot (ConditionNeedsUpdate: the
+# linker cache, the journal catalogue, hwdb): minutes under software emulation.
+ldconfig
+journalctl --update-catalog 2>/dev/null || true
+systemd-hwdb update 2>/dev/null || true
+touch /etc/.updated /var/.updated
+
 # A fresh machine-id per VM (DHCP client ids and journald depend on it).
 : >/etc/machine-id
 rm -f /var/lib/dbus/machine-id

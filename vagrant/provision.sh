@@ -6,10 +6,14 @@
 #   provision.sh --only packages ...  just these steps (packages modules sysctls kit grader jupyter doctor)
 #   provision.sh --check              change nothing; report what is missing, exit 1 if anything is
 #   provision.sh --list-packages      print the apt packages for this distribution and kernel
+#   provision.sh --image              inside a disk image's chroot (vagrant/box/build.sh): install and
+#                                     write configuration, but touch no running kernel or service
 #
 # Environment: MPTCPLAB_SRC (the repo, default /vagrant), MPTCPLAB_VENV (/opt/mptcplab/venv),
 # MPTCPLAB_USER (vagrant), MPTCPLAB_JUPYTER_PORT (8888), MPTCPLAB_JUPYTER_TOKEN (mptcplab),
-# MPTCPLAB_ETC (/etc; tests point it elsewhere), MPTCPLAB_APT_UPDATE (auto|always|never).
+# MPTCPLAB_ETC (/etc; tests point it elsewhere), MPTCPLAB_APT_UPDATE (auto|always|never),
+# MPTCPLAB_JUPYTER_DIR (what JupyterLab serves; default MPTCPLAB_SRC), MPTCPLAB_OS_ID (ubuntu|debian:
+# the distribution --list-packages answers for; default this machine's).
 set -euo pipefail
 
 SRC=${MPTCPLAB_SRC:-/vagrant}
@@ -19,8 +23,10 @@ PORT=${MPTCPLAB_JUPYTER_PORT:-8888}
 TOKEN=${MPTCPLAB_JUPYTER_TOKEN:-mptcplab}
 ETC=${MPTCPLAB_ETC:-/etc}
 APT_UPDATE=${MPTCPLAB_APT_UPDATE:-auto}
+JUPYTER_DIR=${MPTCPLAB_JUPYTER_DIR:-$SRC}
 ALL_STEPS="packages modules sysctls kit grader jupyter doctor"
 CHECK=0
+IMAGE=0
 STEPS=""
 export DEBIAN_FRONTEND=noninteractive
 
@@ -50,13 +56,17 @@ while [ $# -gt 0 ]; do
     --check) CHECK=1 ;;
     --only) shift; while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do STEPS="$STEPS $1"; shift; done; continue ;;
     --list-packages) LIST=1 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --image) IMAGE=1 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (try --help)" ;;
   esac
   shift
 done
+[ "$IMAGE" = 1 ] && [ "$CHECK" = 1 ] && die "--image and --check exclude each other"
 STEPS=${STEPS:-$ALL_STEPS}
-is_ubuntu() { grep -q '^ID=ubuntu' /etc/os-release; }
+is_ubuntu() {
+  if [ -n "${MPTCPLAB_OS_ID:-}" ]; then [ "$MPTCPLAB_OS_ID" = ubuntu ]; else grep -q '^ID=ubuntu' /etc/os-release; fi
+}
 kernel=$(uname -r)
 if [ "${LIST:-0}" = 1 ]; then packages_list; exit 0; fi
 [ "$(id -u)" = 0 ] || die "run as root (vagrant does; by hand: sudo $0)"
@@ -94,6 +104,7 @@ step_modules() {
   if [ "$CHECK" = 0 ]; then
     mkdir -p "$ETC/modules-load.d"
     printf '# mptcplab: qdiscs for emulated links, MPTCP socket diagnostics for ss -M\nsch_netem\nsch_tbf\nsch_htb\nmptcp_diag\n' >"$conf"
+    if [ "$IMAGE" = 1 ]; then say "image: modules load at boot; \`mptcplab doctor\` proves netem in the VM"; return 0; fi
     for m in sch_netem sch_tbf sch_htb mptcp_diag; do
       modprobe "$m" 2>/dev/null || say "modprobe $m failed (fine if it is built in)"
     done
@@ -127,6 +138,7 @@ net.ipv4.tcp_wmem = 4096 16384 67108864
 net.ipv4.tcp_no_metrics_save = 1
 kernel.perf_event_paranoid = 1
 CONF
+    if [ "$IMAGE" = 1 ]; then say "image: sysctls apply at boot"; return 0; fi
     sysctl -q -p "$conf"
   fi
   need "net.mptcp.enabled = 1" grep -qx 1 /proc/sys/net/mptcp/enabled || true
@@ -136,8 +148,14 @@ step_kit() {
   [ -f "$SRC/pyproject.toml" ] || die "the kit is not at $SRC (is the synced folder mounted? \`vagrant reload\`)"
   if [ "$CHECK" = 0 ]; then
     [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q --upgrade pip
-    "$VENV/bin/pip" install -q -e "${SRC}[notebooks]"
+    # The kit's box ships the venv with every dependency: then re-pointing the kit at $SRC needs no
+    # network (--no-index). A plain box has none, and installs from PyPI.
+    if "$VENV/bin/pip" install -q --no-index --no-build-isolation -e "${SRC}[notebooks]" 2>/dev/null; then
+      say "kit: installed from $SRC with the venv's packages (offline)"
+    else
+      "$VENV/bin/pip" install -q --upgrade pip 'setuptools>=77'
+      "$VENV/bin/pip" install -q -e "${SRC}[notebooks]"
+    fi
     ln -sf "$VENV/bin/mptcplab" /usr/local/bin/mptcplab
     # Let the student run `mptcplab` and `jupyter` without activating the venv.
     mkdir -p "$ETC/profile.d"
@@ -164,14 +182,17 @@ After=network-online.target
 
 [Service]
 User=$RUN_USER
-WorkingDirectory=$SRC
+WorkingDirectory=$JUPYTER_DIR
 Environment=PATH=$VENV/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-ExecStart=$VENV/bin/jupyter lab --no-browser --ip=0.0.0.0 --port=$PORT --ServerApp.token=$TOKEN --ServerApp.root_dir=$SRC
+ExecStart=$VENV/bin/jupyter lab --no-browser --ip=0.0.0.0 --port=$PORT --ServerApp.token=$TOKEN --ServerApp.root_dir=$JUPYTER_DIR
+# At boot the synced folder may not be there yet: retry until Vagrant has mounted or copied it.
 Restart=on-failure
+RestartSec=5
 
 [Install]
 WantedBy=multi-user.target
 UNIT
+    if [ "$IMAGE" = 1 ]; then systemctl enable mptcplab-jupyter.service; return 0; fi
     systemctl daemon-reload
     systemctl enable mptcplab-jupyter.service
     systemctl restart mptcplab-jupyter.service
@@ -181,6 +202,7 @@ UNIT
 }
 
 step_doctor() {
+  if [ "$IMAGE" = 1 ]; then say "image: doctor runs when the VM is provisioned"; return 0; fi
   [ "$CHECK" = 1 ] && [ ! -x "$VENV/bin/mptcplab" ] && { say "MISSING: mptcplab (doctor skipped)"; missing=1; return 0; }
   say "mptcplab doctor:"
   if ! "$VENV/bin/mptcplab" doctor; then

@@ -25,13 +25,17 @@ def _libvirt_plugin() -> bool:
     return "vagrant-libvirt" in out.stdout
 
 
-def _validate(tmp_path: Path, provider: str, vagrantfile: str | None = None) -> subprocess.CompletedProcess:
+def _validate(tmp_path: Path, provider: str, vagrantfile: str | None = None,
+              **extra_env: str) -> subprocess.CompletedProcess:
     """`vagrant validate` on a copy of the Vagrantfile (+ provisioning script) in tmp_path."""
     (tmp_path / "vagrant").mkdir(exist_ok=True)
     shutil.copy(PROVISION, tmp_path / "vagrant" / "provision.sh")
     (tmp_path / "Vagrantfile").write_text(vagrantfile or (REPO / "Vagrantfile").read_text())
     env = {**os.environ, "VAGRANT_DEFAULT_PROVIDER": provider, "VAGRANT_HOME": str(tmp_path / ".vagrant.d")}
     env.pop("VAGRANT_VAGRANTFILE", None)
+    for var in [v for v in env if v.startswith("MPTCPLAB_")]:
+        env.pop(var)
+    env.update(extra_env)
     if provider == "virtualbox" and not shutil.which("VBoxManage"):
         stub = tmp_path / "bin" / "VBoxManage"
         stub.parent.mkdir(exist_ok=True)
@@ -73,6 +77,50 @@ def test_overrides_from_the_environment(tmp_path):
                 "MPTCPLAB_JUPYTER_PORT"):
         assert f'env("{var}"' in text
     assert "box_architecture" not in text  # Debian's Vagrant 2.3.4 rejects it
+
+
+RESOLVED = '\nputs "RESOLVED box=#{BOX} version=#{BOX_VERSION} url=#{BOX_URL}"\n'
+
+
+def _resolved(tmp_path: Path, **env: str) -> str:
+    r = _validate(tmp_path, "virtualbox", (REPO / "Vagrantfile").read_text() + RESOLVED, **env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return next(line for line in r.stdout.splitlines() if line.startswith("RESOLVED"))
+
+
+@vagrant
+def test_default_box_is_the_kits_own_and_bento_stays_selectable(tmp_path):
+    # Nothing from the public registry by default: the kit's box, newest version the course hosts.
+    assert _resolved(tmp_path) == "RESOLVED box=mptcplab/debian-13 version= url="
+    assert _resolved(tmp_path, MPTCPLAB_BOX="bento") == "RESOLVED box=bento/ubuntu-24.04 version=202510.26.0 url="
+    url = "https://boxes.example.edu/mptcplab/metadata.json"
+    assert _resolved(tmp_path, MPTCPLAB_BOX_URL=url) == f"RESOLVED box=mptcplab/debian-13 version= url={url}"
+
+
+@vagrant
+def test_a_local_build_is_used_by_itself(tmp_path):
+    local = tmp_path / "build" / "box" / "metadata.json"
+    local.parent.mkdir(parents=True)
+    local.write_text("{}")
+    assert _resolved(tmp_path) == f"RESOLVED box=mptcplab/debian-13 version= url={local}"
+    # ... but not for another box, which would then be fetched from the kit's catalogue
+    assert _resolved(tmp_path, MPTCPLAB_BOX="bento").endswith("url=")
+
+
+@vagrant
+def test_libvirt_driver_follows_the_host(tmp_path):
+    if not _libvirt_plugin():
+        pytest.skip("vagrant-libvirt plugin missing")
+    for forced in ("qemu", "kvm"):
+        r = _validate(tmp_path, "libvirt", MPTCPLAB_LIBVIRT_DRIVER=forced)
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert not (tmp_path / ".vagrant" / "mptcplab-libvirt-driver").exists()  # an override skips the probe
+    r = _validate(tmp_path, "libvirt")
+    assert r.returncode == 0, r.stdout + r.stderr
+    if os.access("/dev/kvm", os.W_OK):  # decided by a boot test under KVM, cached
+        assert (tmp_path / ".vagrant" / "mptcplab-libvirt-driver").read_text() in ("kvm", "qemu")
+    else:  # no usable /dev/kvm: software emulation, without probing
+        assert not (tmp_path / ".vagrant" / "mptcplab-libvirt-driver").exists()
 
 
 @pytest.mark.skipif(not shutil.which("shellcheck"), reason="shellcheck not installed")
@@ -129,3 +177,18 @@ def test_check_mode_changes_nothing(tmp_path):
         pytest.skip("needs root")
     _provision(tmp_path, "--check", "--only", "modules", "sysctls", "grader")
     assert not (tmp_path / "etc").exists()
+
+
+@root
+def test_image_mode_writes_configuration_but_touches_no_running_kernel(tmp_path):
+    """What the box build runs in its chroot: the files are written, the build host is left alone."""
+    before = Path("/proc/sys/net/core/rmem_max").read_text()
+    r = _provision(tmp_path, "--image", "--only", "modules", "sysctls")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "sch_netem" in (tmp_path / "etc" / "modules-load.d" / "mptcplab.conf").read_text()
+    assert "net.mptcp.enabled = 1" in (tmp_path / "etc" / "sysctl.d" / "90-mptcplab.conf").read_text()
+    assert "image: sysctls apply at boot" in r.stdout
+    assert Path("/proc/sys/net/core/rmem_max").read_text() == before  # no sysctl -p
+    assert "netem qdisc created" not in r.stdout and "cannot create a netem qdisc" not in r.stderr  # no netns test
+    refused = _provision(tmp_path, "--image", "--check")
+    assert refused.returncode != 0 and "--image and --check exclude each other" in refused.stderr

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# Build the mptcplab Vagrant box from Debian's own packages: no prebuilt image is downloaded.
+#
+#   vagrant/box/build.sh [--arch amd64|arm64] [--out DIR] [--version V] [--stage rootfs|image|boxes|all]
+#   vagrant/box/build.sh --simulate [--arch A]   resolve the package list against the archive, build nothing
+#
+# Stages (each reuses the previous stage's output in DIR, so a failed late stage is cheap to redo):
+#   rootfs  mmdebstrap of Debian 13 (trixie) into DIR/rootfs-ARCH.tar, pre-provisioned in the chroot
+#           by vagrant/provision.sh --image: lab tools, the kit's venv with JupyterLab (enabled as a
+#           service), the repository (with its reference results) in /opt/mptcplab/src, the vagrant
+#           user with Vagrant's insecure keys (Vagrant swaps them for a fresh key on first `up`)
+#   image   a 20 GiB sparse disk: that tree on ext4, plus a bootloader (amd64: GRUB on BIOS/MBR;
+#           arm64: GRUB EFI on an ESP, the only way an arm64 VM boots), as DIR/disk-ARCH.qcow2
+#   boxes   DIR/mptcplab-ARCH-libvirt.box (qcow2) and, for amd64, DIR/mptcplab-ARCH-virtualbox.box
+#           (OVF + streamOptimized VMDK); DIR/metadata.json lists them with their SHA-256
+#
+# Needs root, and: apt-get install mmdebstrap qemu-utils fdisk dosfstools e2fsprogs
+# (arm64 on an amd64 host also: qemu-user-static binfmt-support, with binfmt_misc mounted).
+# Environment: MPTCPLAB_BOX_MIRROR (http://deb.debian.org/debian), MPTCPLAB_BOX_SUITE (trixie),
+# MPTCPLAB_BOX_DISK_GB (20), MPTCPLAB_BOX_BASE_URL (URL prefix of the .box files in metadata.json;
+# empty = file:// URLs of the output directory), MPTCPLAB_BOX_CA_BUNDLE (the host's CA bundle:
+# trusted for the build's downloads only).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+ARCH=amd64
+OUT=$repo/build/box
+STAGE=all
+SIMULATE=0
+VERSION=$(date -u +%Y.%m.%d)
+MIRROR=${MPTCPLAB_BOX_MIRROR:-http://deb.debian.org/debian}
+SUITE=${MPTCPLAB_BOX_SUITE:-trixie}
+DISK_GB=${MPTCPLAB_BOX_DISK_GB:-20}
+BASE_URL=${MPTCPLAB_BOX_BASE_URL:-}
+# Trusted for the build's own downloads (pip), never installed in the box: lets a build host behind
+# a TLS-inspecting proxy, whose CA is in the host's bundle, fetch from PyPI.
+CA_BUNDLE=${MPTCPLAB_BOX_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
+
+say() { printf '\033[1m[mptcplab box]\033[0m %s\n' "$*"; }
+die() { printf '\033[1;31m[mptcplab box] FAILED: %s\033[0m\n' "$*" >&2; exit 1; }
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --arch) ARCH=$2; shift ;;
+    --out) OUT=$2; shift ;;
+    --version) VERSION=$2; shift ;;
+    --stage) STAGE=$2; shift ;;
+    --simulate) SIMULATE=1 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    *) die "unknown argument $1 (try --help)" ;;
+  esac
+  shift
+done
+case $ARCH in amd64|arm64) ;; *) die "--arch $ARCH: choose amd64 or arm64" ;; esac
+case $STAGE in rootfs|image|boxes|all) ;; *) die "--stage $STAGE: choose rootfs, image, boxes or all" ;; esac
+[[ $VERSION =~ ^[0-9]+(\.[0-9]+)*$ ]] || die "--version $VERSION: Vagrant wants digits and dots, e.g. 2026.11.23"
+
+# What the box boots with; the lab tools come from provision.sh's own list (one list, not two).
+base_packages() {
+  echo systemd-sysv systemd-resolved systemd-timesyncd dbus udev kmod procps netbase initramfs-tools zstd e2fsprogs \
+       openssh-server sudo ca-certificates curl rsync nfs-common qemu-guest-agent less nano bash-completion \
+       "linux-image-$ARCH"
+  if [ "$ARCH" = amd64 ]; then echo grub-pc; else echo grub-efi-arm64; fi
+}
+lab_packages() { MPTCPLAB_OS_ID=debian bash "$repo/vagrant/provision.sh" --list-packages; }
+
+# The chroot gets a clean environment (the host's PIP_*, SSL_* settings name host paths), plus
+# the proxy settings, if any, that the downloads need.
+chroot_env() {
+  local v
+  printf 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb'
+  for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+    [ -n "${!v:-}" ] && printf ' %s=%q' "$v" "${!v}"
+  done
+  echo
+}
+
+stage_rootfs() {
+  local tar=$OUT/rootfs-$ARCH.tar src
+  src=$(mktemp -d)
+  # The box carries the repository as committed (git archive: no venv, no build output), so the
+  # kit's venv and the reference results are there before the first `vagrant up`.
+  git -C "$repo" archive --format=tar HEAD | tar -x -C "$src"
+  git -C "$repo" rev-parse HEAD >"$src/.box-commit"
+  say "rootfs: mmdebstrap $SUITE/$ARCH from $MIRROR -> $tar"
+  # shellcheck disable=SC2016  # the hooks are expanded by mmdebstrap, with $1 = the new root
+  mmdebstrap --mode=root --variant=apt --arch="$ARCH" --format=tar \
+    --components=main --aptopt='Acquire::Retries "3"' \
+    --include="$(base_packages | tr ' ' ','),$(lab_packages | tr ' ' ',')" \
+    --essential-hook='echo "wireshark-common wireshark-common/install-setuid boolean true" | chroot "$1" debconf-set-selections' \
+    --customize-hook="mkdir -p \"\$1/opt/mptcplab\" && cp -a $src \"\$1/opt/mptcplab/src\"" \
+    --customize-hook="cp $here/customize.sh \"\$1/tmp/customize.sh\"" \
+    --customize-hook="if [ -s '$CA_BUNDLE' ]; then cp '$CA_BUNDLE' \"\$1/tmp/build-ca.crt\"; fi" \
+    --customize-hook="chroot \"\$1\" env -i $(chroot_env) bash /tmp/customize.sh" \
+    --customize-hook='rm -f "$1/tmp/customize.sh" "$1/tmp/build-ca.crt"' \
+    "$SUITE" "$tar.part" "$MIRROR"
+  rm -rf "$src"
+  mv "$tar.part" "$tar"
+  say "rootfs: $(du -h "$tar" | cut -f1) $tar"
+}
+
+part_dev() { # part_dev LOOP N: the node of partition N, made if the kernel's scan did not appear
+  local dev=${1}p$2 sys
+  [ -b "$dev" ] || partx -a "$1" 2>/dev/null || true
+  for _ in $(seq 50); do [ -b "$dev" ] && { echo "$dev"; return 0; }; sleep 0.2; done
+  sys=/sys/block/${1#/dev/}/${dev#/dev/}/dev
+  [ -r "$sys" ] && mknod "$dev" b "$(cut -d: -f1 "$sys")" "$(cut -d: -f2 "$sys")" && { echo "$dev"; return 0; }
+  die "no device node for partition $2 of $1"
+}
+
+stage_image() {
+  local tar=$OUT/rootfs-$ARCH.tar raw=$OUT/disk-$ARCH.raw rootpart esp=""
+  [ -f "$tar" ] || die "$tar missing: run --stage rootfs first"
+  rm -f "$raw"; truncate -s "${DISK_GB}G" "$raw"
+  if [ "$ARCH" = amd64 ]; then
+    printf 'label: dos\nstart=2048, type=83, bootable\n' | sfdisk -q "$raw"
+  else
+    printf 'label: gpt\nstart=2048, size=256MiB, type=uefi\ntype=linux\n' | sfdisk -q "$raw"
+  fi
+  mnt=$(mktemp -d)
+  loop=$(losetup -fP --show "$raw")
+  cleanup_image() { # globals mnt, loop: the EXIT trap runs after this function's locals are gone
+    [ -n "${uuid_link_kept:-}" ] || rm -f "/dev/disk/by-uuid/${uuid:-none}"
+    for m in dev/pts dev proc sys boot/efi ""; do umount "$mnt/$m" 2>/dev/null || true; done
+    losetup -d "$loop" || say "could not detach $loop: losetup -d $loop"
+  }
+  trap cleanup_image EXIT
+  if [ "$ARCH" = amd64 ]; then rootpart=$(part_dev "$loop" 1)
+  else esp=$(part_dev "$loop" 1); rootpart=$(part_dev "$loop" 2); fi
+  # No metadata_csum_seed/orphan_file: GRUB and older e2fsck (e.g. a host's fsck of a mounted copy)
+  # reject ext4 features newer than they are.
+  mkfs.ext4 -q -L mptcplab-root -O ^metadata_csum_seed,^orphan_file "$rootpart" 2>/dev/null \
+    || mkfs.ext4 -q -L mptcplab-root "$rootpart"
+  mount "$rootpart" "$mnt"
+  tar -x -p --xattrs --xattrs-include='*' --numeric-owner -f "$tar" -C "$mnt"
+  # systemd-resolved answers DNS in the VM (the build's chroot had the host's resolv.conf).
+  ln -sfn ../run/systemd/resolve/stub-resolv.conf "$mnt/etc/resolv.conf"
+  uuid=$(blkid -s UUID -o value "$rootpart")
+  printf 'UUID=%s / ext4 errors=remount-ro 0 1\n' "$uuid" >"$mnt/etc/fstab"
+  if [ -n "$esp" ]; then
+    mkfs.vfat -F 32 -n EFI "$esp" >/dev/null
+    mkdir -p "$mnt/boot/efi"; mount "$esp" "$mnt/boot/efi"
+    printf 'UUID=%s /boot/efi vfat umask=0077 0 1\n' "$(blkid -s UUID -o value "$esp")" >>"$mnt/etc/fstab"
+  fi
+  for m in dev dev/pts proc sys; do mount --bind "/$m" "$mnt/$m"; done
+  if [ "$ARCH" = amd64 ]; then
+    chroot "$mnt" grub-install --target=i386-pc "$loop"
+  else # --removable: EFI/BOOT/BOOTAA64.EFI, found by firmware without NVRAM entries
+    chroot "$mnt" grub-install --target=arm64-efi --efi-directory=/boot/efi --removable --no-nvram
+  fi
+  # GRUB writes root=UUID=... only if udev's /dev/disk/by-uuid link exists; without udev (a
+  # container, a chroot build host), make that one link for the time of update-grub.
+  if [ ! -e "/dev/disk/by-uuid/$uuid" ]; then
+    mkdir -p /dev/disk/by-uuid && ln -s "$rootpart" "/dev/disk/by-uuid/$uuid"
+  else uuid_link_kept=1; fi
+  chroot "$mnt" update-grub
+  [ -n "${uuid_link_kept:-}" ] || rm -f "/dev/disk/by-uuid/$uuid"
+  grep -q "root=UUID=$uuid" "$mnt/boot/grub/grub.cfg" || die "grub.cfg does not boot root=UUID=$uuid"
+  cleanup_image; trap - EXIT
+  rmdir "$mnt"
+  say "image: qemu-img convert -> $OUT/disk-$ARCH.qcow2"
+  qemu-img convert -c -O qcow2 "$raw" "$OUT/disk-$ARCH.qcow2"
+  rm -f "$raw"
+}
+
+stage_boxes() {
+  local qcow=$OUT/disk-$ARCH.qcow2 dir
+  [ -f "$qcow" ] || die "$qcow missing: run --stage image first"
+  dir=$(mktemp -d)
+  # libvirt: vagrant-libvirt's box format (box.img + metadata.json with format and virtual_size in GiB).
+  ln "$qcow" "$dir/box.img" 2>/dev/null || cp "$qcow" "$dir/box.img"
+  printf '{"provider": "libvirt", "format": "qcow2", "virtual_size": %d, "architecture": "%s"}\n' \
+    "$DISK_GB" "$ARCH" >"$dir/metadata.json"
+  sed "s/@ARCH@/$ARCH/" "$here/Vagrantfile.libvirt" >"$dir/Vagrantfile"
+  tar -C "$dir" -cf "$OUT/mptcplab-$ARCH-libvirt.box.part" metadata.json Vagrantfile box.img
+  mv "$OUT/mptcplab-$ARCH-libvirt.box.part" "$OUT/mptcplab-$ARCH-libvirt.box"
+  rm -rf "$dir"
+  # metadata.json now and again after each further box: the libvirt box is usable meanwhile.
+  python3 "$here/metadata.py" write --dir "$OUT" --version "$VERSION" --base-url "$BASE_URL"
+  if [ "$ARCH" = amd64 ]; then
+    # VirtualBox: OVF + streamOptimized VMDK, what `VBoxManage import` (and so Vagrant) reads.
+    dir=$(mktemp -d)
+    qemu-img convert -O vmdk -o subformat=streamOptimized "$qcow" "$dir/mptcplab-disk001.vmdk"
+    local bytes; bytes=$(stat -c %s "$dir/mptcplab-disk001.vmdk")
+    sed -e "s/@DISK_BYTES@/$((DISK_GB * 1024 * 1024 * 1024))/" -e "s/@FILE_BYTES@/$bytes/" \
+      "$here/box.ovf" >"$dir/box.ovf"
+    echo '{"provider": "virtualbox", "architecture": "amd64"}' >"$dir/metadata.json"
+    cp "$here/Vagrantfile.virtualbox" "$dir/Vagrantfile"
+    tar -C "$dir" -cf "$OUT/mptcplab-$ARCH-virtualbox.box.part" box.ovf mptcplab-disk001.vmdk metadata.json Vagrantfile
+    mv "$OUT/mptcplab-$ARCH-virtualbox.box.part" "$OUT/mptcplab-$ARCH-virtualbox.box"
+    rm -rf "$dir"
+  fi
+  python3 "$here/metadata.py" write --dir "$OUT" --version "$VERSION" --base-url "$BASE_URL"
+  say "boxes:"; ls -l "$OUT"/*.box "$OUT/metadata.json"
+}
+
+[ "$(id -u)" = 0 ] || die "run as root (mmdebstrap --mode=root, loop devices, chroot)"
+command -v mmdebstrap >/dev/null || die "mmdebstrap missing: apt-get install mmdebstrap"
+if [ "$SIMULATE" = 1 ]; then
+  # Resolves every package (and its dependencies) against the real archive; downloads no .deb.
+  exec mmdebstrap --simulate --mode=root --variant=apt --arch="$ARCH" --components=main \
+    --include="$(base_packages | tr ' ' ','),$(lab_packages | tr ' ' ',')" "$SUITE" /dev/null "$MIRROR"
+fi
+command -v qemu-img >/dev/null || die "qemu-img missing: apt-get install qemu-utils"
+mkdir -p "$OUT"
+start=$(date +%s)
+case $STAGE in
+  rootfs) stage_rootfs ;;
+  image) stage_image ;;
+  boxes) stage_boxes ;;
+  all) stage_rootfs; stage_image; stage_boxes ;;
+esac
+say "done in $(( $(date +%s) - start )) s"

@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BOX = REPO / "vagrant" / "box"
 SCHEMA = json.loads((BOX / "metadata.schema.json").read_text())
 

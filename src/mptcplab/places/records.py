@@ -63,9 +63,9 @@ def from_run(run_dir: Path, lab: str, place: str) -> CheckResult | None:
         measured[f"{name}.tcp_mbps"] = row.get("tcp_steady_mbps")
         if row.get("link_utilisation"):
             bound[f"{name}.tcp_mbps"] = round(row["tcp_steady_mbps"] / row["link_utilisation"], 2)
-    for key, value in (checks.get("physics") or {}).items():  # the window-limited bound, when recorded
-        if isinstance(value, dict) and "measured" in value and "bound" in value:
-            measured[key], bound[key] = value["measured"], value["bound"]
+    # The window-limited transfer's verdicts (mptcplab.physics.check_window), when the check ran one.
+    for v in ((summary.get("physics") or {}).get("window") or {}).get("verdicts", []):
+        measured[v["check"]], bound[v["check"]] = v["measured"], v["bound"]
     if (manifest.get("clock") or {}).get("guest_s"):
         measured["guest_s"] = manifest["clock"]["guest_s"]
     if "mptcp" in checks:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
 _CHECKOUT = PACKAGE.parents[1]  # src/mptcplab -> the repository, when running from a checkout
-CHECKOUT: Path | None = _CHECKOUT if (_CHECKOUT / "pyproject.toml").exists() and (_CHECKOUT / "labs").is_dir() \
-    else None
+# src/ and labs/ side by side: what the grading sandbox shows of a checkout too (no pyproject.toml).
+CHECKOUT: Path | None = _CHECKOUT if PACKAGE.parent.name == "src" and (_CHECKOUT / "labs").is_dir() else None
 # The repository the user works in (solutions/, notebooks/, results/): the checkout this package
 # runs from, else (an installed kit used from a clone) the current directory.
 REPO_ROOT = CHECKOUT or Path.cwd()

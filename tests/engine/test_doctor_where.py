@@ -54,7 +54,13 @@ def test_vm_when_asked_and_offered(caps, monkeypatch):
     monkeypatch.setattr("mptcplab.places.vm.available", lambda: (True, "test"))
     monkeypatch.setattr("mptcplab.places.vm.capabilities", lambda: {"netem", "tbf", "kprobes", "bpf_struct_ops"})
     assert doctor.decide_where("vm", ("bpf_struct_ops",), uml_ok=False) == "vm"
-    # auto: Lab 2 (struct_ops, no UML) goes to the VM, which has netem, not to native without it
+    # auto: Lab 2 (struct_ops, no UML) goes to the VM, which has netem, once the VM passed a check;
+    # a VM never checked is not tried by auto (minutes of emulation), native runs without delay
+    assert doctor.decide_where("auto", ("bpf_struct_ops",), uml_ok=False, lab="lab2") == "native"
+    from mptcplab.places.choice import CheckResult
+
+    monkeypatch.setattr("mptcplab.places.records.load",
+                        lambda: [CheckResult(place="vm", lab="example", passed=True, wall_s=300)])
     assert doctor.decide_where("auto", ("bpf_struct_ops",), uml_ok=False, lab="lab2") == "vm"
 
 

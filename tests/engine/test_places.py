@@ -43,15 +43,18 @@ def test_the_labs_own_check_beats_the_examples():
     assert choice.choose("lab3", ("netem",), NO_NETEM, records_).place == "uml"
 
 
-def test_unchecked_places_in_fixed_order_after_passing_ones():
+def test_unchecked_uml_may_be_tried_an_unchecked_vm_not():
     assert choice.choose("lab1", ("netem",), NO_NETEM, []).place == "uml"
-    assert choice.choose("lab1", ("netem",), NO_NETEM, [rec("uml", passed=False)]).place == "vm"
+    got = choice.choose("lab1", ("netem",), NO_NETEM, [rec("uml", passed=False)])
+    assert got.place is None and "example --where vm" in got.why
     assert choice.choose("lab1", ("netem",), NO_NETEM, [rec("vm", wall=900)]).place == "vm"
 
 
 def test_capabilities_filter_places():
     # Lab 2 needs struct_ops: UML cannot, the VM can; native without netem would run without delay.
-    assert choice.choose("lab2", ("bpf_struct_ops",), NO_NETEM, []).place == "vm"
+    got = choice.choose("lab2", ("bpf_struct_ops",), NO_NETEM, [])
+    assert got.place == "native" and "example --where vm" in got.why  # the VM has not passed a check
+    assert choice.choose("lab2", ("bpf_struct_ops",), NO_NETEM, [rec("vm", lab="example")]).place == "vm"
     only_native = {"native": {"tbf", "bpf_struct_ops"}, "uml": {"netem", "tbf"}}
     got = choice.choose("lab2", ("bpf_struct_ops",), only_native, [])
     assert got.place == "native" and "without propagation delay" in got.why

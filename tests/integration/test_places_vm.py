@@ -38,7 +38,16 @@ def test_example_in_the_vm(tmp_path):
     out = tmp_path / "example"
     res = subprocess.run(MPTCPLAB + ["example", "--where", "vm", "--out", str(out), "--seconds", "4"],
                          capture_output=True, text=True, timeout=1400)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    said = res.stdout + res.stderr
+    if res.returncode == 4:
+        # The place failed the physics check (under QEMU TCG the guest adds 2-4 ms to every RTT):
+        # it must refuse in one line naming the check, the measured value and the bound, and
+        # leave nothing behind. A pass is checked in full below.
+        refusal = [ln for ln in said.splitlines() if "physics check failed in vm" in ln]
+        assert refusal and "measured" in refusal[0] and "bound" in refusal[0], said[-3000:]
+        assert leftovers() == []
+        pytest.xfail(f"the VM place refused its physics check here: {refusal[0]}")
+    assert res.returncode == 0, said[-3000:]
     (run,) = [d for d in out.iterdir() if d.is_dir()]
     manifest = json.loads((run / "manifest.json").read_text())
     checks = json.loads((run / "summary.json").read_text())["checks"]

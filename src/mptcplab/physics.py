@@ -50,6 +50,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import paths
 from .links import WIRE_BYTES  # a full-size segment as qdiscs count it
 
 TCP_PAYLOAD = 1448  # bytes of data in a full-size segment with TCP timestamps
@@ -234,8 +235,7 @@ def place() -> str:
 
 
 def _state_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mptcplab" / "physics"
+    return paths.cache_dir("physics")
 
 
 def record(verdicts: list[Verdict], kernel: str, where: str | None = None) -> Path:

@@ -14,12 +14,12 @@ import json
 import os
 from pathlib import Path
 
+from .. import paths
 from .choice import CheckResult
 
 
 def path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mptcplab" / "places" / "checks.json"
+    return paths.cache_dir("places", "checks.json")
 
 
 def load() -> list[CheckResult]:

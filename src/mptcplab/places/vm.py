@@ -41,8 +41,7 @@ CAPABILITY_NAMES = ("netem", "tbf", "kprobes", "bpf_struct_ops")
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mptcplab" / "vm"
+    return paths.cache_dir("vm")
 
 
 # ---------------------------------------------------------------- what this host has

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import uml
-from ..errors import UsageError
+from . import guest_command
 
 
 def register(sub) -> None:
@@ -30,9 +30,7 @@ def _build(args) -> int:
 
 
 def _run(args) -> int:
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    if not cmd:
-        raise UsageError("uml run needs a command: mptcplab uml run -- CMD [ARGS...]")
+    cmd = guest_command(args, "uml")
     return uml.run(cmd, mem=args.mem, timeout=args.timeout)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import UsageError
+from . import guest_command
 from ..places import vm
 
 
@@ -24,9 +24,7 @@ def register(sub) -> None:
 
 
 def _run(args) -> int:
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    if not cmd:
-        raise UsageError("vm run needs a command: mptcplab vm run -- CMD [ARGS...]")
+    cmd = guest_command(args, "vm")
     from ..state import signals_unwind
 
     with signals_unwind():

@@ -223,6 +223,23 @@ static __always_inline int subflows(struct sock *sk, __u32 *w, __u32 *rtt, int *
 	return n;
 }
 
+/* The coupling's inputs, as subflows() read them, into a recorded event (no-op when not recording). */
+static __always_inline void record_subflows(struct mlab_event *ev, int n, int self, __u32 no_rtt,
+					    const __u32 *w, const __u32 *rtt)
+{
+	int i;
+
+	if (!ev)
+		return;
+	ev->n = n;
+	ev->self = self;
+	ev->no_rtt = no_rtt;
+	for (i = 0; i < MAX_SUBFLOWS; i++) {
+		ev->w[i] = w[i];
+		ev->rtt[i] = rtt[i];
+	}
+}
+
 /* 1/sqrt(n) in 1/1024 units, n = 1..8 (EWTCP's weight a). */
 static __always_inline __u64 inv_sqrt_1024(int n)
 {
@@ -278,15 +295,7 @@ static __always_inline __s64 increase(struct sock *sk, struct mlab_ca *ca, __u32
 	__u32 no_rtt = 0;
 
 	n = subflows(sk, w, rtt, &self, &no_rtt);
-	if (ev) {
-		ev->n = n;
-		ev->self = self;
-		ev->no_rtt = no_rtt;
-		for (i = 0; i < MAX_SUBFLOWS; i++) {
-			ev->w[i] = w[i];
-			ev->rtt[i] = rtt[i];
-		}
-	}
+	record_subflows(ev, n, self, no_rtt, w, rtt);
 	if (n > 1)
 		__sync_fetch_and_add(&mlab_coupled_acks, 1);
 	if ((__u32)n > mlab_max_subflows)
@@ -423,15 +432,7 @@ __u32 BPF_PROG(mlab_ssthresh, struct sock *sk)
 	ca->acc = 0;
 	if (MLAB_ALGO == ALGO_COUPLED) { /* w_r - w_total / 2 */
 		n = subflows(sk, w, rtt, &self, &no_rtt);
-		if (ev) {
-			ev->n = n;
-			ev->self = self;
-			ev->no_rtt = no_rtt;
-			for (i = 0; i < MAX_SUBFLOWS; i++) {
-				ev->w[i] = w[i];
-				ev->rtt[i] = rtt[i];
-			}
-		}
+		record_subflows(ev, n, self, no_rtt, w, rtt);
 		for (i = 0; i < MAX_SUBFLOWS; i++) {
 			if (i >= n)
 				break;

@@ -60,6 +60,13 @@ def test_parse_ss_finds_the_cc_of_each_subflow():
         ("10.3.1.1:40000", "cubic", False)]
 
 
+def test_parse_ss_reads_the_cc_after_skmem():
+    # `ss -tinmM` (the lab samplers) puts skmem:(...) before the CC name (iproute2 6.1)
+    text = ("tcp ESTAB 0 0 10.1.0.1:37634 10.1.1.2:5201\n"
+            "\t skmem:(r0,rb131072,t0,tb46080,f0,w0,o0,bl0,d0) mlab_uncoupled wscale:7,7 rto:204 tcp-ulp-mptcp\n")
+    assert [(s["cc"], s["mptcp_subflow"]) for s in cc.parse_ss_cc(text)] == [("mlab_uncoupled", True)]
+
+
 def test_source_names_every_algorithm():
     src = loader.SOURCE.read_text()
     assert f"ALGO_CS218 {cc.ALGORITHMS['cs218'].code}" in src

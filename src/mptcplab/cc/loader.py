@@ -327,8 +327,9 @@ def recording(name: str) -> Iterator[Recording]:
 
 
 def parse_ss_cc(text: str) -> list[dict]:
-    """Sockets and their congestion control from `ss -tin[M]` output (the CC is the first word of
-    each TCP socket's info line, e.g. `mlab_lia wscale:7,7 rto:204 ...`; MPTCP sockets have none)."""
+    """Sockets and their congestion control from `ss -tin[mM]` output (the CC is the first word of
+    each TCP socket's info line after any skmem:(...), e.g. `mlab_lia wscale:7,7 rto:204 ...`;
+    MPTCP sockets have none)."""
     out, sock = [], None
     for line in text.splitlines():
         if not line.strip() or line.startswith("State") or line.startswith("@ "):
@@ -344,7 +345,9 @@ def parse_ss_cc(text: str) -> list[dict]:
                     if len(parts) >= 5 else None)
             continue
         if sock is not None:
-            first = line.split()[0]
+            # with -m the info line starts with skmem:(...) and the CC name follows it
+            words = [w for w in line.split() if not w.startswith("skmem:")]
+            first = words[0] if words else ":"
             out.append({**sock, "cc": first if ":" not in first else None, "mptcp_subflow": "tcp-ulp-mptcp" in line,
                         "info": line.strip()})
             sock = None

@@ -61,9 +61,12 @@ def enormous_output(nb):
 
 
 def read_hidden_tests(nb):
-    nb.cells.insert(3, nbf.v4.new_code_cell('''import glob, os
+    # The kit's own tree is found from the interpreter (the venv lives in the checkout), so the walk
+    # covers the kit's code and guides wherever it is cloned (/work here, /check/... in CI).
+    nb.cells.insert(3, nbf.v4.new_code_cell('''import glob, os, sys
 found = []
-patterns = ["/work/**", "/work/**/tests/*.py", "/work/**/*autograder*.zip", "/work/**/solutions/*.ipynb", "/work/**/build/assign/**",
+kit = os.path.dirname(sys.prefix)
+patterns = [kit + "/**", kit + "/**/tests/*.py", kit + "/**/solutions/*.ipynb", kit + "/.git/**", "/work/**", "/work/**/tests/*.py", "/work/**/*autograder*.zip", "/work/**/solutions/*.ipynb", "/work/**/build/assign/**",
             "/vagrant/solutions/*.ipynb", "/vagrant/build/**", "/vagrant/tests/**", "/tmp/**", "/root/**", "/home/**",
             "../solutions/*.ipynb", "../build/**", "../tests/**", "../.git/**"]
 for pat in patterns:

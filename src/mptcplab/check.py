@@ -21,21 +21,56 @@ from . import physics
 from .links import LinkSpec
 
 
+def paths_of(manifest: dict) -> dict[str, dict]:
+    """Path name -> {rtt_s, rate_bps} from a run's manifest (its configured network)."""
+    paths = {}
+    for p in (manifest.get("network") or {}).get("paths", []):
+        spec = LinkSpec.parse(p["link"])
+        paths[p["name"]] = {"rtt_s": p.get("rtt_ms_configured", 0) / 1e3, "rate_bps": spec.rate_bps}
+    return paths
+
+
 def _paths_from_manifest(folder: Path) -> dict[str, dict]:
     """Path name -> {rtt_s, rate_bps} from the first manifest in or under `folder`."""
     candidates = sorted(folder.glob("*manifest.json")) + sorted(folder.glob("*/manifest.json"))
     for m in candidates:
         try:
-            net = json.loads(m.read_text()).get("network") or {}
+            paths = paths_of(json.loads(m.read_text()))
         except (OSError, ValueError):
             continue
-        paths = {}
-        for p in net.get("paths", []):
-            spec = LinkSpec.parse(p["link"])
-            paths[p["name"]] = {"rtt_s": p.get("rtt_ms_configured", 0) / 1e3, "rate_bps": spec.rate_bps}
         if paths:
             return paths
     return {}
+
+
+def _number(value) -> float:
+    """A table cell as a number: 0 when empty or NaN (csv gives '', pandas NaN)."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return x if x == x else 0.0
+
+
+def single_path_bounds(row, path: dict) -> dict:
+    """The bounds of one single-path TCP run of a sweep table over `path` ({rtt_s, rate_bps}).
+
+    The run's sk_sndbuf is the largest it can have had (the looser bound): what the sender read
+    back (`sndbuf_effective`), what ss saw (`sk_sndbuf_kernel`), and for the tcp_wmem method
+    tcp_wmem[2] (`buffer_bytes`), up to which autotuning may grow it. Returns sk_sndbuf, rtt_s and
+    the bounds: `window_bps` ((sk_sndbuf + 64 KiB) / RTT), `ceiling_bps` (the link) and
+    `unacked_bytes` (sk_sndbuf + 64 KiB); inf where there is nothing to bound with.
+    """
+    sk = max(_number(row.get("sndbuf_effective")), _number(row.get("sk_sndbuf_kernel")))
+    if row.get("method") == "wmem":
+        sk = max(sk, _number(row.get("buffer_bytes")))
+    sk = int(sk)
+    rtt = path.get("rtt_s") or 0.0
+    inf = float("inf")
+    return {"sk_sndbuf": sk, "rtt_s": rtt,
+            "window_bps": physics.window_bound_bps(sk, rtt) if sk and rtt > 0 else inf,
+            "ceiling_bps": physics.link_ceiling_bps(path["rate_bps"]) if path.get("rate_bps") else inf,
+            "unacked_bytes": physics.unacked_bound_bytes(sk) if sk else inf}
 
 
 def _ceiling(where: str, mbps: float, rate_bps: float | None) -> list[physics.Verdict]:
@@ -46,6 +81,9 @@ def _ceiling(where: str, mbps: float, rate_bps: float | None) -> list[physics.Ve
 
 
 def check_sweep(table: Path) -> list[physics.Verdict]:
+    """Every single-path row of a sweep table against its link and window bounds; and, where the
+    row carries the kernel's view (`inflight_max_<path>`) and its run directory is not beside the
+    table (a compact reference copy), its bytes in flight (check_run_dir judges them otherwise)."""
     paths = _paths_from_manifest(table.parent)
     out = []
     with open(table, newline="") as f:
@@ -53,21 +91,25 @@ def check_sweep(table: Path) -> list[physics.Verdict]:
             config, run = row.get("config", ""), row.get("run", "?")
             if not config.startswith("tcp-") or not row.get("mbps"):
                 continue  # MPTCP rows: several paths, no single-path window bound
-            path = paths.get(config.removeprefix("tcp-"))
+            name = config.removeprefix("tcp-")
+            path = paths.get(name)
             if path is None:
                 out.append(physics.Verdict(f"{table}: {run}: path of {config!r} not in any manifest",
                                            0, 0, "", False, "cannot judge without the path's RTT"))
                 continue
             mbps = float(row["mbps"])
-            sk_sndbuf = int(float(row.get("sndbuf_effective") or 0))
-            if row.get("method") == "wmem" and row.get("buffer_bytes"):  # autotuning may grow it to tcp_wmem[2]
-                sk_sndbuf = max(sk_sndbuf, int(float(row["buffer_bytes"])))
+            b = single_path_bounds(row, path)
             where = f"{table.parent.name}/{run}"
             out += _ceiling(where, mbps, path["rate_bps"])
-            if sk_sndbuf and path["rtt_s"] > 0:
-                bound = physics.window_bound_bps(sk_sndbuf, path["rtt_s"]) / 1e6
+            if b["sk_sndbuf"] and b["rtt_s"] > 0:
+                bound = b["window_bps"] / 1e6
                 out.append(physics.Verdict(f"{where}: single-path TCP vs window bound", mbps, bound, "Mbit/s",
-                                           mbps <= bound, f"sk_sndbuf {sk_sndbuf} B, RTT {path['rtt_s'] * 1e3:g} ms"))
+                                           mbps <= bound, f"sk_sndbuf {b['sk_sndbuf']} B, RTT {b['rtt_s'] * 1e3:g} ms"))
+            inflight = _number(row.get(f"inflight_max_{name}"))
+            if inflight and b["sk_sndbuf"] and not (table.parent / run / "summary.json").exists():
+                out.append(physics.Verdict(f"{where}: bytes in flight", inflight, b["unacked_bytes"], "B",
+                                           inflight <= b["unacked_bytes"],
+                                           f"sk_sndbuf {b['sk_sndbuf']} B + one 64 KiB skb"))
     return out
 
 

@@ -101,11 +101,16 @@ class SsSampler:
     """`ss -tinmM` every `interval` seconds inside the host (the fallback when tracepoints are missing).
 
     `-m` adds the send buffer's accounting (skmem w = sk_wmem_queued, tb = sk_sndbuf) that
-    `physics.ss_summary` records for every run."""
+    `physics.ss_summary` records for every run. After the block, `table` holds the parsed samples;
+    with keep=False no file stays behind (the summary's `kernel_tcp` is the record), for runs
+    where only derived numbers are wanted."""
 
-    def __init__(self, net, host: str, rd, port: int, interval: float = 0.05, name: str = "ss.txt") -> None:
+    def __init__(self, net, host: str, rd, port: int, interval: float = 0.05, name: str = "ss.txt",
+                 keep: bool = True) -> None:
         self.net, self.host, self.rd, self.port, self.interval = net, host, rd, port, interval
         self.path = rd.file(name)
+        self.keep = keep
+        self.table = None
 
     def __enter__(self):
         loop = (f"while :; do echo \"@ $(date +%s.%N)\"; ss -tinmHM dport = :{self.port}; "
@@ -118,10 +123,15 @@ class SsSampler:
     def __exit__(self, *exc):
         self.net.stop(self.proc)
         self.out.close()
-        table = parse_ss(self.path.read_text())
+        table = self.table = parse_ss(self.path.read_text())
         csv = self.path.with_suffix(".csv")
-        table.to_csv(csv, index=False)
-        _note(self.rd, "ss", file=csv.name, raw=self.path.name, interval_s=self.interval, samples=len(table))
+        if self.keep:
+            table.to_csv(csv, index=False)
+            _note(self.rd, "ss", file=csv.name, raw=self.path.name, interval_s=self.interval, samples=len(table))
+        else:
+            self.path.unlink()
+            _note(self.rd, "ss", file=None, kept="summary.json kernel_tcp only", interval_s=self.interval,
+                  samples=len(table))
         # The kernel's own view of the run (srtt, min RTT, bytes in flight, send buffer): every
         # summary that sampled carries it, and `mptcplab check` judges it against physics.
         from .physics import ss_summary

@@ -92,3 +92,50 @@ def cwnd_drops(probe: pd.DataFrame) -> dict:
         cw = g["snd_cwnd"].to_numpy()
         out[path] = int(np.sum(cw[1:] < 0.75 * cw[:-1]))
     return out
+
+
+# ---------------------------------------------------------------- the kernel's view of a run
+
+MSS = 1448  # bytes of payload per segment when ss prints no mss (timestamps on)
+
+
+def kernel_view(ss: pd.DataFrame, paths: dict[str, str]) -> dict:
+    """What the kernel said about one run's sockets, from `observe.parse_ss` samples, as the flat
+    numbers a sweep row keeps (no raw samples).
+
+    `paths` maps the sender's address on each path to the path's name. Per path: the subflow's (or
+    the TCP connection's) median srtt `srtt_ms_<path>`, its min RTT `min_rtt_ms_<path>` and the
+    most bytes it had unacknowledged `inflight_max_<path>` (ss's `unacked` segments x mss), and its
+    own send buffer `sk_sndbuf_<path>` (skmem tb; a subflow has one besides the MPTCP socket's). For the
+    run: `inflight_max`, the most unacknowledged bytes summed over subflows at one sample;
+    `sk_sndbuf_kernel` and `wmem_queued_max`, the send buffer (skmem tb) and the most bytes queued
+    in it (skmem w) of the socket the application writes to: the TCP socket, or the MPTCP socket,
+    which ss lists with the same addresses as its first subflow but without TCP's fields.
+    """
+    out: dict = {"ss_samples": int(ss["time"].nunique()) if len(ss) else 0}
+    if ss.empty:
+        return out
+    ss = ss.copy()
+    ss["ip"] = ss["local"].astype(str).str.rsplit(":", n=1).str[0]
+    ss["path"] = ss["ip"].map(paths)
+    sub = ss["mptcp_subflow"].astype(bool)
+    has_tcp = ss["rtt_ms"].notna() | ss["unacked"].notna()
+    transport = ss[has_tcp & ss["path"].notna()].copy()  # TCP sockets: the connection or the subflows
+    # The application's socket: plain TCP (not a subflow), or the MPTCP socket (no TCP fields).
+    app = ss[~sub & ~has_tcp] if sub.any() else ss[~sub]
+    transport["inflight"] = transport["unacked"] * transport["mss"].fillna(MSS)
+    for path, g in transport.groupby("path"):
+        if g["skmem_tb"].notna().any():
+            out[f"sk_sndbuf_{path}"] = int(g["skmem_tb"].max())
+        if g["rtt_ms"].notna().any():
+            out[f"srtt_ms_{path}"] = round(float(g["rtt_ms"].median()), 3)
+        if g["minrtt_ms"].notna().any():
+            out[f"min_rtt_ms_{path}"] = round(float(g["minrtt_ms"].min()), 3)
+        if g["inflight"].notna().any():
+            out[f"inflight_max_{path}"] = int(g["inflight"].max())
+    if transport["inflight"].notna().any():
+        out["inflight_max"] = int(transport.groupby("time")["inflight"].sum().max())
+    for name, col in (("sk_sndbuf_kernel", "skmem_tb"), ("wmem_queued_max", "skmem_w")):
+        if col in app and app[col].notna().any():
+            out[name] = int(app[col].max())
+    return out

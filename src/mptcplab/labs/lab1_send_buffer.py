@@ -3,9 +3,16 @@
 The sweep: for each way of setting the send buffer (the `tcp_wmem` sysctl, the application's
 SO_SNDBUF), each buffer size, and each configuration (single-path TCP on the fast path, on the slow
 path, MPTCP over both), one bulk transfer per repetition. Repetitions are the outer loop, so a
-sweep stopped half-way already covers every point once. Then one degraded run is repeated with
-full observation for the paper's Figures 4, 5, 6/9 and 10. The engine runs the points
-(mptcplab.engine); decoding the capture is lab1_measure.py, tables and figures lab1_analysis.py.
+sweep stopped half-way already covers every point once. Every sweep run samples `ss` every
+half second and keeps the kernel's view of it (srtt, min RTT, bytes in flight, the send buffer)
+as numbers in its summary, which `mptcplab check` judges against the window bound.
+
+Then one degraded run is repeated with full observation for the paper's Figures 4, 5, 6/9 and 10,
+and the control runs (`[detail] controls`) with the same observation: a sender that writes faster
+than the network carries blocks in sk_stream_wait_memory whatever limits it, so the degraded run's
+waits are read against a single-path TCP run on the fast path at the same buffer and an MPTCP run
+at a large one. The engine runs the points (mptcplab.engine); decoding the capture and the ss
+samples is lab1_measure.py, tables and figures lab1_analysis.py.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from ..results import Sweep
 from ..topology import NetPath, Topology
 from ..traffic import bulk, verify_capture
 from . import lab1_analysis
+from .lab1_measure import kernel_view
 
 _log = log.get("lab1")
 PORT = 5201
@@ -29,6 +37,11 @@ CONFIGS = {  # config -> (protocol, path the connection starts on)
     "mptcp": ("mptcp", "fast"),
 }
 DEFAULT_WMEM = "4096 16384 4194304"  # the kernel's default tcp_wmem, used with the SO_SNDBUF method
+# ss in the sweep runs: one sample (date + `ss -tinmHM`) took ~11 ms of CPU on the kit's 2-core
+# host (20 samples: 0.23 s, the host busy), so every 0.5 s is ~2 % of one CPU, the same in every
+# sweep run; 20 samples of a 10 s transfer (8 of a 4 s one) catch a window-limited flow's plateau.
+# The detailed runs sample every 50 ms, beside a capture and tracing.
+SWEEP_SS_INTERVAL_S = 0.5
 
 
 def parse_size(text) -> int:
@@ -70,20 +83,54 @@ def sweep_points(params: dict) -> list[Point]:
     return out
 
 
-def detail_point(params: dict, size: int) -> Point:
-    """The degraded run repeated with full observation, at send buffer `size` (tcp_wmem)."""
-    label = next((b for b in params["sweep"]["buffers"] if parse_size(b) == size), str(size))
-    point = {"method": "wmem", "buffer": label, "buffer_bytes": size, "config": "mptcp", "rep": 0}
-    return Point(f"detail-wmem-{label}-mptcp", {**point, "duration_s": float(params["detail"]["duration_s"]),
-                                                "detail": True})
+def detail_point(params: dict, size: int, config: str = "mptcp", control: str | None = None,
+                 label: str | None = None) -> Point:
+    """A run repeated with full observation, at send buffer `size` (tcp_wmem): the degraded MPTCP
+    run, or (with `control`, its spec in [detail] controls) one of its controls. The buffer is
+    named as the sweep names it ("64K"), else as `label`, else in bytes."""
+    label = next((b for b in params["sweep"]["buffers"] if parse_size(b) == size), label or str(size))
+    point = {"method": "wmem", "buffer": label, "buffer_bytes": size, "config": config, "rep": 0}
+    values = {**point, "duration_s": float(params["detail"]["duration_s"]), "detail": True}
+    if control:
+        values["control"] = control
+    return Point(f"detail-wmem-{label}-{config}", values)
+
+
+def controls(params: dict) -> list[tuple[str, str, str]]:
+    """[detail] controls as (spec, config, buffer): "CONFIG" runs at the detailed run's buffer,
+    "CONFIG@SIZE" at SIZE, "CONFIG@largest" at the sweep's largest buffer."""
+    out = []
+    for spec in params["detail"].get("controls", []):
+        config, _, buffer = str(spec).partition("@")
+        if config not in CONFIGS:
+            raise UsageError(f"detail.controls: {spec!r}: the config is one of {', '.join(CONFIGS)}, "
+                             "then optionally @SIZE or @largest, e.g. \"tcp-fast\" or \"mptcp@4M\"")
+        if buffer not in ("", "largest"):
+            parse_size(buffer)
+        out.append((str(spec), config, buffer))
+    return out
+
+
+def detail_points(params: dict, size: int) -> list[Point]:
+    """The degraded run at `size`, then its controls (each once; none repeats the degraded run)."""
+    largest = max(parse_size(b) for b in params["sweep"]["buffers"])
+    out = [detail_point(params, size)]
+    for spec, config, buffer in controls(params):
+        at = size if buffer == "" else largest if buffer == "largest" else parse_size(buffer)
+        p = detail_point(params, at, config, control=spec, label=buffer if buffer not in ("", "largest") else None)
+        if p.key not in {q.key for q in out}:
+            out.append(p)
+    return out
 
 
 def points(params: dict, sweep: Sweep | None) -> list[Point]:
-    """The sweep; once it is complete, the detailed run at its most degraded buffer ("auto")."""
+    """The sweep; once it is complete, the detailed run at its most degraded buffer ("auto") and
+    the control runs."""
     todo = sweep_points(params)
     want = params["detail"]["buffer"]
     if want != "auto":
         parse_size(want)
+    controls(params)  # checked before anything runs
     if sweep is None or not all(sweep.done(p.key) for p in todo):
         return todo
     if want == "auto":
@@ -92,7 +139,7 @@ def points(params: dict, sweep: Sweep | None) -> list[Point]:
         size = int(deg.iloc[0]["buffer_bytes"])
     else:
         size = parse_size(want)
-    return todo + [detail_point(params, size)]
+    return todo + detail_points(params, size)
 
 
 def apply_buffer(net, method: str, size: int) -> int | None:
@@ -116,35 +163,44 @@ def measure(net, rd, point: Point, params: dict) -> str:
     proto, path = CONFIGS[v["config"]]
     sndbuf = v["buffer_bytes"] if v["method"] == "sndbuf" else None  # wmem: set by configure
     duration = float(v["duration_s"])
+    paths = {net.address("snd", p.name): p.name for p in net.topo.paths}
     if not v.get("detail"):
-        r = bulk(net, "snd", "rcv", path, proto, duration=duration, sndbuf=sndbuf, port=PORT)
-        _summarise(rd, v, r)
+        with SsSampler(net, "snd", rd, PORT, interval=SWEEP_SS_INTERVAL_S, keep=False) as ss:
+            r = bulk(net, "snd", "rcv", path, proto, duration=duration, sndbuf=sndbuf, port=PORT)
+        _summarise(rd, v, r, kernel_view(ss.table, paths))
         return f"{r.mbps:7.1f} Mbit/s  ({rd.summary['subflows']} subflow(s))"
-    _log.info("detailed run at tcp_wmem %s (%.0f s, capture + tracing)", v["buffer"], duration)
-    with Capture(net, "snd", rd), Counters(net, "snd", rd), SsSampler(net, "snd", rd, PORT), \
-            Tracing(net, rd, PORT, mptcp=True, sndbuf_waits=True) as tracing:
+    what = f"control run ({v['control']})" if v.get("control") else "detailed run"
+    _log.info("%s: %s at tcp_wmem %s (%.0f s, capture + tracing)", what, v["config"], v["buffer"], duration)
+    with Capture(net, "snd", rd), Counters(net, "snd", rd), SsSampler(net, "snd", rd, PORT) as ss, \
+            Tracing(net, rd, PORT, mptcp=proto == "mptcp", sndbuf_waits=True) as tracing:
         r = bulk(net, "snd", "rcv", path, proto, duration=duration, sndbuf=sndbuf, port=PORT)
-    _summarise(rd, v, r)
+    _summarise(rd, v, r, kernel_view(ss.table, paths))
     rd.summary["detail"] = True
+    if v.get("control"):
+        rd.summary["control"] = v["control"]
     rd.summary["sndbuf_wait_method"] = getattr(tracing, "wait_method", None)
-    rd.summary["capture_check"] = verify_capture(rd.file("capture.pcap"), 2)
-    return (f"{r.mbps:.1f} Mbit/s over {rd.summary['capture_check']['subflows_with_data']} subflows; "
-            f"send-buffer waits via {rd.summary['sndbuf_wait_method']}")
+    line = f"{r.mbps:.1f} Mbit/s"
+    if proto == "mptcp":
+        rd.summary["capture_check"] = verify_capture(rd.file("capture.pcap"), 2)
+        line += f" over {rd.summary['capture_check']['subflows_with_data']} subflows"
+    return f"{line}; send-buffer waits via {rd.summary['sndbuf_wait_method']}"
 
 
-def _summarise(rd, v: dict, r) -> None:
+def _summarise(rd, v: dict, r, kernel: dict) -> None:
     rd.summary.update({k: v[k] for k in ("method", "buffer", "buffer_bytes", "config", "rep")})
     rd.summary.update(r.summary())
     rd.summary["sndbuf_effective"] = r.flows[0]["sndbuf"]
+    rd.summary.update(kernel)
     r.intervals.to_csv(rd.file("intervals.csv"), index=False)
 
 
 def finish(ctx: RunContext) -> dict:
     sweep = Sweep(ctx.out)
     lab1_analysis.compact(ctx.out)
-    detail = next((d.name for d in sweep.runs() if d.name.startswith("detail-")), None)
+    details = lab1_analysis.find_details(ctx.out)
     return {"runs": len(sweep_points(ctx.params)), "degradation": degradation(sweep.summaries()).to_dict("records"),
-            "detail": detail}
+            "detail": next((d.name for d, role in details if role is None), None),
+            "controls": [d.name for d, role in details if role is not None]}
 
 
 def degradation(table):

@@ -37,7 +37,7 @@ def test_degradation_region_found(sweep_dir):
 
 
 def test_detail_run_has_every_figure_input(sweep_dir):
-    (detail,) = [d for d in Sweep(sweep_dir).runs() if d.name.startswith("detail-")]
+    detail = la.find_detail(sweep_dir)
     summary = json.loads((detail / "summary.json").read_text())
     assert summary["capture_check"]["subflows_with_data"] == 2
     probe = pd.read_csv(detail / "tcp_probe.csv")
@@ -53,9 +53,23 @@ def test_detail_run_has_every_figure_input(sweep_dir):
     assert manifest["network"]["sysctls"]["snd"]["net.ipv4.tcp_wmem"] == f"{size} {size} {size}"
 
 
+def test_control_runs_and_kernel_view(sweep_dir):
+    """The control runs ran with the same observation, and every sweep run kept the kernel's view."""
+    details = la.load_details(sweep_dir)
+    assert details[0].control is None and {d.control for d in details[1:]} == {"mptcp@largest", "tcp-fast"}
+    for d in details:
+        assert len(d.waits) > 0 and len(d.probe) > 0, d.path.name
+    table = la.wait_table(details, la.load_sweep(sweep_dir))
+    assert (table["untraced_runs"] > 0).all()  # each has untraced sweep runs at its point: the cost of tracing
+    sweep = la.load_sweep(sweep_dir)
+    assert (sweep["ss_samples"] > 0).all() and sweep["sk_sndbuf_kernel"].notna().all()
+    slow = sweep[sweep["config"] == "tcp-slow"]
+    assert slow["min_rtt_ms_slow"].between(79, 90).all() and slow["inflight_max_slow"].notna().all()
+
+
 def test_figures_and_report_from_its_own_capture(sweep_dir):
     figs = la.figures(sweep_dir)
-    assert len(figs) == 5 and all(f.data for f in figs)
+    assert len(figs) == len(la.FIGURE_NAMES) and all(f.data for f in figs)
     text = (sweep_dir / "paper-vs-this-run.md").read_text()
     assert "| quantity | paper | this run |" in text
     assert "User-Mode Linux kernel" in text or "native kernel" in text

@@ -156,9 +156,9 @@ def test_cwnd_drops_and_busiest_window():
 
 def test_reference_figures_are_built_from_the_run():
     figs = la.figures(REF)
-    assert len(figs) == len(la.FIGURE_NAMES) == 5
+    assert len(figs) == len(la.FIGURE_NAMES) == 6
     d = la.Detail.load(REF)
-    f4, f5, f6, f10 = figs[1:]
+    f4, f5, f6, f10, controls = figs[1:]
     assert {t.name for t in f4.data} == {"fast subflow", "slow subflow"}
     assert "MPTcpExtMPTCPRetrans" in f5.layout.title.text
     assert {t.name for t in f6.data if t.showlegend is not False} == {"fast subflow", "slow subflow"}
@@ -166,6 +166,7 @@ def test_reference_figures_are_built_from_the_run():
     # Fig. 4 plots this run's DSNs, not a made-up curve
     ys = np.concatenate([np.asarray(t.y, dtype=float) for t in f4.data])
     assert ys.max() == pytest.approx(d.packets["dsn"].max() / 1e6, rel=0.01)
+    assert d.label in {t.name for t in controls.data}  # the degraded run, with or without controls beside it
 
 
 def test_report_names_kernel_place_and_paper_values():

@@ -4,9 +4,14 @@ Everything here reads a sweep directory written by `mptcplab run lab1` (or the c
 copy in solutions/results/lab1/, which has the same layout minus the raw capture):
 
     sweep = load_sweep(path)            # one row per transfer (compact(path) writes it as sweep.csv)
-    fig_throughput(sweep)               # throughput vs send buffer, degradation region shaded
+    bounds = window_bounds(sweep, manifest)   # each single-path run against physics (as `mptcplab check`)
+    fig_throughput(sweep, manifest=manifest)  # throughput vs send buffer, degradation region shaded,
+                                              # the slow path's window bound, runs above it marked
+    mptcp_bounds(sweep, manifest)       # MPTCP against what its send buffer allows
     d = Detail.load(path)               # the degraded run with capture and tracing
     fig4(d); fig5(d); fig6(d); fig10(d)
+    waits = wait_table(load_details(path), sweep)   # its send-buffer waits against the control runs,
+    fig_waits_compare(load_details(path))           # and the cost of tracing
     report(path)                        # the "paper vs this run" markdown table
     export_reference(path, dest)        # the compact copy shipped in solutions/results/lab1/
 """
@@ -25,6 +30,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .. import physics
+from ..check import paths_of, single_path_bounds
 from ..results import Sweep
 from .lab1_measure import cwnd_drops, packets_from_capture
 
@@ -53,11 +60,17 @@ def load_sweep(path: Path | str) -> pd.DataFrame:
     if "detail" in table:
         keep &= table["detail"].isna() | (table["detail"] == False)  # noqa: E712
     cols = ["run", "method", "buffer", "buffer_bytes", "config", "rep", "mbps", "subflows", "sndbuf_effective"]
-    out = table.loc[keep, [c for c in cols if c in table]].reset_index(drop=True)
+    kernel = [c for c in table.columns if c in KERNEL_COLUMNS or c.startswith(KERNEL_PER_PATH)]
+    out = table.loc[keep, [c for c in cols if c in table] + sorted(kernel)].reset_index(drop=True)
     for c in ("buffer_bytes", "rep", "subflows", "sndbuf_effective"):
         if c in out and out[c].notna().all():
             out[c] = out[c].astype(np.int64)
     return out
+
+
+# The kernel's view of each run (lab1_measure.kernel_view; runs made before the kit sampled ss have none).
+KERNEL_COLUMNS = ("ss_samples", "inflight_max", "sk_sndbuf_kernel", "wmem_queued_max")
+KERNEL_PER_PATH = ("srtt_ms_", "min_rtt_ms_", "inflight_max_", "sk_sndbuf_")
 
 
 def compact(out: Path | str) -> dict[str, pd.DataFrame]:
@@ -107,16 +120,208 @@ def degradation_region(sweep: pd.DataFrame, method: str = "wmem") -> list[int]:
     return sorted(int(b) for b in t["buffer_bytes"].unique())
 
 
+# ---------------------------------------------------------------- physics: what a send buffer allows
+
+def sweep_manifest(path: Path | str) -> dict:
+    """A manifest of the sweep (any run's, or the compact copy's verify-manifest.json): the network."""
+    path = Path(path)
+    for m in sorted(path.glob("*manifest.json")) + sorted(path.glob("*/manifest.json")):
+        try:
+            manifest = json.loads(m.read_text())
+        except (OSError, ValueError):
+            continue
+        if paths_of(manifest):
+            return manifest
+    raise FileNotFoundError(f"no manifest with the network in {path}")
+
+
+def window_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:
+    """Every single-path run of the sweep against the bounds physics sets (mptcplab.physics, the
+    same bounds `mptcplab check` applies): one row per run with its sk_sndbuf (the largest it can
+    have had), the path's RTT, `window_mbps` = (sk_sndbuf + 64 KiB) x 8 / RTT, `ceiling_mbps` (the
+    link), and where the run carries the kernel's view, its most bytes in flight against
+    sk_sndbuf + 64 KiB. `above` is True for a run that broke any of them: such a run did not happen
+    on a network that honours its send buffer, whatever else it shows."""
+    paths = paths_of(manifest)
+    rows = []
+    for r in sweep[sweep["config"].astype(str).str.startswith("tcp-")].to_dict("records"):
+        name = r["config"].removeprefix("tcp-")
+        if name not in paths:
+            continue
+        b = single_path_bounds(r, paths[name])
+        window = b["window_bps"] / 1e6
+        ceiling = b["ceiling_bps"] * (1 + physics.MEASUREMENT_SLACK) / 1e6
+        inflight = r.get(f"inflight_max_{name}")
+        inflight = float(inflight) if inflight is not None and inflight == inflight else np.nan
+        rows.append({
+            "run": r.get("run"), "method": r["method"], "buffer_bytes": r["buffer_bytes"], "config": r["config"],
+            "path": name, "mbps": r["mbps"], "sk_sndbuf": b["sk_sndbuf"], "rtt_ms": b["rtt_s"] * 1e3,
+            "window_mbps": window, "ceiling_mbps": ceiling, "bound_mbps": min(window, ceiling),
+            "inflight_max": inflight, "unacked_bound": b["unacked_bytes"],
+            "above_window": r["mbps"] > window, "above_link": r["mbps"] > ceiling,
+            "above_inflight": bool(inflight > b["unacked_bytes"]) if inflight == inflight else False})
+    cols = ["run", "method", "buffer_bytes", "config", "path", "mbps", "sk_sndbuf", "rtt_ms", "window_mbps",
+            "ceiling_mbps", "bound_mbps", "inflight_max", "unacked_bound", "above_window", "above_link",
+            "above_inflight"]
+    out = pd.DataFrame(rows, columns=cols)
+    out["above"] = out["above_window"] | out["above_link"] | out["above_inflight"]
+    return out
+
+
+def describe_bounds(bounds: pd.DataFrame, limit: int = 8) -> str:
+    """What a student reads about their single-path runs: all within physics, or each run that is
+    not, with its number, its bound and where the bound comes from, and what to do."""
+    if bounds.empty:
+        return "No single-path TCP runs to judge against their window bound."
+    bad = bounds[bounds["above"]]
+    judged = bounds[np.isfinite(bounds["window_mbps"])]
+    if bad.empty:
+        worst = (judged["mbps"] / judged["window_mbps"]).max() if len(judged) else np.nan
+        tail = (f"; the closest to its window bound reached {worst:.0%} of it" if worst == worst else "")
+        return (f"Physics check: all {len(bounds)} single-path runs are within their bounds (window: "
+                f"(sk_sndbuf + 64 KiB) / RTT; link: {GOODPUT_LIMIT:.1f} Mbit/s of payload){tail}.")
+    lines = [f"Physics check: {len(bad)} of {len(bounds)} single-path runs carried more than physics allows:"]
+    for r in bad.head(limit).itertuples():
+        if r.above_window:
+            lines.append(f"  {r.run}: {r.mbps:.1f} Mbit/s over the {r.path} path (RTT {r.rtt_ms:g} ms) with "
+                         f"sk_sndbuf {r.sk_sndbuf:,} B: at most ({r.sk_sndbuf:,} + 65,536) B x 8 / {r.rtt_ms:g} ms "
+                         f"= {r.window_mbps:.1f} Mbit/s")
+        if r.above_inflight:
+            lines.append(f"  {r.run}: {r.inflight_max:,.0f} bytes in flight at once, at most "
+                         f"{r.unacked_bound:,} (sk_sndbuf {r.sk_sndbuf:,} B + one 64 KiB skb)")
+        if r.above_link:
+            lines.append(f"  {r.run}: {r.mbps:.1f} Mbit/s, above what the {r.path} link carries "
+                         f"({r.ceiling_mbps:.1f} Mbit/s)")
+    if len(bad) > limit:
+        lines.append(f"  ... and {len(bad) - limit} more ({', '.join(map(str, bad['run'].iloc[limit:]))})")
+    lines += [
+        "A TCP connection cannot keep more unacknowledged bytes than its send buffer holds, so these",
+        "numbers did not come from a kernel that honoured its send buffer: the curves built on them are",
+        "an artefact of the place they ran in, not TCP. Your answers below are still graded on your",
+        "computations, not on these numbers; but do not draw conclusions from them. Re-run the lab where",
+        "the physics check passes (`sudo mptcplab doctor` shows it; `mptcplab check RESULTS_DIR` judges",
+        "a results directory), and tell your instructor."]
+    return "\n".join(lines)
+
+
+def _nominal_sk_sndbuf(method: str, buffer_bytes: int) -> int:
+    """The sk_sndbuf a single TCP socket gets: tcp_wmem = B B B gives B; SO_SNDBUF = B gives 2B."""
+    return int(buffer_bytes) if method == "wmem" else physics.sk_sndbuf_for(int(buffer_bytes), wmem_max=1 << 62)
+
+
+def slow_path_bound_curve(sweep: pd.DataFrame, manifest: dict, method: str) -> pd.DataFrame:
+    """Single-path TCP's bound on the slow path at each buffer of the sweep (nominal sk_sndbuf):
+    buffer_bytes, sk_sndbuf, bound_mbps = min(link ceiling, (sk_sndbuf + 64 KiB) x 8 / RTT_slow)."""
+    paths = paths_of(manifest)
+    rtt = max((p["rtt_s"] for p in paths.values()), default=0.0)
+    rate = max((p["rate_bps"] or 0 for p in paths.values()), default=0.0)
+    sizes = sorted(sweep.loc[sweep["method"] == method, "buffer_bytes"].unique())
+    rows = []
+    for b in sizes:
+        sk = _nominal_sk_sndbuf(method, b)
+        window = physics.window_bound_bps(sk, rtt) / 1e6 if rtt > 0 else np.inf
+        ceiling = physics.link_ceiling_bps(rate) / 1e6 if rate else np.inf
+        rows.append({"buffer_bytes": int(b), "sk_sndbuf": sk, "bound_mbps": min(window, ceiling)})
+    return pd.DataFrame(rows, columns=["buffer_bytes", "sk_sndbuf", "bound_mbps"])
+
+
+def mptcp_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:
+    """MPTCP at each method and buffer against what its send buffers allow (Q7).
+
+    S is the MPTCP socket's send buffer (`sndbuf_effective`). Every byte stays in it until the
+    connection-level DATA_ACK covers it, and that is cumulative: a byte sent on the fast subflow
+    after a chunk on the slow one is released only when that chunk has arrived and its DATA_ACK
+    is back. If the slow subflow always holds the oldest data, the buffer turns over once per
+    `T` = one slow one-way delay plus the DATA_ACK's way back: RTT_slow when it returns on the slow
+    subflow, about RTT_slow / 2 when it returns on the fast one. So `s_per_rtt` = S / RTT_slow and
+    `s_per_half_rtt` = 2 S / RTT_slow bracket what that pattern delivers; neither is a bound (bytes
+    sent while the slow subflow holds nothing are released at once). The hard bound is each
+    subflow's own window: `subflow_bound` = sum over paths of min(link, (subflow sk_sndbuf + 64 KiB)
+    / RTT_path), with the subflows' sk_sndbuf from ss when the run recorded it (else B for tcp_wmem,
+    2B for SO_SNDBUF, which the MPTCP socket copies to its subflows)."""
+    paths = paths_of(manifest)
+    rtt_slow = max((p["rtt_s"] for p in paths.values()), default=0.0)
+    m = sweep[sweep["config"] == "mptcp"]
+    rows = []
+    for (method, b), g in m.groupby(["method", "buffer_bytes"]):
+        S = float(g["sndbuf_effective"].median()) if "sndbuf_effective" in g else np.nan
+        total = 0.0
+        for name, p in paths.items():
+            col = f"sk_sndbuf_{name}"
+            sub = g[col].median() if col in g and g[col].notna().any() else _nominal_sk_sndbuf(method, b)
+            window = physics.window_bound_bps(int(sub), p["rtt_s"]) if p["rtt_s"] > 0 else np.inf
+            total += min(window, physics.link_ceiling_bps(p["rate_bps"]) if p["rate_bps"] else np.inf)
+        rows.append({"method": method, "buffer_bytes": int(b), "S": S, "mbps": g["mbps"].mean(),
+                     "mbps_max": g["mbps"].max(), "n": len(g),
+                     "s_per_rtt": S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
+                     "s_per_half_rtt": 2 * S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
+                     "subflow_bound": total * (1 + physics.MEASUREMENT_SLACK) / 1e6})
+    out = pd.DataFrame(rows, columns=["method", "buffer_bytes", "S", "mbps", "mbps_max", "n", "s_per_rtt",
+                                      "s_per_half_rtt", "subflow_bound"])
+    out["above_subflow_bound"] = out["mbps_max"] > out["subflow_bound"]
+    out["where"] = np.select([out["mbps"] < out["s_per_rtt"], out["mbps"] <= out["s_per_half_rtt"]],
+                             ["below S/RTT_slow", "between S/RTT_slow and 2S/RTT_slow"], "above 2S/RTT_slow")
+    return out
+
+
+def buffer_needed(manifest: dict) -> tuple[float, float]:
+    """The MPTCP socket's buffer S (bytes) at which S / T reaches the fast path alone, for
+    T = RTT_slow / 2 and T = RTT_slow: the range in which MPTCP should start to beat one path."""
+    paths = paths_of(manifest)
+    rtt_slow = max((p["rtt_s"] for p in paths.values()), default=0.0)
+    fast = min(paths.values(), key=lambda p: p["rtt_s"])
+    c = physics.link_ceiling_bps(fast["rate_bps"]) / 8
+    return c * rtt_slow / 2, c * rtt_slow
+
+
+def crossing(sweep: pd.DataFrame) -> dict[str, float | None]:
+    """Per method: the smallest MPTCP socket buffer S (sndbuf_effective) from which MPTCP's mean
+    goodput stays above single-path TCP's on the fast path, or None if it never does."""
+    fast = sweep[sweep["config"] == "tcp-fast"].groupby("method")["mbps"].mean()
+    out = {}
+    for method, g in sweep[sweep["config"] == "mptcp"].groupby("method"):
+        per = g.groupby("sndbuf_effective")["mbps"].mean().sort_index()
+        above = per > fast.get(method, np.inf)
+        ok = [s for i, s in enumerate(per.index) if above.iloc[i:].all()]
+        out[method] = float(ok[0]) if ok else None
+    return out
+
+
+def describe_mptcp_bounds(sweep: pd.DataFrame, manifest: dict) -> str:
+    """The numbers Q7 needs, from this run: where MPTCP falls against S/RTT_slow and 2S/RTT_slow,
+    whether any run broke the subflows' bound, the buffer S needed and where MPTCP crossed TCP."""
+    t = mptcp_bounds(sweep, manifest)
+    if t.empty:
+        return "No MPTCP runs in this sweep."
+    lo, hi = buffer_needed(manifest)
+    lines = [f"MPTCP against its send buffer S (the MPTCP socket's sk_sndbuf), {len(t)} method/buffer points:"]
+    for where, g in t.groupby("where", sort=False):
+        pts = ", ".join(f"{m} {_kib(b)}" for m, b in zip(g["method"], g["buffer_bytes"]))
+        lines.append(f"  {where}: {len(g)} ({pts})")
+    bad = t[t["above_subflow_bound"]]
+    lines.append("  above the sum of the subflows' window bounds (physics): "
+                 + (", ".join(f"{m} {_kib(b)}" for m, b in zip(bad["method"], bad["buffer_bytes"])) or "none"))
+    lines.append(f"S for which S / T equals the fast path alone: {lo / 1e6:.2f} MB (T = RTT_slow / 2) to "
+                 f"{hi / 1e6:.2f} MB (T = RTT_slow)")
+    for method, s in crossing(sweep).items():
+        lines.append(f"  measured, {method}: MPTCP stays above single-path TCP on the fast path from S = "
+                     + (f"{s / 1e6:.2f} MB" if s else "(never in this sweep)"))
+    return "\n".join(lines)
+
+
 def _kib(b: float) -> str:
     return f"{b / 1048576:g} MiB" if b >= 1048576 else f"{b / 1024:g} KiB"
 
 
-def fig_throughput(sweep: pd.DataFrame, error: str = "sd") -> go.Figure:
+def fig_throughput(sweep: pd.DataFrame, error: str = "sd", manifest: dict | None = None) -> go.Figure:
     """Goodput vs send buffer, one panel per way of setting it; error bars = `error` ("sd" or "ci95")
-    over the repetitions; the buffer sizes where MPTCP < single-path TCP (fast path) shaded."""
+    over the repetitions; the buffer sizes where MPTCP < single-path TCP (fast path) shaded. With the
+    sweep's `manifest` (its paths' RTTs), also single-path TCP's window bound on the slow path
+    (dashed) and every single-path run above its bounds (x): those did not obey physics."""
     if error not in ("sd", "ci95"):
         raise ValueError("error is 'sd' or 'ci95'")
     t = throughput_table(sweep)
+    bounds = window_bounds(sweep, manifest) if manifest else None
     methods = [m for m in ("wmem", "sndbuf") if m in set(t["method"])]
     titles = {"wmem": "sysctl net.ipv4.tcp_wmem = \"B B B\"", "sndbuf": "setsockopt(SO_SNDBUF, B)"}
     fig = make_subplots(rows=1, cols=len(methods), shared_yaxes=True, horizontal_spacing=0.06,
@@ -134,6 +339,22 @@ def fig_throughput(sweep: pd.DataFrame, error: str = "sd") -> go.Figure:
                 line=dict(color=COLORS[config]), customdata=np.stack([s["count"], s["std"].fillna(0)], axis=-1),
                 hovertemplate=f"{config}<br>B=%{{x:,}} bytes: %{{y:.1f}} Mbit/s "
                               "(sd %{customdata[1]:.1f}, n=%{customdata[0]})<extra></extra>"), row=1, col=col)
+        if bounds is not None:
+            curve = slow_path_bound_curve(sweep, manifest, method)
+            if "tcp-slow" in set(sub["config"]) and len(curve):
+                fig.add_trace(go.Scatter(
+                    x=curve["buffer_bytes"], y=curve["bound_mbps"], mode="lines", legendgroup="bound",
+                    name="tcp-slow's window bound: (sk_sndbuf + 64 KiB) / RTT", showlegend=col == 1,
+                    line=dict(color=COLORS["tcp-slow"], dash="dash", width=1),
+                    hovertemplate="bound at B=%{x:,} bytes: %{y:.1f} Mbit/s<extra></extra>"), row=1, col=col)
+            bad = bounds[(bounds["method"] == method) & bounds["above"]]
+            fig.add_trace(go.Scatter(
+                x=bad["buffer_bytes"], y=bad["mbps"], mode="markers", legendgroup="above",
+                name="run above its physics bound (not a valid measurement)", showlegend=col == 1 and len(bad) > 0,
+                marker=dict(symbol="x", size=11, color="black"), customdata=np.stack(
+                    [bad["run"].astype(str), bad["bound_mbps"]], axis=-1) if len(bad) else None,
+                hovertemplate="%{customdata[0]}: %{y:.1f} Mbit/s, bound %{customdata[1]:.1f}<extra></extra>"),
+                row=1, col=col)
         # Shade the buffer sizes where MPTCP is below single-path TCP on the fast path: each degraded
         # point's band reaches half-way (on the log axis) to its neighbours.
         sizes = sorted(sub["buffer_bytes"].unique())
@@ -158,10 +379,13 @@ def fig_throughput(sweep: pd.DataFrame, error: str = "sd") -> go.Figure:
     fig.update_yaxes(range=[0, max(top, GOODPUT_LIMIT) * 1.15])
     fig.update_yaxes(title_text="goodput at the receiver (Mbit/s)", row=1, col=1)
     n = int(sweep.groupby(["method", "buffer_bytes", "config"]).size().max())
+    n_bad = int(bounds["above"].sum()) if bounds is not None else 0
+    warn = (f"<br><sup><b>x: {n_bad} single-path run(s) above their physics bound: not a valid measurement</b></sup>"
+            if n_bad else "")
     fig.update_layout(title=f"Throughput vs send buffer: single-path TCP on each path and MPTCP over both<br><sup>"
                             f"mean of {n} run(s) per point, error bars {'1 sd' if error == 'sd' else '95% CI'}; "
-                            f"shaded: MPTCP below single-path TCP on the fast path</sup>",
-                      height=480, margin=dict(t=110), legend=dict(orientation="h", y=-0.22))
+                            f"shaded: MPTCP below single-path TCP on the fast path</sup>{warn}",
+                      height=480, margin=dict(t=130 if warn else 110), legend=dict(orientation="h", y=-0.22))
     return fig
 
 
@@ -215,17 +439,27 @@ class Detail:
 
     @classmethod
     def load(cls, sweep_dir: Path | str) -> "Detail":
-        d = find_detail(sweep_dir)
+        """The sweep's degraded run (not a control run), with its capture's packets."""
+        return cls.load_run(find_detail(sweep_dir))
+
+    @classmethod
+    def load_run(cls, d: Path, packets: bool = True) -> "Detail":
+        """One detailed run from its directory; a control run may lack packets (the compact copy
+        keeps no capture of it) and, in a place without tracing, waits and tcp_probe (then empty)."""
+        d = Path(d)
         summary = json.loads((d / "summary.json").read_text())
         manifest = json.loads((d / "manifest.json").read_text())
         t0 = summary["t0"]
         paths = path_names(manifest)
-        packets = read_packets(d, paths, t0)
-        probe = _read_table(d, "tcp_probe.csv")
+        has_packets = (d / "packets.csv.gz").exists() or (d / "capture.pcap").exists()
+        pk = read_packets(d, paths, t0) if packets and has_packets else pd.DataFrame(
+            columns=["time", "path", "stream", "seq", "len", "dsn", "reinjection", "tcp_retransmission",
+                     "dsn_resent"])
+        probe = _read_optional(d, "tcp_probe.csv", ["time", "saddr", "snd_cwnd", "srtt_us"])
         probe = probe[probe["saddr"].isin(paths)].copy()
         probe["path"] = probe["saddr"].map(paths)
         probe["time"] -= t0
-        waits = _read_table(d, "sndbuf_waits.csv")
+        waits = _read_optional(d, "sndbuf_waits.csv", ["start", "end", "duration_s", "tid", "method"])
         # Only the measured window counts: a wait that began before the transfer's t0 or ended
         # after it is cut at the edge, so the blocked share never exceeds 100%.
         duration = float(summary.get("duration_s", 10))
@@ -233,8 +467,26 @@ class Detail:
         waits["end"] = (waits["end"] - t0).clip(upper=duration)
         waits = waits[waits["end"] > waits["start"]].reset_index(drop=True)
         waits["duration_s"] = waits["end"] - waits["start"]
-        counters = json.loads((d / "counters.json").read_text())
-        return cls(d, summary, manifest, packets, probe, waits, counters.get("delta", counters))
+        counters = json.loads((d / "counters.json").read_text()) if (d / "counters.json").exists() else {}
+        return cls(d, summary, manifest, pk, probe, waits, counters.get("delta", counters))
+
+    @property
+    def control(self) -> str | None:
+        """The [detail] controls spec this run answers ("tcp-fast", "mptcp@largest"), or None for
+        the degraded run itself."""
+        return self.summary.get("control")
+
+    @property
+    def label(self) -> str:
+        what = {"mptcp": "MPTCP", "tcp-fast": "TCP, fast path", "tcp-slow": "TCP, slow path"}.get(
+            self.summary.get("config"), str(self.summary.get("config")))
+        role = "control" if self.control else "degraded run"
+        return f"{what}, tcp_wmem {self.summary.get('buffer')} ({role})"
+
+    @property
+    def blocked_share(self) -> float:
+        """The fraction of the transfer the sender spent blocked waiting for send-buffer memory."""
+        return float(self.waits["duration_s"].sum()) / self.duration if self.duration else float("nan")
 
     @property
     def method(self) -> str:
@@ -258,21 +510,37 @@ class Detail:
         return lo, lo + width
 
 
-def find_detail(sweep_dir: Path | str) -> Path:
-    """The sweep's detailed run: the newest completed run whose summary says "detail": true."""
+def find_details(sweep_dir: Path | str) -> list[tuple[Path, str | None]]:
+    """The sweep's detailed runs as (directory, control spec or None): the degraded run first (the
+    newest if there are several), then the control runs by name."""
     sweep_dir = Path(sweep_dir)
     found = []
     for s in sweep_dir.glob("*/summary.json"):
         if s.parent.name.endswith(".partial"):
             continue
         try:
-            if json.loads(s.read_text()).get("detail"):
-                found.append(s.parent)
+            summary = json.loads(s.read_text())
         except json.JSONDecodeError:
             continue
+        if summary.get("detail"):
+            found.append((s.parent, summary.get("control")))
+    main = [d for d, c in found if c is None]
+    out = [(max(main, key=lambda p: (p / "summary.json").stat().st_mtime), None)] if main else []
+    return out + sorted(((d, c) for d, c in found if c is not None), key=lambda x: x[0].name)
+
+
+def find_detail(sweep_dir: Path | str) -> Path:
+    """The sweep's degraded detailed run: the newest completed run whose summary says "detail":
+    true and that is not a control run."""
+    found = [d for d, control in find_details(sweep_dir) if control is None]
     if not found:
         raise FileNotFoundError(f"no detailed run in {sweep_dir}: `mptcplab run lab1` makes one after the sweep")
-    return max(found, key=lambda p: (p / "summary.json").stat().st_mtime)
+    return found[0]
+
+
+def load_details(sweep_dir: Path | str) -> list[Detail]:
+    """The degraded run and its control runs (without packets: their waits are what is compared)."""
+    return [Detail.load_run(d, packets=False) for d, _ in find_details(sweep_dir)]
 
 
 def path_names(manifest: dict) -> dict[str, str]:
@@ -285,6 +553,13 @@ def _read_table(d: Path, name: str) -> pd.DataFrame:
         if candidate.exists():
             return pd.read_csv(candidate)
     raise FileNotFoundError(f"{d}: {name} is missing")
+
+
+def _read_optional(d: Path, name: str, columns: list[str]) -> pd.DataFrame:
+    try:
+        return _read_table(d, name)
+    except FileNotFoundError:
+        return pd.DataFrame({c: pd.Series(dtype=object if c in ("saddr", "method") else float) for c in columns})
 
 
 def read_packets(d: Path, paths: dict, t0: float) -> pd.DataFrame:
@@ -405,14 +680,110 @@ def fig10(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:
     return fig
 
 
-FIGURE_NAMES = ["throughput-vs-buffer", "fig4-dsn", "fig5-zoom", "fig6-cwnd", "fig10-sndbuf-waits"]
+# ---------------------------------------------------------------- the control runs and the cost of tracing
+
+def wait_table(details: list[Detail], sweep: pd.DataFrame) -> pd.DataFrame:
+    """The detailed runs side by side: goodput, send-buffer waits (count, median length, share of
+    the time blocked), how full the paths it used were, and the cost of tracing: the traced run's
+    goodput over the mean of the untraced sweep runs at the same point (method, buffer, config).
+
+    Any sender that writes faster than the network carries is blocked most of the time, whatever
+    limits it; what tells starvation apart is a sender blocked while a path it may use is idle."""
+    rows = []
+    for d in details:
+        s = d.summary
+        same = sweep[(sweep["method"] == s.get("method", "wmem")) & (sweep["buffer_bytes"] == s.get("buffer_bytes"))
+                     & (sweep["config"] == s.get("config"))]
+        untraced = float(same["mbps"].mean()) if len(same) else np.nan
+        links = 2 if s.get("config") == "mptcp" else 1
+        rows.append({
+            "run": d.path.name, "label": d.label, "control": d.control, "config": s.get("config"),
+            "buffer_bytes": s.get("buffer_bytes"), "duration_s": d.duration, "mbps": s.get("mbps"),
+            "paths_full_mbps": links * GOODPUT_LIMIT, "utilisation": s.get("mbps", np.nan) / (links * GOODPUT_LIMIT),
+            "waits": len(d.waits),
+            "median_wait_ms": float(d.waits["duration_s"].median() * 1e3) if len(d.waits) else np.nan,
+            "blocked_share": d.blocked_share, "wait_method": d.method,
+            "untraced_mbps": untraced, "untraced_runs": len(same),
+            "tracing_ratio": s.get("mbps", np.nan) / untraced if untraced else np.nan})
+    return pd.DataFrame(rows, columns=["run", "label", "control", "config", "buffer_bytes", "duration_s", "mbps",
+                                       "paths_full_mbps", "utilisation", "waits", "median_wait_ms", "blocked_share",
+                                       "wait_method", "untraced_mbps", "untraced_runs", "tracing_ratio"])
+
+
+def describe_tracing_cost(table: pd.DataFrame) -> str:
+    """One line per detailed run: traced goodput against the untraced sweep runs at the same point."""
+    lines = []
+    for r in table.itertuples():
+        if r.untraced_runs:
+            lines.append(f"{r.run}: {r.mbps:.1f} Mbit/s traced vs {r.untraced_mbps:.1f} Mbit/s untraced (mean of "
+                         f"{r.untraced_runs} sweep run(s) at the same point): ratio {r.tracing_ratio:.2f}, "
+                         f"the traced run delivered {r.tracing_ratio:.0%} of the untraced rate")
+        else:
+            lines.append(f"{r.run}: {r.mbps:.1f} Mbit/s traced; no untraced sweep run at the same point")
+    return "\n".join(lines)
+
+
+def describe_waits(table: pd.DataFrame) -> str:
+    """The blocked share of each detailed run, read against the controls."""
+    lines = [f"{r.label}: {r.mbps:.1f} Mbit/s ({r.utilisation:.0%} of the "
+             f"{'two paths' if r.config == 'mptcp' else 'path'}), blocked {r.blocked_share:.1%} of the time in "
+             f"{r.waits} waits (median {r.median_wait_ms:.2f} ms)" for r in table.itertuples()]
+    if table["control"].isna().all():
+        lines.append("No control runs in these results (made before the kit ran them): `sudo mptcplab run lab1` "
+                     "with the same --out resumes the sweep and adds them.")
+    return "\n".join(lines)
+
+
+def fig_waits_compare(details: list[Detail], sweep: pd.DataFrame | None = None, width: float = 1.0) -> go.Figure:
+    """The degraded run's send-buffer waits against the control runs': (a) when the sender was
+    blocked, in the same `width`-second window of each run; (b) the share of the time blocked, with
+    goodput and how full the paths were."""
+    table = wait_table(details, sweep if sweep is not None else pd.DataFrame(columns=["method", "buffer_bytes",
+                                                                                       "config", "mbps"]))
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.12,
+                        subplot_titles=[f"(a) blocked in sk_stream_wait_memory, {width:g} s of each run",
+                                        "(b) share of the run blocked"])
+    colors = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b"]
+    for i, d in enumerate(details):
+        lo = max(0.0, d.duration / 2 - width / 2)
+        w = d.waits[(d.waits["end"] >= lo) & (d.waits["start"] <= lo + width)]
+        x, y = [], []
+        for a, b in zip(w["start"].clip(lower=lo) - lo, w["end"].clip(upper=lo + width) - lo):
+            x += [a, a, b, b, None]
+            y += [i - 0.35, i + 0.35, i + 0.35, i - 0.35, None]
+        fig.add_trace(go.Scatter(x=x or [None], y=y or [None], mode="lines", fill="toself", name=d.label,
+                                 line=dict(color=colors[i % len(colors)], width=1), legendgroup=d.label), 1, 1)
+        r = table.iloc[i]
+        fig.add_trace(go.Bar(y=[i], x=[100 * r["blocked_share"]], orientation="h", showlegend=False,
+                             marker_color=colors[i % len(colors)], legendgroup=d.label,
+                             text=[f"{r['blocked_share']:.0%}: {r['waits']} waits, median "
+                                   f"{r['median_wait_ms']:.1f} ms; {r['mbps']:.0f} Mbit/s = "
+                                   f"{r['utilisation']:.0%} of its path(s)"],
+                             textposition="inside", insidetextanchor="start"), 1, 2)
+    ticks = dict(tickvals=list(range(len(details))), ticktext=[d.label.replace(" (", "<br>(") for d in details],
+                 autorange="reversed")
+    fig.update_yaxes(**ticks, row=1, col=1)
+    fig.update_yaxes(**ticks, showticklabels=False, row=1, col=2)
+    fig.update_xaxes(title_text="time in the window (s)", range=[0, width], row=1, col=1)
+    fig.update_xaxes(title_text="% of the transfer", range=[0, 100], row=1, col=2)
+    note = ("every sender that writes faster than the network carries blocks; starvation is blocking while a "
+            "path is idle" if (table["control"].notna()).any() else "no control runs in these results")
+    fig.update_layout(title=f"Send-buffer waits: the degraded run against the controls<br><sup>{note}</sup>",
+                      height=180 + 110 * max(1, len(details)), legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+FIGURE_NAMES = ["throughput-vs-buffer", "fig4-dsn", "fig5-zoom", "fig6-cwnd", "fig10-sndbuf-waits",
+                "sndbuf-waits-controls"]
 
 
 def figures(sweep_dir: Path | str) -> list[go.Figure]:
-    """Every Lab 1 figure of a run, in the paper's order (used by `mptcplab reproduce`)."""
+    """Every Lab 1 figure of a run, in the paper's order, then the controls (used by `mptcplab reproduce`)."""
     d = Detail.load(sweep_dir)
     window = d.busiest_window()
-    return [fig_throughput(load_sweep(sweep_dir)), fig4(d), fig5(d, window), fig6(d, window), fig10(d, window)]
+    sweep = load_sweep(sweep_dir)
+    return [fig_throughput(sweep, manifest=d.manifest), fig4(d), fig5(d, window), fig6(d, window), fig10(d, window),
+            fig_waits_compare(load_details(sweep_dir), sweep)]
 
 
 def save_images(sweep_dir: Path | str, dest: Path | str) -> list[Path]:
@@ -456,6 +827,11 @@ def report(sweep_dir: Path | str) -> str:
     eff = sweep[(sweep["config"] == "mptcp") & (sweep["method"] == "wmem")]
     eff_ratio = (eff["sndbuf_effective"] / eff["buffer_bytes"]).median() if "sndbuf_effective" in eff else np.nan
     blocked = float(d.waits["duration_s"].sum())
+    waits = wait_table(load_details(sweep_dir), sweep)
+    ctrl = waits[waits["control"].notna()]
+    bounds = window_bounds(sweep, d.manifest)
+    bad = bounds[bounds["above"]]
+    mb = mptcp_bounds(sweep, d.manifest)
     rows = [
         ("MPTCP goodput at tcp_wmem = 1 MiB", f"{PAPER['mptcp_mbps_mean']} Mbit/s (42.4-49.8, sd 3.54, 5 runs)",
          f"{at_1m['mean']:.1f} Mbit/s (sd {0 if pd.isna(at_1m['std']) else at_1m['std']:.1f}, n={int(at_1m['count'])})"
@@ -476,6 +852,23 @@ def report(sweep_dir: Path | str) -> str:
         ("Send-buffer waits in the detailed run", f"{PAPER['waits']} in 10 s (kernel patch)",
          f"{len(d.waits)} in {d.duration:g} s, blocked {blocked / d.duration:.0%} of the time ({d.method})",
          "measured without patching the kernel; the method is named"),
+        ("... the same in the control runs (network-limited senders)", "not measured",
+         "; ".join(f"{r.label}: {r.waits} waits, blocked {r.blocked_share:.0%}, {r.mbps:.1f} Mbit/s "
+                   f"({r.utilisation:.0%} of its path(s))" for r in ctrl.itertuples()) or "no control runs",
+         "any sender faster than its network blocks; starvation is blocking while a path is idle"),
+        ("Cost of tracing (detailed run vs untraced sweep runs, same point)", "not stated",
+         "; ".join(f"{r.run}: {r.mbps:.1f} vs {r.untraced_mbps:.1f} Mbit/s (x{r.tracing_ratio:.2f})"
+                   for r in waits.itertuples() if r.untraced_runs) or "no untraced run at the same point",
+         "capture, tracepoints and stack traces cost the sender CPU time"),
+        ("Single-path runs within their window bound ((sk_sndbuf + 64 KiB) / RTT)", "not stated",
+         f"all {len(bounds)}" if bad.empty else
+         f"{len(bad)} of {len(bounds)} above: " + ", ".join(map(str, bad["run"].head(6)))
+         + (" ..." if len(bad) > 6 else ""),
+         "physics: `mptcplab check` judges the same bound" if bad.empty else
+         "NOT VALID: this place did not honour the send buffer"),
+        ("MPTCP (tcp_wmem, SO_SNDBUF) against S / RTT_slow and 2 S / RTT_slow", "not stated",
+         "; ".join(f"{w}: {len(g)}" for w, g in mb.groupby("where", sort=False)) or "no MPTCP runs",
+         "S = the MPTCP socket's buffer; the DATA_ACK may return on either subflow"),
         ("Penalisations / opportunistic retransmissions", f"{PAPER['penalisations']} penalisations (1-3 cuts each)",
          f"MPTCP-level retransmissions: {d.counters.get('MPTcpExtMPTCPRetrans', 0)}; TCP-level "
          f"retransmitted segments: {d.counters.get('TcpRetransSegs', 0)}",
@@ -501,12 +894,30 @@ def report(sweep_dir: Path | str) -> str:
 
 # ---------------------------------------------------------------- compact reference results
 
+def _copy_run_tables(run: Path, out: Path) -> None:
+    """A detailed run's small files and its tcp_probe and ss samples (gzipped) into `out`."""
+    out.mkdir(parents=True)
+    for name in ("summary.json", "manifest.json", "counters.json", "sndbuf_waits.csv", "intervals.csv",
+                 "topology.sh"):
+        if (run / name).exists():
+            shutil.copy2(run / name, out / name)
+    manifest = json.loads((run / "manifest.json").read_text())
+    if (run / "tcp_probe.csv").exists():
+        probe = pd.read_csv(run / "tcp_probe.csv")
+        with gzip.open(out / "tcp_probe.csv.gz", "wt") as f:
+            probe[probe["saddr"].isin(path_names(manifest))].to_csv(f, index=False)
+    if (run / "ss.csv").exists():
+        with gzip.open(out / "ss.csv.gz", "wt") as f:
+            pd.read_csv(run / "ss.csv").to_csv(f, index=False)
+
+
 def export_reference(sweep_dir: Path | str, dest: Path | str) -> Path:
     """Copy what the notebook and the report need, compactly: tables and manifests, no raw capture.
 
     The detailed run's packets (from the capture) and tcp_probe become gzipped CSVs; the capture
     is cut to the handshakes plus the busiest 0.6 s (capture-window.pcap), enough for packet-level
-    exploration with pyshark with the MPTCP analysis working.
+    exploration with pyshark with the MPTCP analysis working. The control runs keep their tables
+    (waits, tcp_probe, ss samples, counters), not their packets.
     """
     sweep_dir, dest = Path(sweep_dir), Path(dest)
     d = Detail.load(sweep_dir)
@@ -518,20 +929,12 @@ def export_reference(sweep_dir: Path | str, dest: Path | str) -> Path:
     for name in ("summary.json", "manifest.json"):
         if (sweep_dir / "verify" / name).exists():
             shutil.copy2(sweep_dir / "verify" / name, dest / f"verify-{name}")
+    for control, _ in find_details(sweep_dir)[1:]:  # the control runs: their tables, no packets
+        _copy_run_tables(control, dest / control.name)
     out = dest / d.path.name
-    out.mkdir()
-    for name in ("summary.json", "manifest.json", "counters.json", "sndbuf_waits.csv", "intervals.csv",
-                 "topology.sh"):
-        if (d.path / name).exists():
-            shutil.copy2(d.path / name, out / name)
+    _copy_run_tables(d.path, out)
     with gzip.open(out / "packets.csv.gz", "wt") as f:
         d.packets.to_csv(f, index=False, float_format="%.6f")
-    probe = _read_table(d.path, "tcp_probe.csv")
-    with gzip.open(out / "tcp_probe.csv.gz", "wt") as f:
-        probe[probe["saddr"].isin(path_names(d.manifest))].to_csv(f, index=False)
-    if (d.path / "ss.csv").exists():
-        with gzip.open(out / "ss.csv.gz", "wt") as f:
-            pd.read_csv(d.path / "ss.csv").to_csv(f, index=False)
     lo, hi = d.busiest_window()
     t0 = d.summary["t0"]
     keep = (f"tcp.flags.syn == 1 || frame.number <= 30 || "

@@ -215,7 +215,7 @@ def slow_path_bound_curve(sweep: pd.DataFrame, manifest: dict, method: str) -> p
     paths = paths_of(manifest)
     rtt = max((p["rtt_s"] for p in paths.values()), default=0.0)
     rate = max((p["rate_bps"] or 0 for p in paths.values()), default=0.0)
-    sizes = sorted(sweep.loc[sweep["method"] == method, "buffer_bytes"].unique())
+    sizes = sorted(sweep.loc[sweep["method"] == method, "buffer_bytes"].unique()) if rtt > 0 else []
     rows = []
     for b in sizes:
         sk = _nominal_sk_sndbuf(method, b)
@@ -255,7 +255,7 @@ def mptcp_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:
                      "mbps_max": g["mbps"].max(), "n": len(g),
                      "s_per_rtt": S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
                      "s_per_half_rtt": 2 * S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
-                     "subflow_bound": total * (1 + physics.MEASUREMENT_SLACK) / 1e6})
+                     "subflow_bound": total * (1 + physics.MEASUREMENT_SLACK) / 1e6 if paths else np.nan})
     out = pd.DataFrame(rows, columns=["method", "buffer_bytes", "S", "mbps", "mbps_max", "n", "s_per_rtt",
                                       "s_per_half_rtt", "subflow_bound"])
     out["above_subflow_bound"] = out["mbps_max"] > out["subflow_bound"]

@@ -4,7 +4,8 @@ Reads what the labs write, without re-running anything:
 - a sweep table `sweep.csv` (Lab 1: one row per run; `config` tcp-<path> is single-path TCP over
   that path, `sndbuf_effective` the sk_sndbuf the sender reported) with a manifest next to it
   (or in a run directory under it) that gives each path's configured RTT and rate;
-- `runs.csv` (Lab 3: `mbps` of n flows over a bottleneck of `capacity_mbps`);
+- `runs.csv` (Lab 3: `mbps`, the receiver's goodput of all n flows together over the steady window,
+  over a bottleneck of `capacity_mbps`);
 - run directories whose `summary.json` carries `kernel_tcp` (the `ss` view every sampled run
   records): bytes in flight against the window bound of the buffer the kernel reported.
 

@@ -131,7 +131,10 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
     capture_note = rd.manifest.get("observation", {}).get("capture", {})
     rd.summary.update({
         **{k: point[k] for k in ("scenario", "n", "rep", "loss_cfg", "capacity_mbps", "link")},
-        **agg, "model_b": lab3_analysis.model_b(agg["b"], params.get("model_b", 1)), "mbps": round(r.mbps, 3),
+        **agg, "model_b": lab3_analysis.model_b(agg["b"], params.get("model_b", 1)),
+        # Goodput of the n flows together at the receiver, over the steady window (what `mptcplab
+        # check` holds against the link's ceiling), and over the whole transfer, warm-up included.
+        "mbps": round(r.window_mbps(*window), 3), "mbps_transfer": round(r.mbps, 3),
         "p_r_emulator": drops / (sent + drops) if sent + drops else None,
         "emulator": {"sent": sent, "dropped": drops, "qdisc": after["kind"]},
         "capture_dropped": capture_note.get("dropped by kernel"),

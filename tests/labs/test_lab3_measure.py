@@ -139,3 +139,20 @@ def test_read_capture_types_tshark_columns_like_the_untyped_reader():
     guessed = lm.packet_table(raw, sender, 5201)
     assert len(typed) > 1000 and set(typed["kind"]) == {"data", "ack"}
     pd.testing.assert_frame_equal(typed.astype({"kind": object}), guessed.astype({"kind": object}), check_dtype=False)
+
+
+def test_emulator_loss_is_counted_over_the_window_only():
+    # Warm-up (t < 10): slow start overshoots the queue, 50 drops in 1000 packets. In the window
+    # [10, 20]: 10 drops in 2000 packets sent. After it: the drain, no drops.
+    q = pd.DataFrame({"time": [0.0, 9.9, 10.1, 15.0, 19.9, 25.0],
+                      "packets": [0, 1000, 1010, 2000, 3010, 3500],
+                      "drops": [0, 50, 50, 55, 60, 60]})
+    q["bytes"] = q.packets * 1514
+    w = lm.emulator_window(q, (10.0, 20.0))
+    assert (w["sent"], w["dropped"]) == (2000, 10) and w["span_s"] == pytest.approx(9.8)
+    assert w["p_r_emulator"] == pytest.approx(10 / 2010)
+    assert w["wire_mbps"] == pytest.approx(2000 * 1514 * 8 / 9.8 / 1e6)
+    whole = lm.emulator_window(q, (-np.inf, np.inf))
+    assert whole["p_r_emulator"] == pytest.approx(60 / 3560)  # what the old before/after count gave
+    assert lm.emulator_window(q, (12.0, 14.0))["p_r_emulator"] is None  # no two samples inside
+    assert lm.emulator_window(pd.DataFrame(), (10.0, 20.0))["sent"] is None

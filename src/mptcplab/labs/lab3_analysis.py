@@ -38,7 +38,7 @@ BANDS = {"model1": 0.25, "model2": 0.35}
 RUN_COLUMNS = ["run", "scenario", "n", "rep", "loss_cfg", "capacity_mbps", "base_rtt", "window_s", "packets", "mss",
                "retransmissions", "loss_events_per_flow", "loss_events_cumulative", "timeouts", "p", "p_e",
                "p_r", "p_r_emulator", "rtt", "T", "b", "model_b", "pps", "goodput_pps", "mbps",
-               "mbps_transfer", "capture_dropped"]
+               "mbps_transfer", "emulator_wire_mbps", "capture_dropped"]
 
 
 # ---------------------------------------------------------------- predictions

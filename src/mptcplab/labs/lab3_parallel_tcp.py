@@ -9,7 +9,6 @@ warm-up, the steady-state window gives p, p_e, p_r, RTT, T, b and the throughput
 
 from __future__ import annotations
 
-import json
 import math
 import time
 
@@ -19,8 +18,8 @@ from .. import log
 from ..errors import ExperimentFailed, UsageError
 from ..lab import Lab, Point, RunContext
 from ..links import WIRE_BYTES, LinkSpec
-from ..observe import Capture, Counters, SsSampler
-from ..topology import NetPath, Topology
+from ..observe import Capture, Counters, QdiscSampler, SsSampler
+from ..topology import EMULATOR, NetPath, Topology
 from ..traffic import bulk
 from . import lab3_analysis, lab3_measure
 
@@ -81,13 +80,7 @@ def topology(params: dict) -> Topology:
                     sysctls=params.get("sysctls", {}))
 
 
-def _qdisc_stats(net) -> dict:
-    """Packets sent and dropped by the emulator's data-direction qdisc (b-p1 egress)."""
-    out = net.check(["tc", "-n", net.ns("emu"), "-s", "-j", "qdisc", "show", "dev", "b-p1"])
-    for q in json.loads(out):
-        if q.get("root") or q.get("parent") in (None, "root"):
-            return {"packets": int(q.get("packets", 0)), "drops": int(q.get("drops", 0)), "kind": q.get("kind")}
-    return {"packets": 0, "drops": 0, "kind": None}
+BOTTLENECK_DEV = "b-p1"  # the emulator's egress toward rcv: the data direction's qdisc
 
 
 def configure(net, point: Point, params: dict) -> None:
@@ -107,11 +100,10 @@ def measure(net, rd, p: Point, params: dict) -> str:
 def transfer(net, rd, point: dict, params: dict) -> dict:
     warmup, steady = float(params["warmup_s"]), float(params["steady_s"])
     n = point["n"]
-    before = _qdisc_stats(net)
     with Capture(net, "snd", rd, bpf_filter=f"tcp port {PORT}") as cap, \
-            SsSampler(net, "snd", rd, PORT, interval=0.2) as ss, Counters(net, "snd", rd) as counters:
+            SsSampler(net, "snd", rd, PORT, interval=0.2) as ss, Counters(net, "snd", rd) as counters, \
+            QdiscSampler(net, EMULATOR, rd, BOTTLENECK_DEV, interval=0.2) as qdisc:
         r = bulk(net, "snd", "rcv", "p1", "tcp", duration=warmup + steady + 1.0, flows=n, cc=params["cc"], port=PORT)
-    after = _qdisc_stats(net)
     ccs = sorted({f["cc"] for f in r.flows})
     if ccs != [params["cc"]]:
         raise ExperimentFailed(f"{point['key']}: flows ran {ccs}, expected {params['cc']}")
@@ -127,7 +119,10 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
     ss.path.unlink()  # ss.csv keeps the parsed samples
     if not params.get("keep_pcaps"):
         cap.path.unlink()
-    sent, drops = after["packets"] - before["packets"], after["drops"] - before["drops"]
+    # The emulator's own count of what it dropped, over the same window as p_r (the whole run would
+    # add slow start's overshoot under DropTail); and over the whole transfer, for comparison.
+    emu = lab3_measure.emulator_window(qdisc.table, window)
+    whole = lab3_measure.emulator_window(qdisc.table, (-math.inf, math.inf))
     capture_note = rd.manifest.get("observation", {}).get("capture", {})
     rd.summary.update({
         **{k: point[k] for k in ("scenario", "n", "rep", "loss_cfg", "capacity_mbps", "link")},
@@ -135,8 +130,9 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
         # Goodput of the n flows together at the receiver, over the steady window (what `mptcplab
         # check` holds against the link's ceiling), and over the whole transfer, warm-up included.
         "mbps": round(r.window_mbps(*window), 3), "mbps_transfer": round(r.mbps, 3),
-        "p_r_emulator": drops / (sent + drops) if sent + drops else None,
-        "emulator": {"sent": sent, "dropped": drops, "qdisc": after["kind"]},
+        "p_r_emulator": emu["p_r_emulator"], "emulator_wire_mbps": emu["wire_mbps"],
+        "emulator": {"window": emu, "transfer": whole,
+                     "qdisc": qdisc.table["kind"].iloc[-1] if len(qdisc.table) else None},
         "capture_dropped": capture_note.get("dropped by kernel"),
         "timeouts_nstat": counters.delta.get("TcpExtTCPTimeouts", 0),
         "window": list(window), "cc": ccs[0],

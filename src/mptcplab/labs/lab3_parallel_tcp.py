@@ -2,9 +2,10 @@
 
 One sender, one receiver, one path through the emulator with 30 ms one-way delay each way. For
 every scenario point (random loss rate, or DropTail capacity) and n = 1..10: n Reno flows start
-together; the sender-side capture, `ss` samples (RTO) and nstat counters are recorded; after the
-warm-up, the steady-state window gives p, p_e, p_r, RTT, T, b and the throughput
-(lab3_measure), and the models are evaluated on them (lab3_analysis).
+together; the sender-side capture, `ss` samples (the kernel's srtt, min RTT and RTO), the emulator's qdisc
+counters and nstat counters are recorded; after the warm-up, the steady-state window gives p, p_e,
+p_r, RTT, T, b and the throughput (lab3_measure), and the models are evaluated on them
+(lab3_analysis).
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def configure(net, point: Point, params: dict) -> None:
 def measure(net, rd, p: Point, params: dict) -> str:
     s = transfer(net, rd, p.values, params)
     return (f"{s['pps']:8.1f} pkt/s  p {s['p']:.4f}  p_e {s['p_e']:.4f}  "
-            f"p_r {s['p_r']:.4f} (emulator {s['p_r_emulator'] or 0:.4f})  rtt {s['rtt'] * 1e3:5.1f} ms  "
+            f"p_r {s['p_r']:.4f} (emulator {s['p_r_emulator'] or 0:.4f})  srtt {s['srtt'] * 1e3:5.1f} ms "
+            f"(min {s['min_rtt'] * 1e3:5.1f}, ack_rtt {s['ack_rtt'] * 1e3:5.1f})  "
             f"T {s['T'] * 1e3:4.0f} ms  b {s['b']:.2f}  timeouts {s['timeouts']}")
 
 
@@ -111,7 +113,8 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
     pk = lab3_measure.read_capture(cap.path, net.address("snd", "p1"), PORT)
     ss_table = pd.read_csv(ss.path.with_suffix(".csv"))
     rto = lab3_measure.rto_per_flow(ss_table, window)
-    per_flow, agg = lab3_measure.measure(pk, window, rto)
+    kernel_rtt = lab3_measure.kernel_rtt_per_flow(ss_table, window)
+    per_flow, agg = lab3_measure.measure(pk, window, rto, kernel_rtt)
     per_flow.to_csv(rd.file("flows.csv"), index=False)
     # When each lost packet had been sent, from the window's start: enough to recount loss events.
     lost = lab3_measure.lost_packets(pk[pk["kind"] == "data"], window)

@@ -62,11 +62,13 @@ def _fake_run(root, key, scenario, n, loss, seed):
             rows.append((t, 40000 + f, "data", i * 1448, 1448, np.nan, np.nan))
             if rng.random() < loss:
                 rows.append((t + rtt, 40000 + f, "data", i * 1448, 1448, np.nan, np.nan))
-            if i % 2:
-                rows.append((t + rtt, 40000 + f, "ack", np.nan, 0, (i + 1) * 1448, rtt))
+            if i % 2:  # tshark's ack_rtt counts the delayed ACK's wait
+                rows.append((t + rtt, 40000 + f, "ack", np.nan, 0, (i + 1) * 1448, rtt + 0.006))
     pk = pd.DataFrame(rows, columns=["time", "flow", "kind", "seq", "len", "ack", "ack_rtt"]).sort_values("time")
     window = (100.0, 104.0)
-    per_flow, agg = lm.measure(pk, window)
+    ss = pd.DataFrame([{"time": 100.0 + k * 0.2, "local": f"10.1.0.1:{40000 + f}", "rtt_ms": 61.0 + f,
+                        "minrtt_ms": 60.0, "rto_ms": 264.0} for f in range(n) for k in range(20)])
+    per_flow, agg = lm.measure(pk, window, lm.rto_per_flow(ss, window), lm.kernel_rtt_per_flow(ss, window))
     d = root / key
     d.mkdir()
     per_flow.to_csv(d / "flows.csv", index=False)
@@ -126,6 +128,63 @@ def test_error_summary_bands_report_and_figures(sweep):
     out = sweep / "ref"
     copied = la.export_reference(sweep, out)
     assert sorted(p.name for p in copied) == sorted(la.COMPACT) and not any(out.glob("*.pcap"))
+
+
+def test_runs_carry_every_rtt_and_the_models_get_the_kernel_srtt(sweep):
+    runs = la.compact(sweep)["runs"].set_index("run")
+    r = runs.loc["random-1pct-n04-r1"]
+    assert r.rtt == pytest.approx(r.srtt) and r.rtt_source == "ss srtt"
+    assert r.srtt == pytest.approx(0.0625) and r.min_rtt == pytest.approx(0.060) and r.ack_rtt == pytest.approx(0.066)
+    assert r.model1 == pytest.approx(models.parallel_per_flow(4, r.p, r.srtt, r["T"], 1))
+    flows = la.load(sweep)["flows"]
+    assert {"srtt", "min_rtt", "ack_rtt", "rtt_source"} <= set(flows.columns)
+
+
+def test_rtt_sensitivity_feeds_each_rtt_in_turn(sweep):
+    runs = la.compact(sweep)["runs"]
+    s = la.rtt_sensitivity(runs)
+    one = s[s.runs == "all runs"].set_index("rtt")
+    assert list(one.index) == list(la.RTTS.values()) and (one["count"] == 4).all()
+    assert one.loc["kernel min RTT", "rtt_ms"] == pytest.approx(60.0)
+    # A shorter RTT predicts more throughput: min RTT > srtt > ack_rtt, for both models.
+    for col in ("model1", "model2"):
+        assert one.loc["kernel min RTT", col] > one.loc["kernel srtt", col] > one.loc["tshark ack_rtt", col]
+    srtt = la.predict(runs)
+    assert one.loc["kernel srtt", "model1"] == pytest.approx(srtt.err_model1.median())
+    old = runs.drop(columns=["srtt", "min_rtt", "ack_rtt"])  # results recorded before the kernel's RTT was
+    assert la.rtt_sensitivity(old).empty and "median RTT" not in la.report(sweep).split("ack_rtt")[0]
+
+
+def test_padhye_vs_model1_is_counted_per_group():
+    runs = pd.DataFrame({"run": list("abcd"), "scenario": ["random"] * 3 + ["droptail"], "queued": False,
+                         "loss": [0.01, 0.01, 0.05, 0.03], "model1": 1.0,
+                         "err_model1": [-0.02, 0.10, -0.25, -0.11], "err_n_pftk_p": [-0.05, 0.09, -0.08, -0.20]})
+    t = la.padhye_vs_model1(runs).set_index("runs")
+    assert t.loc["random, loss <= 2%", ["count", "padhye_closer"]].tolist() == [2, 1]
+    assert t.loc["random, loss > 2%", "padhye_closer"] == 1 and t.loc["droptail", "padhye_closer"] == 0
+    said = la._padhye_sentence(la.padhye_vs_model1(runs))
+    assert "beat model 1 in “random, loss > 2%”" in said and "as good or better in “random, loss <= 2%”, “droptail”" in said
+    everywhere = la._padhye_sentence(la.padhye_vs_model1(runs.assign(err_n_pftk_p=0.0)))
+    assert everywhere.startswith("**n × Padhye(p) beat model 1 in every group")
+
+
+def test_timeouts_model1_assumes_come_from_its_own_terms(sweep):
+    runs = la.compact(sweep)["runs"]
+    to = la.timeouts_vs_model1(runs).set_index("run")
+    r = runs.set_index("run").loc["random-5pct-n04-r1"]
+    terms = models.per_flow_terms(4, r.p, r.rtt, r["T"], 1)
+    assert to.loc["random-5pct-n04-r1", "model1_timeouts"] == pytest.approx(float(terms["q1"]) * r.loss_events_per_flow)
+    assert to.loc["random-5pct-n04-r1", "in_timeout"] == pytest.approx(float(terms["q"]) / 4)
+    assert to.loc["random-5pct-n04-r1", "timeouts"] == 0  # the fake flows never fall silent
+    text = la.report(sweep)
+    assert "**Above 2 % random loss** (1 runs)" in text
+    assert f"{to.loc['random-5pct-n04-r1', 'model1_timeouts']:.0f} timeouts per run" in text
+    assert "the runs had 0–0 timeouts each in 4 s" in text
+
+
+def test_report_makes_no_claim_about_the_papers_simulated_tcp(sweep):
+    setup = la.report(sweep).split("\n\n")[1]  # the paragraph on the paper's setup and this run's
+    assert "SACK" not in setup.split("real uploads")[0] and "does not say which TCP variant" in setup
 
 
 def test_runs_with_a_queue_under_random_loss_are_not_graded(sweep):

@@ -219,3 +219,87 @@ def test_reference_command_exports_only_a_completed_run(sweep, tmp_path):
     (sweep / "lab-summary.json").write_text("{}")
     assert main(["notebooks", "reference", "lab3", str(sweep), "--dest", str(dest)]) == 0
     assert sorted(p.name for p in dest.iterdir()) == sorted(la.COMPACT)
+
+
+# ---------------------------------------------------------------- one run's bookkeeping, with fake sources
+
+class _Rd:
+    def __init__(self, path):
+        self.path, self.summary, self.manifest = path, {}, {"observation": {"capture": {"dropped by kernel": 0}}}
+
+    def file(self, name):
+        return self.path / name
+
+
+class _Source:
+    """Stands in for an observation source: a context manager that leaves its files behind."""
+
+    def __init__(self, rd, name, **attrs):
+        self.path = rd.file(name)
+        self.path.write_text("")
+        self.__dict__.update(attrs)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_transfer_records_window_goodput_emulator_loss_and_kernel_rtts(tmp_path, monkeypatch):
+    """transfer() with its sources faked: 2 flows, a 10 s window after 2 s of warm-up."""
+    from mptcplab.traffic import bulk_result
+
+    t0, warmup, steady = 1000.0, 2.0, 10.0
+    window = (t0 + warmup, t0 + warmup + steady)
+    rd = _Rd(tmp_path)
+    ss = pd.DataFrame([{"time": window[0] + k * 0.2, "state": "ESTAB", "local": f"10.1.0.1:{40000 + f}",
+                        "peer": "10.1.0.2:5201", "rtt_ms": 62.0, "minrtt_ms": 60.0, "rto_ms": 264.0}
+                       for f in range(2) for k in range(50)])
+    qdisc = pd.DataFrame({"time": [t0, window[0] + 0.1, window[1] - 0.1, t0 + 13], "kind": "netem",
+                          "packets": [0, 200, 1800, 2000], "drops": [0, 80, 96, 96]})
+    qdisc["bytes"] = qdisc.packets * 1514
+
+    def fake_ss(net, host, rd, port, interval):
+        src = _Source(rd, "ss.txt")
+        ss.to_csv(rd.file("ss.csv"), index=False)
+        return src
+
+    def fake_bulk(*a, **kw):  # two flows, 0.88 Mbit/s each through the window; flow 1 drained early
+        bins = lambda end: [[k / 10, 11000] for k in range(int(t0 * 10), int(end * 10))]  # noqa: E731
+        srv = {"flows": [{"flow": 0, "peer": "10.1.0.1:40000", "bytes": 11000 * 150, "first": t0, "last": t0 + 15,
+                          "bins": bins(t0 + 15)},
+                         {"flow": 1, "peer": "10.1.0.1:40001", "bytes": 11000 * 130, "first": t0, "last": t0 + 13,
+                          "bins": bins(t0 + 13)}]}
+        client = {"flows": [{"local": f"10.1.0.1:{40000 + i}", "cc": "reno"} for i in (0, 1)]}
+        return bulk_result(client, srv, "10.1.0.2", 5201, "tcp", 15.0, 0.1)
+
+    rows = []
+    for f in (40000, 40001):
+        for i in range(12000):
+            t = t0 + i * 0.001
+            rows.append((t, f, "data", i * 1448.0, 1448, np.nan, np.nan))
+            if i % 2:
+                rows.append((t + 0.06, f, "ack", np.nan, 0, (i + 1) * 1448.0, 0.066))
+        rows.append((t0 + 5.06, f, "data", 5000 * 1448.0, 1448, np.nan, np.nan))  # segment 5000 lost once
+    pk = pd.DataFrame(rows, columns=["time", "flow", "kind", "seq", "len", "ack", "ack_rtt"]).sort_values("time")
+
+    monkeypatch.setattr(l3, "Capture", lambda net, host, rd, bpf_filter: _Source(rd, "capture.pcap"))
+    monkeypatch.setattr(l3, "SsSampler", fake_ss)
+    monkeypatch.setattr(l3, "Counters", lambda net, host, rd: _Source(rd, "counters.json", delta={}))
+    monkeypatch.setattr(l3, "QdiscSampler", lambda net, host, rd, dev, interval: _Source(rd, "q.txt", table=qdisc))
+    monkeypatch.setattr(l3, "bulk", fake_bulk)
+    monkeypatch.setattr(lm, "read_capture", lambda path, sender, port: pk)
+    net = type("Net", (), {"address": lambda self, host, path: "10.1.0.1"})()
+    point = {"key": "droptail-2mbit-n02-r1", "scenario": "droptail", "n": 2, "rep": 1, "loss_cfg": None,
+             "capacity_mbps": 2.0, "link": "rate=2mbit,delay=30ms,queue=10"}
+    s = l3.transfer(net, rd, point, {"warmup_s": warmup, "steady_s": steady, "cc": "reno", "model_b": 1})
+    assert s["mbps"] == pytest.approx(1.76)  # both flows were still sending through the window
+    assert s["mbps_transfer"] == pytest.approx(11000 * 280 * 8 / 15 / 1e6, abs=1e-3)  # rounded to kbit/s
+    assert sum(s["per_flow_mbps"]) > s["mbps_transfer"]  # flow 1's rate counts only its 13 s
+    # The emulator over the window only: slow start's 80 drops of the warm-up are not counted.
+    assert s["p_r_emulator"] == pytest.approx(16 / 1616) and s["emulator"]["transfer"]["dropped"] == 96
+    assert s["emulator_wire_mbps"] == pytest.approx(1600 * 1514 * 8 / 9.8 / 1e6)
+    assert s["srtt"] == pytest.approx(0.062) and s["rtt"] == s["srtt"] and s["min_rtt"] == pytest.approx(0.060)
+    assert s["ack_rtt"] == pytest.approx(0.066) and s["T"] == pytest.approx(0.264) and s["retransmissions"] == 2
+    assert (tmp_path / "flows.csv").exists() and not (tmp_path / "capture.pcap").exists()

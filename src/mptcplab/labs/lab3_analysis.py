@@ -3,7 +3,8 @@
 
 `compact(sweep_dir)` writes the tables the notebook reads next to the runs:
     runs.csv   one row per run: scenario, n, configured loss/capacity, the measured inputs
-               (p, p_e, p_r, rtt, T, b), measured throughput (packets/s) and what each model predicts
+               (p, p_e, p_r, rtt, T, b; rtt = the kernel's srtt, min_rtt and ack_rtt beside it),
+               measured throughput (packets/s), goodput (mbps) and what each model predicts
     flows.csv  one row per flow of each run (the same quantities per flow)
     losses.csv one row per loss: run, flow, t = when the lost packet was sent (s after the window start)
     lab3-manifest.json   parameters, platform, network, tools of the run

@@ -132,7 +132,9 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
         **agg, "model_b": lab3_analysis.model_b(agg["b"], params.get("model_b", 1)),
         # Goodput of the n flows together at the receiver, over the steady window (what `mptcplab
         # check` holds against the link's ceiling), and over the whole transfer, warm-up included.
+        # Each flow's own rate over its own span, kept to show why their sum is not the aggregate.
         "mbps": round(r.window_mbps(*window), 3), "mbps_transfer": round(r.mbps, 3),
+        "per_flow_mbps": [round(f["mbps"], 3) for f in r.flows],
         "p_r_emulator": emu["p_r_emulator"], "emulator_wire_mbps": emu["wire_mbps"],
         "emulator": {"window": emu, "transfer": whole,
                      "qdisc": qdisc.table["kind"].iloc[-1] if len(qdisc.table) else None},

@@ -61,10 +61,12 @@ def test_checker_judges_lab3_goodput_against_the_ceiling(tmp_path):
     table.parent.mkdir()
     with open(table, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["run", "scenario", "capacity_mbps", "mbps"])
-        w.writerow(["droptail-4mbit-n08-r1", "droptail", 4.0, 3.998])  # the old sum of per-flow rates
-        w.writerow(["droptail-4mbit-n02-r1", "droptail", 4.0, 3.82])
-        w.writerow(["random-1pct-n08-r1", "random", "", 19.0])  # no capacity: nothing to judge
+        w.writerow(["run", "scenario", "capacity_mbps", "mbps", "emulator_wire_mbps"])
+        w.writerow(["droptail-4mbit-n08-r1", "droptail", 4.0, 3.998, ""])  # the old sum of per-flow rates
+        w.writerow(["droptail-4mbit-n02-r1", "droptail", 4.0, 3.82, 3.995])  # 3.82 = 3.995 x 1448 / 1514
+        w.writerow(["droptail-4mbit-n04-r1", "droptail", 4.0, 3.82, 4.2])  # an emulator faster than told
+        w.writerow(["random-1pct-n08-r1", "random", "", 19.0, 19.9])  # no capacity: nothing to judge
     verdicts = check_runs_table(table)
-    assert [v.ok for v in verdicts] == [False, True]
+    assert [v.ok for v in verdicts] == [False, True, True, True, False]
     assert verdicts[0].bound == pytest.approx(CEILING * 1.01 / 1e6)
+    assert "emulator's wire rate" in verdicts[-1].line() and verdicts[-1].bound == pytest.approx(4.04)

@@ -5,7 +5,8 @@ Reads what the labs write, without re-running anything:
   that path, `sndbuf_effective` the sk_sndbuf the sender reported, and in runs that sampled `ss`
   `sk_sndbuf_kernel` and `inflight_max_<path>`) with a manifest next to it (or in a run directory
   under it) that gives each path's configured RTT and rate;
-- `runs.csv` (Lab 3: `mbps` of n flows over a bottleneck of `capacity_mbps`);
+- `runs.csv` (Lab 3: `mbps`, the receiver's goodput of all n flows together over the steady window,
+  over a bottleneck of `capacity_mbps`; `emulator_wire_mbps`, what the bottleneck itself sent);
 - run directories whose `summary.json` carries `kernel_tcp` (the `ss` view every sampled run
   records): bytes in flight against the window bound of the buffer the kernel reported.
 
@@ -118,9 +119,15 @@ def check_runs_table(table: Path) -> list[physics.Verdict]:
     out = []
     with open(table, newline="") as f:
         for row in csv.DictReader(f):
-            if row.get("mbps") and row.get("capacity_mbps"):
-                out += _ceiling(f"{table.parent.name}/{row.get('run', '?')}", float(row["mbps"]),
-                                float(row["capacity_mbps"]) * 1e6)
+            if not row.get("capacity_mbps"):
+                continue
+            where, rate = f"{table.parent.name}/{row.get('run', '?')}", float(row["capacity_mbps"]) * 1e6
+            if row.get("mbps"):
+                out += _ceiling(where, float(row["mbps"]), rate)
+            if row.get("emulator_wire_mbps"):  # the bottleneck's own count of what it sent, headers included
+                wire, bound = float(row["emulator_wire_mbps"]), rate * (1 + physics.MEASUREMENT_SLACK) / 1e6
+                out.append(physics.Verdict(f"{where}: emulator's wire rate vs configured rate", wire, bound,
+                                           "Mbit/s", wire <= bound, "tc -s qdisc bytes over the measurement window"))
     return out
 
 

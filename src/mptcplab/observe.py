@@ -1,11 +1,11 @@
-"""Observation of a running experiment: capture, kernel tracepoints, `ss` samples, counters.
+"""Observation of a running experiment: capture, kernel tracepoints, `ss` samples, counters, qdiscs.
 
 Every source writes into the run directory and says in `rundir.manifest["observation"]` what it
 recorded, or why it could not (a kernel without kprobes, a missing tracepoint), instead of
 silently producing nothing. All tables use epoch seconds in a column named `time`.
 
     with Capture(net, "snd", rd), Tracing(net, rd, port=5201, sndbuf_waits=True), \\
-         SsSampler(net, "snd", rd, port=5201), Counters(net, "snd", rd):
+         SsSampler(net, "snd", rd, port=5201), Counters(net, "snd", rd), QdiscSampler(net, "emu", rd, "b-p1"):
         bulk(...)
 """
 
@@ -176,6 +176,62 @@ def parse_ss(text: str):
             rows.append(row)
             sock = None
     return pd.DataFrame(rows, columns=["time", "state", "local", "peer", *_SS_FIELDS, "mptcp_subflow"])
+
+
+# ---------------------------------------------------------------- qdisc counters
+
+class QdiscSampler:
+    """`tc -s -j qdisc show dev DEV` every `interval` seconds inside the host: the root qdisc's
+    counters (packets and bytes sent, drops) as a table, so a rate or a loss rate can be taken over
+    any part of a run (e.g. its measurement window) rather than only over all of it."""
+
+    def __init__(self, net, host: str, rd, dev: str, interval: float = 0.2, name: str = "qdisc.txt") -> None:
+        self.net, self.host, self.rd, self.dev, self.interval = net, host, rd, dev, interval
+        self.path = rd.file(name)
+
+    def __enter__(self):
+        loop = (f"while :; do echo \"@ $(date +%s.%N)\"; tc -s -j qdisc show dev {self.dev}; "
+                f"sleep {self.interval}; done")
+        self.out = open(self.path, "w")
+        self.proc = self.net.popen(self.host, ["sh", "-c", loop], what="qdisc sampler", stdout=self.out,
+                                   stderr=subprocess.DEVNULL)
+        return self
+
+    def __exit__(self, *exc):
+        self.net.stop(self.proc)
+        self.out.close()
+        self.table = parse_qdisc(self.path.read_text())
+        csv = self.path.with_suffix(".csv")
+        self.table.to_csv(csv, index=False)
+        self.path.unlink()  # the CSV keeps every counter of every sample
+        _note(self.rd, "qdisc", file=csv.name, host=self.host, dev=self.dev, interval_s=self.interval,
+              samples=len(self.table))
+        return False
+
+
+QDISC_COUNTERS = ("packets", "bytes", "drops", "backlog", "qlen")
+
+
+def parse_qdisc(text: str):
+    """The sampler's output -> one row per sample: time, kind and the root qdisc's counters."""
+    import pandas as pd
+
+    rows, now = [], None
+    for line in text.splitlines():
+        if line.startswith("@ "):
+            now = float(line[2:])
+            continue
+        if not line.strip().startswith("[") or now is None:
+            continue
+        try:
+            qdiscs = json.loads(line)
+        except ValueError:  # cut short when the sampler was stopped
+            continue
+        root = next((q for q in qdiscs if q.get("root") or q.get("parent") in (None, "root")), None)
+        if root is not None:
+            rows.append({"time": now, "kind": root.get("kind"), **{k: int(root.get(k, 0)) for k in QDISC_COUNTERS}})
+        now = None
+    return pd.DataFrame(rows, columns=["time", "kind", *QDISC_COUNTERS])
 
 
 # ---------------------------------------------------------------- tracefs

@@ -32,10 +32,33 @@ class BulkResult:
     flows: list[dict]
     intervals: "object"  # pandas DataFrame: time, flow, bytes, mbps
     extra: dict = field(default_factory=dict)
+    interval: float = 0.1  # seconds per bin of `intervals` (bins are labelled by their start)
 
     @property
     def mbps(self) -> float:
-        return sum(f["mbps"] for f in self.flows)
+        """Goodput of all flows together: every byte received over one span, first byte of any flow
+        to last byte of any flow.
+
+        Not the sum of the flows' own rates: each of those is taken over that flow's own span, and
+        while one flow has not started or has already drained, the others carry its share of the
+        link, so the sum of rates over different spans exceeds what the link delivered (Lab 3's
+        8 flows over a 4 Mbit/s DropTail link summed to 3.998 Mbit/s against a ceiling of 3.826)."""
+        total = sum(f["bytes"] for f in self.flows)
+        span = self.t_end - self.t0
+        return total * 8 / span / 1e6 if span > 0 else 0.0
+
+    def window_mbps(self, start: float, end: float) -> float:
+        """Goodput of all flows together over [start, end] (epoch s), from the receiver's bins that
+        lie wholly inside it: bytes of those bins / the time they cover (no partial bin at either edge)."""
+        iv = self.intervals
+        if iv.empty or not end > start:
+            return 0.0
+        k = (iv["time"] / self.interval).round().astype(int)
+        first, last = int(-(-start // self.interval)), int(end // self.interval)  # whole bins [first, last)
+        if first >= last:
+            return 0.0
+        inside = (k >= first) & (k < last)
+        return float(iv.loc[inside, "bytes"].sum() * 8 / ((last - first) * self.interval) / 1e6)
 
     def steady_mbps(self, warmup_s: float) -> float:
         """Goodput after the first `warmup_s` seconds (slow start excluded), from the intervals."""
@@ -85,8 +108,6 @@ def _py(role: str, *args) -> list[str]:
 
 
 def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port) -> BulkResult:
-    import pandas as pd
-
     server = net.popen(dst, _py("server", "--bind", addr, "--port", port, "--proto", proto, "--flows", flows,
                                 "--interval", interval, "--timeout", duration + 60),
                        what="bulk server", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -103,7 +124,14 @@ def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval,
     net.stop(server)
     if server.returncode not in (0, None) or not srv_out.strip():
         raise EnvironmentProblem(f"bulk server in {dst} failed: {srv_err[-1500:]}")
-    client, srv = json.loads(client_out.stdout), json.loads(srv_out)
+    return bulk_result(json.loads(client_out.stdout), json.loads(srv_out), addr, port, proto, duration, interval)
+
+
+def bulk_result(client: dict, srv: dict, addr: str, port: int, proto: str, duration: float,
+                interval: float) -> BulkResult:
+    """The result of one transfer from what the sender and the receiver printed (their JSON)."""
+    import pandas as pd
+
     by_local = {c["local"]: c for c in client["flows"]}
     flows_out, rows = [], []
     t0 = min(f["first"] for f in srv["flows"] if f["first"])
@@ -121,7 +149,7 @@ def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval,
         rows += [{"time": t, "flow": f["flow"], "bytes": b, "mbps": b * 8 / interval / 1e6} for t, b in f["bins"]]
     intervals = pd.DataFrame(rows, columns=["time", "flow", "bytes", "mbps"])
     t_end = max(f["last"] for f in srv["flows"] if f["last"])
-    return BulkResult("mptcplab.bulk", proto, duration, t0, t_end, flows_out, intervals)
+    return BulkResult("mptcplab.bulk", proto, duration, t0, t_end, flows_out, intervals, interval=interval)
 
 
 def verify_capture(pcap: Path, expect_subflows: int) -> dict:

@@ -53,3 +53,26 @@ def test_parse_ss_samples():
     row = df.iloc[0]
     assert row["local"] == "10.2.0.1:41234" and row["cwnd"] == 312 and row["rtt_ms"] == 81.2
     assert row["retrans_total"] == 3 and row["notsent"] == 4096 and bool(row["mptcp_subflow"])
+
+
+QDISC = """\
+@ 1000.0
+[{"kind":"netem","handle":"8002:","root":true,"refcnt":2,"options":{"limit":150,"delay":{"delay":0.03,\
+"jitter":0,"correlation":0},"rate":{"rate":500000}},"bytes":151400,"packets":100,"drops":3,"overlimits":0,\
+"requeues":0,"backlog":3028,"qlen":2}]
+@ 1000.2
+[{"kind":"netem","handle":"8002:","root":true,"refcnt":2,"options":{"limit":150},"bytes":302800,"packets":200,\
+"drops":5,"overlimits":0,"requeues":0,"backlog":0,"qlen":0},{"kind":"pfifo","handle":"1:","parent":"8002:1",\
+"bytes":9,"packets":9,"drops":9}]
+@ 1000.4
+[{"kind":"netem","handle":"8002:","root":true,"bytes":30
+"""
+
+
+def test_qdisc_samples_keep_the_root_counters_and_skip_a_cut_line():
+    from mptcplab.observe import parse_qdisc
+
+    q = parse_qdisc(QDISC)
+    assert q.time.tolist() == [1000.0, 1000.2]  # the last sample was cut short by the stop
+    assert q.packets.tolist() == [100, 200] and q.drops.tolist() == [3, 5] and q.bytes.tolist() == [151400, 302800]
+    assert set(q.kind) == {"netem"} and q.qlen.tolist() == [2, 0]

@@ -62,11 +62,13 @@ def _fake_run(root, key, scenario, n, loss, seed):
             rows.append((t, 40000 + f, "data", i * 1448, 1448, np.nan, np.nan))
             if rng.random() < loss:
                 rows.append((t + rtt, 40000 + f, "data", i * 1448, 1448, np.nan, np.nan))
-            if i % 2:
-                rows.append((t + rtt, 40000 + f, "ack", np.nan, 0, (i + 1) * 1448, rtt))
+            if i % 2:  # tshark's ack_rtt counts the delayed ACK's wait
+                rows.append((t + rtt, 40000 + f, "ack", np.nan, 0, (i + 1) * 1448, rtt + 0.006))
     pk = pd.DataFrame(rows, columns=["time", "flow", "kind", "seq", "len", "ack", "ack_rtt"]).sort_values("time")
     window = (100.0, 104.0)
-    per_flow, agg = lm.measure(pk, window)
+    ss = pd.DataFrame([{"time": 100.0 + k * 0.2, "local": f"10.1.0.1:{40000 + f}", "rtt_ms": 61.0 + f,
+                        "minrtt_ms": 60.0, "rto_ms": 264.0} for f in range(n) for k in range(20)])
+    per_flow, agg = lm.measure(pk, window, lm.rto_per_flow(ss, window), lm.kernel_rtt_per_flow(ss, window))
     d = root / key
     d.mkdir()
     per_flow.to_csv(d / "flows.csv", index=False)
@@ -128,6 +130,63 @@ def test_error_summary_bands_report_and_figures(sweep):
     assert sorted(p.name for p in copied) == sorted(la.COMPACT) and not any(out.glob("*.pcap"))
 
 
+def test_runs_carry_every_rtt_and_the_models_get_the_kernel_srtt(sweep):
+    runs = la.compact(sweep)["runs"].set_index("run")
+    r = runs.loc["random-1pct-n04-r1"]
+    assert r.rtt == pytest.approx(r.srtt) and r.rtt_source == "ss srtt"
+    assert r.srtt == pytest.approx(0.0625) and r.min_rtt == pytest.approx(0.060) and r.ack_rtt == pytest.approx(0.066)
+    assert r.model1 == pytest.approx(models.parallel_per_flow(4, r.p, r.srtt, r["T"], 1))
+    flows = la.load(sweep)["flows"]
+    assert {"srtt", "min_rtt", "ack_rtt", "rtt_source"} <= set(flows.columns)
+
+
+def test_rtt_sensitivity_feeds_each_rtt_in_turn(sweep):
+    runs = la.compact(sweep)["runs"]
+    s = la.rtt_sensitivity(runs)
+    one = s[s.runs == "all runs"].set_index("rtt")
+    assert list(one.index) == list(la.RTTS.values()) and (one["count"] == 4).all()
+    assert one.loc["kernel min RTT", "rtt_ms"] == pytest.approx(60.0)
+    # A shorter RTT predicts more throughput: min RTT > srtt > ack_rtt, for both models.
+    for col in ("model1", "model2"):
+        assert one.loc["kernel min RTT", col] > one.loc["kernel srtt", col] > one.loc["tshark ack_rtt", col]
+    srtt = la.predict(runs)
+    assert one.loc["kernel srtt", "model1"] == pytest.approx(srtt.err_model1.median())
+    old = runs.drop(columns=["srtt", "min_rtt", "ack_rtt"])  # results recorded before the kernel's RTT was
+    assert la.rtt_sensitivity(old).empty and "median RTT" not in la.report(sweep).split("ack_rtt")[0]
+
+
+def test_padhye_vs_model1_is_counted_per_group():
+    runs = pd.DataFrame({"run": list("abcd"), "scenario": ["random"] * 3 + ["droptail"], "queued": False,
+                         "loss": [0.01, 0.01, 0.05, 0.03], "model1": 1.0,
+                         "err_model1": [-0.02, 0.10, -0.25, -0.11], "err_n_pftk_p": [-0.05, 0.09, -0.08, -0.20]})
+    t = la.padhye_vs_model1(runs).set_index("runs")
+    assert t.loc["random, loss <= 2%", ["count", "padhye_closer"]].tolist() == [2, 1]
+    assert t.loc["random, loss > 2%", "padhye_closer"] == 1 and t.loc["droptail", "padhye_closer"] == 0
+    said = la._padhye_sentence(la.padhye_vs_model1(runs))
+    assert "beat model 1 in “random, loss > 2%”" in said and "as good or better in “random, loss <= 2%”, “droptail”" in said
+    everywhere = la._padhye_sentence(la.padhye_vs_model1(runs.assign(err_n_pftk_p=0.0)))
+    assert everywhere.startswith("**n × Padhye(p) beat model 1 in every group")
+
+
+def test_timeouts_model1_assumes_come_from_its_own_terms(sweep):
+    runs = la.compact(sweep)["runs"]
+    to = la.timeouts_vs_model1(runs).set_index("run")
+    r = runs.set_index("run").loc["random-5pct-n04-r1"]
+    terms = models.per_flow_terms(4, r.p, r.rtt, r["T"], 1)
+    assert to.loc["random-5pct-n04-r1", "model1_timeouts"] == pytest.approx(float(terms["q1"]) * r.loss_events_per_flow)
+    assert to.loc["random-5pct-n04-r1", "in_timeout"] == pytest.approx(float(terms["q"]) / 4)
+    assert to.loc["random-5pct-n04-r1", "timeouts"] == 0  # the fake flows never fall silent
+    text = la.report(sweep)
+    assert "**Above 2 % random loss** (1 runs)" in text
+    assert f"{to.loc['random-5pct-n04-r1', 'model1_timeouts']:.0f} timeouts per run" in text
+    assert "the runs had 0–0 timeouts each in 4 s" in text
+
+
+def test_report_makes_no_claim_about_the_papers_simulated_tcp(sweep):
+    setup = la.report(sweep).split("\n\n")[1]  # the paragraph on the paper's setup and this run's
+    assert "SACK" not in setup.split("real uploads")[0] and "does not say which TCP variant" in setup
+
+
 def test_runs_with_a_queue_under_random_loss_are_not_graded(sweep):
     runs = la.compact(sweep)["runs"]
     assert runs.base_rtt.eq(0.06).all() and not runs.queued.any()
@@ -160,3 +219,87 @@ def test_reference_command_exports_only_a_completed_run(sweep, tmp_path):
     (sweep / "lab-summary.json").write_text("{}")
     assert main(["notebooks", "reference", "lab3", str(sweep), "--dest", str(dest)]) == 0
     assert sorted(p.name for p in dest.iterdir()) == sorted(la.COMPACT)
+
+
+# ---------------------------------------------------------------- one run's bookkeeping, with fake sources
+
+class _Rd:
+    def __init__(self, path):
+        self.path, self.summary, self.manifest = path, {}, {"observation": {"capture": {"dropped by kernel": 0}}}
+
+    def file(self, name):
+        return self.path / name
+
+
+class _Source:
+    """Stands in for an observation source: a context manager that leaves its files behind."""
+
+    def __init__(self, rd, name, **attrs):
+        self.path = rd.file(name)
+        self.path.write_text("")
+        self.__dict__.update(attrs)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_transfer_records_window_goodput_emulator_loss_and_kernel_rtts(tmp_path, monkeypatch):
+    """transfer() with its sources faked: 2 flows, a 10 s window after 2 s of warm-up."""
+    from mptcplab.traffic import bulk_result
+
+    t0, warmup, steady = 1000.0, 2.0, 10.0
+    window = (t0 + warmup, t0 + warmup + steady)
+    rd = _Rd(tmp_path)
+    ss = pd.DataFrame([{"time": window[0] + k * 0.2, "state": "ESTAB", "local": f"10.1.0.1:{40000 + f}",
+                        "peer": "10.1.0.2:5201", "rtt_ms": 62.0, "minrtt_ms": 60.0, "rto_ms": 264.0}
+                       for f in range(2) for k in range(50)])
+    qdisc = pd.DataFrame({"time": [t0, window[0] + 0.1, window[1] - 0.1, t0 + 13], "kind": "netem",
+                          "packets": [0, 200, 1800, 2000], "drops": [0, 80, 96, 96]})
+    qdisc["bytes"] = qdisc.packets * 1514
+
+    def fake_ss(net, host, rd, port, interval):
+        src = _Source(rd, "ss.txt")
+        ss.to_csv(rd.file("ss.csv"), index=False)
+        return src
+
+    def fake_bulk(*a, **kw):  # two flows, 0.88 Mbit/s each through the window; flow 1 drained early
+        bins = lambda end: [[k / 10, 11000] for k in range(int(t0 * 10), int(end * 10))]  # noqa: E731
+        srv = {"flows": [{"flow": 0, "peer": "10.1.0.1:40000", "bytes": 11000 * 150, "first": t0, "last": t0 + 15,
+                          "bins": bins(t0 + 15)},
+                         {"flow": 1, "peer": "10.1.0.1:40001", "bytes": 11000 * 130, "first": t0, "last": t0 + 13,
+                          "bins": bins(t0 + 13)}]}
+        client = {"flows": [{"local": f"10.1.0.1:{40000 + i}", "cc": "reno"} for i in (0, 1)]}
+        return bulk_result(client, srv, "10.1.0.2", 5201, "tcp", 15.0, 0.1)
+
+    rows = []
+    for f in (40000, 40001):
+        for i in range(12000):
+            t = t0 + i * 0.001
+            rows.append((t, f, "data", i * 1448.0, 1448, np.nan, np.nan))
+            if i % 2:
+                rows.append((t + 0.06, f, "ack", np.nan, 0, (i + 1) * 1448.0, 0.066))
+        rows.append((t0 + 5.06, f, "data", 5000 * 1448.0, 1448, np.nan, np.nan))  # segment 5000 lost once
+    pk = pd.DataFrame(rows, columns=["time", "flow", "kind", "seq", "len", "ack", "ack_rtt"]).sort_values("time")
+
+    monkeypatch.setattr(l3, "Capture", lambda net, host, rd, bpf_filter: _Source(rd, "capture.pcap"))
+    monkeypatch.setattr(l3, "SsSampler", fake_ss)
+    monkeypatch.setattr(l3, "Counters", lambda net, host, rd: _Source(rd, "counters.json", delta={}))
+    monkeypatch.setattr(l3, "QdiscSampler", lambda net, host, rd, dev, interval: _Source(rd, "q.txt", table=qdisc))
+    monkeypatch.setattr(l3, "bulk", fake_bulk)
+    monkeypatch.setattr(lm, "read_capture", lambda path, sender, port: pk)
+    net = type("Net", (), {"address": lambda self, host, path: "10.1.0.1"})()
+    point = {"key": "droptail-2mbit-n02-r1", "scenario": "droptail", "n": 2, "rep": 1, "loss_cfg": None,
+             "capacity_mbps": 2.0, "link": "rate=2mbit,delay=30ms,queue=10"}
+    s = l3.transfer(net, rd, point, {"warmup_s": warmup, "steady_s": steady, "cc": "reno", "model_b": 1})
+    assert s["mbps"] == pytest.approx(1.76)  # both flows were still sending through the window
+    assert s["mbps_transfer"] == pytest.approx(11000 * 280 * 8 / 15 / 1e6, abs=1e-3)  # rounded to kbit/s
+    assert sum(s["per_flow_mbps"]) > s["mbps_transfer"]  # flow 1's rate counts only its 13 s
+    # The emulator over the window only: slow start's 80 drops of the warm-up are not counted.
+    assert s["p_r_emulator"] == pytest.approx(16 / 1616) and s["emulator"]["transfer"]["dropped"] == 96
+    assert s["emulator_wire_mbps"] == pytest.approx(1600 * 1514 * 8 / 9.8 / 1e6)
+    assert s["srtt"] == pytest.approx(0.062) and s["rtt"] == s["srtt"] and s["min_rtt"] == pytest.approx(0.060)
+    assert s["ack_rtt"] == pytest.approx(0.066) and s["T"] == pytest.approx(0.264) and s["retransmissions"] == 2
+    assert (tmp_path / "flows.csv").exists() and not (tmp_path / "capture.pcap").exists()

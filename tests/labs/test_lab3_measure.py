@@ -139,3 +139,56 @@ def test_read_capture_types_tshark_columns_like_the_untyped_reader():
     guessed = lm.packet_table(raw, sender, 5201)
     assert len(typed) > 1000 and set(typed["kind"]) == {"data", "ack"}
     pd.testing.assert_frame_equal(typed.astype({"kind": object}), guessed.astype({"kind": object}), check_dtype=False)
+
+
+def test_emulator_loss_is_counted_over_the_window_only():
+    # Warm-up (t < 10): slow start overshoots the queue, 50 drops in 1000 packets. In the window
+    # [10, 20]: 10 drops in 2000 packets sent. After it: the drain, no drops.
+    q = pd.DataFrame({"time": [0.0, 9.9, 10.1, 15.0, 19.9, 25.0],
+                      "packets": [0, 1000, 1010, 2000, 3010, 3500],
+                      "drops": [0, 50, 50, 55, 60, 60]})
+    q["bytes"] = q.packets * 1514
+    w = lm.emulator_window(q, (10.0, 20.0))
+    assert (w["sent"], w["dropped"]) == (2000, 10) and w["span_s"] == pytest.approx(9.8)
+    assert w["p_r_emulator"] == pytest.approx(10 / 2010)
+    assert w["wire_mbps"] == pytest.approx(2000 * 1514 * 8 / 9.8 / 1e6)
+    whole = lm.emulator_window(q, (-np.inf, np.inf))
+    assert whole["p_r_emulator"] == pytest.approx(60 / 3560)  # what the old before/after count gave
+    assert lm.emulator_window(q, (12.0, 14.0))["p_r_emulator"] is None  # no two samples inside
+    assert lm.emulator_window(pd.DataFrame(), (10.0, 20.0))["sent"] is None
+
+
+def _ss(samples):
+    """`ss` rows (observe.parse_ss columns) from (time, port, srtt ms, min RTT ms)."""
+    return pd.DataFrame([{"time": t, "local": f"10.1.0.1:{port}", "rtt_ms": srtt, "minrtt_ms": mn, "rto_ms": 264.0}
+                         for t, port, srtt, mn in samples])
+
+
+def test_kernel_rtt_per_flow_from_ss_in_the_window():
+    ss = _ss([(99.0, 1, 300.0, 60.0),  # warm-up: not in the window
+              (100.5, 1, 61.0, 60.2), (101.0, 1, 63.0, 60.1), (101.5, 2, 70.0, 60.4), (103.0, 2, 90.0, 60.0)])
+    k = lm.kernel_rtt_per_flow(ss, (100.0, 102.0))
+    assert k.loc[1, "srtt"] == pytest.approx(0.062) and k.loc[1, "min_rtt"] == pytest.approx(0.0601)
+    assert k.loc[1, "srtt_samples"] == 2 and k.loc[2, "srtt_samples"] == 1
+    assert lm.kernel_rtt_per_flow(pd.DataFrame(), (100.0, 102.0)).empty
+
+
+def test_models_get_the_kernel_srtt_and_every_rtt_is_kept():
+    # tshark's ack_rtt says 60 ms here (flow_packets); the kernel says srtt 62 / 66 ms, min 60 ms.
+    # Flow 1 loses segments 100 and 161, 61 ms apart: two loss events with the 60 ms ack_rtt, one
+    # with the kernel's 62 ms srtt, which is what the models and the loss events now use.
+    pk = table(flow_packets(1, 1000, lost=(100, 161)), flow_packets(2, 1000), flow_packets(3, 1000))
+    ss = _ss([(100.5, 1, 62.0, 60.0), (101.0, 2, 66.0, 60.1), (101.5, 2, 66.0, 60.1)])  # flow 3: no samples
+    per_flow, agg = lm.measure(pk, (100.0, 102.0), kernel_rtt=lm.kernel_rtt_per_flow(ss, (100.0, 102.0)))
+    f = per_flow.set_index("flow")
+    assert f.loc[1, "rtt"] == pytest.approx(0.062) and f.loc[1, "rtt_source"] == "ss srtt"
+    assert f.loc[1, "ack_rtt"] == pytest.approx(RTT) and f.loc[1, "min_rtt"] == pytest.approx(0.060)
+    assert f.loc[1, "loss_events"] == 1 and f.loc[1, "T"] == pytest.approx(0.262)
+    assert f.loc[3, "rtt"] == pytest.approx(RTT) and f.loc[3, "rtt_source"] == "tshark ack_rtt"
+    # The run: every srtt sample of every flow (62, 66, 66), the smallest min RTT, all ACKs' ack_rtt.
+    assert agg["srtt"] == pytest.approx(0.064667, abs=1e-6) and agg["rtt"] == agg["srtt"]
+    assert agg["rtt_source"] == "ss srtt" and agg["min_rtt"] == pytest.approx(0.060)
+    assert agg["ack_rtt"] == pytest.approx(RTT) and agg["loss_events_cumulative"] == 1
+    _, old = lm.measure(pk, (100.0, 102.0))  # without ss: tshark's ack_rtt, as before
+    assert old["rtt"] == pytest.approx(RTT) and old["rtt_source"] == "tshark ack_rtt"
+    assert old["loss_events_per_flow"] == 2

@@ -67,11 +67,11 @@ def assigned(tmp_path_factory):
     return dest
 
 
-def _execute(nb_path: Path) -> nbformat.NotebookNode:
+def _execute(nb_path: Path, results: Path = REFERENCE) -> nbformat.NotebookNode:
     nb = nbformat.read(nb_path, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=TIMEOUT, kernel_name="python3", allow_errors=True,
                                      resources={"metadata": {"path": str(nb_path.parent)}})
-    os.environ["MPTCPLAB_LAB3_RESULTS"] = str(REFERENCE)  # inherited by the kernel
+    os.environ["MPTCPLAB_LAB3_RESULTS"] = str(results)  # inherited by the kernel
     client.execute()
     return nb
 
@@ -119,3 +119,26 @@ def test_copying_the_printed_algorithm_1_fails_with_the_misprint_hint(assigned, 
     assert "failed" in checks["q1"].lower()
     assert "you copied Algorithm 1's q1 line as printed" in checks["q1"], checks["q1"][-1500:]
     assert "equation (27)" in checks["q1"]
+
+
+def test_q6_grades_the_selection_not_whether_runs_fall_inside_the_bands(assigned, tmp_path):
+    """Every run measured at twice its throughput: every model misses its band, and Q6 still passes.
+    The same results carry the kernel's RTTs, so the "Which RTT?" table is drawn from them."""
+    import pandas as pd
+
+    results = tmp_path / "results"
+    shutil.copytree(REFERENCE, results)
+    runs = pd.read_csv(results / "runs.csv")
+    runs["pps"] *= 2
+    if "srtt" not in runs:  # a reference recorded before the kit kept the kernel's RTTs
+        runs = runs.assign(srtt=runs.rtt, min_rtt=runs.base_rtt, ack_rtt=runs.rtt * 1.1)
+    runs.to_csv(results / "runs.csv", index=False)
+    nb = _execute(assigned / "autograder" / "03-parallel-tcp.ipynb", results)
+    checks = _checks(nb)
+    assert all("passed" in checks[q] and "failed" not in checks[q].lower() for q in checks), checks
+    shown = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Shown, not graded"))
+    text = "".join(o.get("text", "") for o in shown.outputs)
+    assert "model 1 within ±25 % in 0% of" in text and "model 2 within ±35 % in 0%" in text
+    rtt = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("RTTS = "))
+    table = "".join(o.get("data", {}).get("text/plain", "") for o in rtt.outputs)
+    assert "kernel min RTT" in table and "tshark ack_rtt" in table and "err1" in table

@@ -23,7 +23,14 @@ What is measured, per flow and for the aggregate (the guide explains why each is
   event (at most one per RTT, as TFRC counts them and as TCP halves its window once per RTT);
   per flow (model 1's p: all flows' events over all packets) and across the aggregate (model 2's
   p_e: the same rule applied to the losses of every flow together);
-* RTT = mean of the ACK round-trip samples; T = median of the kernel's RTO (ss) samples;
+* RTT = the kernel's smoothed RTT (srtt, `ss` every 200 ms), averaged over the window; the
+  kernel's min RTT and tshark's ACK round-trip time (ack_rtt) are kept beside it, so the models can
+  be evaluated with each. Why not ack_rtt: its samples include the time the receiver held a
+  delayed ACK back, and gave 62-70 ms on a 60 ms path. Linux's srtt is not free of that either (its
+  sample runs from the *oldest* segment an ACK newly covers: net/ipv4/tcp_input.c,
+  tcp_clean_rtx_queue -> seq_rtt_us), but min RTT is (from the newest, and the min filter skips
+  suspected delayed ACKs: tcp_update_rtt_min); srtt - min_rtt in a run without a queue measures
+  what is left. T = median of the kernel's RTO (ss) samples;
 * b = segments newly acknowledged per ACK that advanced the cumulative ACK;
 * throughput = data segments sent per second (retransmissions included: the models' B counts
   every packet sent), and goodput = new segments per second.
@@ -107,20 +114,64 @@ def group_loss_events(t_lost: np.ndarray, rtt: float) -> np.ndarray:
 
 # ---------------------------------------------------------------- per run
 
+def _ss_in_window(ss: pd.DataFrame, window: tuple[float, float], column: str):
+    """The `ss` samples inside the window that carry `column`, and each one's flow (local port)."""
+    s = ss[(ss["time"] >= window[0]) & (ss["time"] <= window[1])].dropna(subset=[column])
+    return s, s["local"].astype(str).str.rsplit(":", n=1).str[1].astype(int).rename("flow")
+
+
 def rto_per_flow(ss: pd.DataFrame, window: tuple[float, float]) -> pd.Series:
     """Median kernel RTO (s) per flow from `ss` samples (columns time, local, rto_ms)."""
     if ss is None or ss.empty or "rto_ms" not in ss:
         return pd.Series(dtype=float)
-    s = ss[(ss["time"] >= window[0]) & (ss["time"] <= window[1])].dropna(subset=["rto_ms"])
-    port = s["local"].astype(str).str.rsplit(":", n=1).str[1].astype(int)
+    s, port = _ss_in_window(ss, window, "rto_ms")
     return (s.groupby(port)["rto_ms"].median() / 1000).rename("T")
 
 
-def measure(pk: pd.DataFrame, window: tuple[float, float], rto: pd.Series | None = None) -> tuple[pd.DataFrame, dict]:
+def kernel_rtt_per_flow(ss: pd.DataFrame, window: tuple[float, float]) -> pd.DataFrame:
+    """The kernel's RTT per flow from `ss` samples in the window (columns time, local, rtt_ms,
+    minrtt_ms): srtt = the mean of the smoothed RTT samples (s), min_rtt = the smallest min RTT (s),
+    srtt_samples = how many samples the mean is of. Index: flow (the sender's port)."""
+    cols = ["srtt", "min_rtt", "srtt_samples"]
+    if ss is None or ss.empty or "rtt_ms" not in ss:
+        return pd.DataFrame(columns=cols, index=pd.Index([], name="flow", dtype=int))
+    s, port = _ss_in_window(ss, window, "rtt_ms")
+    g = s.groupby(port)
+    out = pd.DataFrame({"srtt": g["rtt_ms"].mean() / 1000, "srtt_samples": g["rtt_ms"].size()})
+    if "minrtt_ms" in s:
+        out["min_rtt"] = g["minrtt_ms"].min() / 1000
+    return out.reindex(columns=cols)
+
+
+def emulator_window(qdisc: pd.DataFrame, window: tuple[float, float]) -> dict:
+    """The emulator's bottleneck qdisc over the measurement window, from its sampled counters
+    (observe.QdiscSampler: time, packets, bytes, drops): the first and the last sample inside the
+    window, so warm-up and the drain after it are left out. p_r_emulator = dropped / (sent + dropped);
+    wire_mbps = the bytes it sent per second (headers included: what its rate limit counts).
+    Empty values when fewer than two samples fall inside the window."""
+    out = {"sent": None, "dropped": None, "span_s": None, "p_r_emulator": None, "wire_mbps": None}
+    if qdisc is None or qdisc.empty:
+        return out
+    q = qdisc[(qdisc["time"] >= window[0]) & (qdisc["time"] <= window[1])].sort_values("time")
+    if len(q) < 2:
+        return out
+    first, last = q.iloc[0], q.iloc[-1]
+    sent, dropped = int(last["packets"] - first["packets"]), int(last["drops"] - first["drops"])
+    span = float(last["time"] - first["time"])
+    return {"sent": sent, "dropped": dropped, "span_s": round(span, 3),
+            "p_r_emulator": dropped / (sent + dropped) if sent + dropped else None,
+            "wire_mbps": float(last["bytes"] - first["bytes"]) * 8 / span / 1e6 if span > 0 else None}
+
+
+def measure(pk: pd.DataFrame, window: tuple[float, float], rto: pd.Series | None = None,
+            kernel_rtt: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict]:
     """Per-flow table and aggregate values of one run over the steady-state `window`.
 
     `rto`: T per flow in seconds (index = flow); missing flows get RTT + 200 ms, Linux's
     minimum RTO above the smoothed RTT (said in `T_source`).
+    `kernel_rtt`: srtt, min_rtt and srtt_samples per flow (`kernel_rtt_per_flow`). The RTT the
+    models get (`rtt`) is the kernel's srtt; a flow `ss` never sampled falls back on tshark's
+    ack_rtt (said in `rtt_source`). All three RTTs are kept per flow and for the run.
     """
     t0, t1 = window
     if not t1 > t0:
@@ -133,10 +184,13 @@ def measure(pk: pd.DataFrame, window: tuple[float, float], rto: pd.Series | None
     lost = lost_packets(data, window)
     rows = []
     flows = sorted(data["flow"].unique())
+    kern = kernel_rtt if kernel_rtt is not None else kernel_rtt_per_flow(None, window)
     for f in flows:
         fd = in_win[in_win["flow"] == f]
         fa = acks[acks["flow"] == f]
-        rtt = float(fa["ack_rtt"].mean()) if fa["ack_rtt"].notna().any() else np.nan
+        ack_rtt = float(fa["ack_rtt"].mean()) if fa["ack_rtt"].notna().any() else np.nan
+        srtt = float(kern["srtt"].get(f, np.nan))
+        rtt = srtt if srtt == srtt else ack_rtt
         fl = lost[lost["flow"] == f]
         events = group_loss_events(fl["t"].to_numpy(), rtt if rtt == rtt else 0.0)
         adv = fa["ack"].diff()
@@ -146,7 +200,9 @@ def measure(pk: pd.DataFrame, window: tuple[float, float], rto: pd.Series | None
         rows.append({
             "flow": int(f), "packets": sent, "retransmissions": retx, "loss_events": len(events),
             "p": len(events) / sent if sent else np.nan, "p_r": retx / sent if sent else np.nan,
-            "rtt": rtt, "T": T if T == T else rtt + 0.2, "T_source": "ss rto" if T == T else "rtt + 200 ms",
+            "rtt": rtt, "rtt_source": "ss srtt" if srtt == srtt else "tshark ack_rtt",
+            "srtt": srtt, "min_rtt": float(kern["min_rtt"].get(f, np.nan)), "ack_rtt": ack_rtt,
+            "T": T if T == T else rtt + 0.2, "T_source": "ss rto" if T == T else "rtt + 200 ms",
             "b": float(adv.sum() / mss / len(adv)) if len(adv) else np.nan,
             "pps": sent / span, "goodput_pps": (sent - retx) / span,
             "timeouts": timeouts(data[data["flow"] == f], T if T == T else rtt + 0.2, window),
@@ -154,7 +210,12 @@ def measure(pk: pd.DataFrame, window: tuple[float, float], rto: pd.Series | None
     per_flow = pd.DataFrame(rows)
     if per_flow.empty:
         raise ValueError("no data segments in the capture")
-    rtt_all = float(acks["ack_rtt"].mean())
+    # The run's RTT: the mean of every srtt sample of every flow (each flow's mean weighted by its
+    # samples), else the mean of every ACK's ack_rtt.
+    ack_rtt_all = float(acks["ack_rtt"].mean())
+    sampled = per_flow.dropna(subset=["srtt"]).merge(kern[["srtt_samples"]], left_on="flow", right_index=True)
+    srtt_all = float(np.average(sampled["srtt"], weights=sampled["srtt_samples"])) if len(sampled) else np.nan
+    rtt_all = srtt_all if srtt_all == srtt_all else ack_rtt_all
     agg_events = group_loss_events(lost["t"].to_numpy(), rtt_all)
     packets = int(per_flow["packets"].sum())
     agg = {
@@ -164,7 +225,9 @@ def measure(pk: pd.DataFrame, window: tuple[float, float], rto: pd.Series | None
         "p": per_flow["loss_events"].sum() / packets,  # model 1: loss events of any flow per packet
         "p_e": len(agg_events) / packets,  # model 2: loss events of the aggregate per packet
         "p_r": per_flow["retransmissions"].sum() / packets,
-        "rtt": rtt_all, "T": float(per_flow["T"].mean()),
+        "rtt": rtt_all, "rtt_source": "ss srtt" if srtt_all == srtt_all else "tshark ack_rtt",
+        "srtt": srtt_all, "min_rtt": float(per_flow["min_rtt"].min()), "ack_rtt": ack_rtt_all,
+        "T": float(per_flow["T"].mean()),
         "b": float(np.average(per_flow["b"].fillna(1.0), weights=per_flow["packets"].clip(lower=1))),
         "pps": float(per_flow["pps"].sum()), "goodput_pps": float(per_flow["goodput_pps"].sum()),
         "timeouts": int(per_flow["timeouts"].sum()),

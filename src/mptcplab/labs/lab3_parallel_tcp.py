@@ -2,14 +2,14 @@
 
 One sender, one receiver, one path through the emulator with 30 ms one-way delay each way. For
 every scenario point (random loss rate, or DropTail capacity) and n = 1..10: n Reno flows start
-together; the sender-side capture, `ss` samples (RTO) and nstat counters are recorded; after the
-warm-up, the steady-state window gives p, p_e, p_r, RTT, T, b and the throughput
-(lab3_measure), and the models are evaluated on them (lab3_analysis).
+together; the sender-side capture, `ss` samples (the kernel's srtt, min RTT and RTO), the emulator's qdisc
+counters and nstat counters are recorded; after the warm-up, the steady-state window gives p, p_e,
+p_r, RTT, T, b and the throughput (lab3_measure), and the models are evaluated on them
+(lab3_analysis).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
 
@@ -19,8 +19,8 @@ from .. import log
 from ..errors import ExperimentFailed, UsageError
 from ..lab import Lab, Point, RunContext
 from ..links import WIRE_BYTES, LinkSpec
-from ..observe import Capture, Counters, SsSampler
-from ..topology import NetPath, Topology
+from ..observe import Capture, Counters, QdiscSampler, SsSampler
+from ..topology import EMULATOR, NetPath, Topology
 from ..traffic import bulk
 from . import lab3_analysis, lab3_measure
 
@@ -81,13 +81,7 @@ def topology(params: dict) -> Topology:
                     sysctls=params.get("sysctls", {}))
 
 
-def _qdisc_stats(net) -> dict:
-    """Packets sent and dropped by the emulator's data-direction qdisc (b-p1 egress)."""
-    out = net.check(["tc", "-n", net.ns("emu"), "-s", "-j", "qdisc", "show", "dev", "b-p1"])
-    for q in json.loads(out):
-        if q.get("root") or q.get("parent") in (None, "root"):
-            return {"packets": int(q.get("packets", 0)), "drops": int(q.get("drops", 0)), "kind": q.get("kind")}
-    return {"packets": 0, "drops": 0, "kind": None}
+BOTTLENECK_DEV = "b-p1"  # the emulator's egress toward rcv: the data direction's qdisc
 
 
 def configure(net, point: Point, params: dict) -> None:
@@ -100,18 +94,18 @@ def configure(net, point: Point, params: dict) -> None:
 def measure(net, rd, p: Point, params: dict) -> str:
     s = transfer(net, rd, p.values, params)
     return (f"{s['pps']:8.1f} pkt/s  p {s['p']:.4f}  p_e {s['p_e']:.4f}  "
-            f"p_r {s['p_r']:.4f} (emulator {s['p_r_emulator'] or 0:.4f})  rtt {s['rtt'] * 1e3:5.1f} ms  "
+            f"p_r {s['p_r']:.4f} (emulator {s['p_r_emulator'] or 0:.4f})  srtt {s['srtt'] * 1e3:5.1f} ms "
+            f"(min {s['min_rtt'] * 1e3:5.1f}, ack_rtt {s['ack_rtt'] * 1e3:5.1f})  "
             f"T {s['T'] * 1e3:4.0f} ms  b {s['b']:.2f}  timeouts {s['timeouts']}")
 
 
 def transfer(net, rd, point: dict, params: dict) -> dict:
     warmup, steady = float(params["warmup_s"]), float(params["steady_s"])
     n = point["n"]
-    before = _qdisc_stats(net)
     with Capture(net, "snd", rd, bpf_filter=f"tcp port {PORT}") as cap, \
-            SsSampler(net, "snd", rd, PORT, interval=0.2) as ss, Counters(net, "snd", rd) as counters:
+            SsSampler(net, "snd", rd, PORT, interval=0.2) as ss, Counters(net, "snd", rd) as counters, \
+            QdiscSampler(net, EMULATOR, rd, BOTTLENECK_DEV, interval=0.2) as qdisc:
         r = bulk(net, "snd", "rcv", "p1", "tcp", duration=warmup + steady + 1.0, flows=n, cc=params["cc"], port=PORT)
-    after = _qdisc_stats(net)
     ccs = sorted({f["cc"] for f in r.flows})
     if ccs != [params["cc"]]:
         raise ExperimentFailed(f"{point['key']}: flows ran {ccs}, expected {params['cc']}")
@@ -119,7 +113,8 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
     pk = lab3_measure.read_capture(cap.path, net.address("snd", "p1"), PORT)
     ss_table = pd.read_csv(ss.path.with_suffix(".csv"))
     rto = lab3_measure.rto_per_flow(ss_table, window)
-    per_flow, agg = lab3_measure.measure(pk, window, rto)
+    kernel_rtt = lab3_measure.kernel_rtt_per_flow(ss_table, window)
+    per_flow, agg = lab3_measure.measure(pk, window, rto, kernel_rtt)
     per_flow.to_csv(rd.file("flows.csv"), index=False)
     # When each lost packet had been sent, from the window's start: enough to recount loss events.
     lost = lab3_measure.lost_packets(pk[pk["kind"] == "data"], window)
@@ -127,13 +122,22 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
     ss.path.unlink()  # ss.csv keeps the parsed samples
     if not params.get("keep_pcaps"):
         cap.path.unlink()
-    sent, drops = after["packets"] - before["packets"], after["drops"] - before["drops"]
+    # The emulator's own count of what it dropped, over the same window as p_r (the whole run would
+    # add slow start's overshoot under DropTail); and over the whole transfer, for comparison.
+    emu = lab3_measure.emulator_window(qdisc.table, window)
+    whole = lab3_measure.emulator_window(qdisc.table, (-math.inf, math.inf))
     capture_note = rd.manifest.get("observation", {}).get("capture", {})
     rd.summary.update({
         **{k: point[k] for k in ("scenario", "n", "rep", "loss_cfg", "capacity_mbps", "link")},
-        **agg, "model_b": lab3_analysis.model_b(agg["b"], params.get("model_b", 1)), "mbps": round(r.mbps, 3),
-        "p_r_emulator": drops / (sent + drops) if sent + drops else None,
-        "emulator": {"sent": sent, "dropped": drops, "qdisc": after["kind"]},
+        **agg, "model_b": lab3_analysis.model_b(agg["b"], params.get("model_b", 1)),
+        # Goodput of the n flows together at the receiver, over the steady window (what `mptcplab
+        # check` holds against the link's ceiling), and over the whole transfer, warm-up included.
+        # Each flow's own rate over its own span, kept to show why their sum is not the aggregate.
+        "mbps": round(r.window_mbps(*window), 3), "mbps_transfer": round(r.mbps, 3),
+        "per_flow_mbps": [round(f["mbps"], 3) for f in r.flows],
+        "p_r_emulator": emu["p_r_emulator"], "emulator_wire_mbps": emu["wire_mbps"],
+        "emulator": {"window": emu, "transfer": whole,
+                     "qdisc": qdisc.table["kind"].iloc[-1] if len(qdisc.table) else None},
         "capture_dropped": capture_note.get("dropped by kernel"),
         "timeouts_nstat": counters.delta.get("TcpExtTCPTimeouts", 0),
         "window": list(window), "cc": ccs[0],

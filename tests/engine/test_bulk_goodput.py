@@ -1,0 +1,72 @@
+"""Goodput of several flows from the receiver's report: one span for all of them, never the sum of
+each flow's own rate (the sum overran a 4 Mbit/s link's ceiling in Lab 3's DropTail runs)."""
+
+import csv
+
+import pytest
+
+from mptcplab import physics
+from mptcplab.check import check_runs_table
+from mptcplab.traffic import bulk_result
+
+IV = 0.1
+CEILING = physics.link_ceiling_bps(4e6)  # 3.826 Mbit/s of payload through a 4 Mbit/s link
+
+
+def _flow(i, start, end, rate_bps):
+    """What the receiver reports for one flow receiving `rate_bps` from `start` to `end` (epoch s)."""
+    k0, k1 = round(start / IV), round(end / IV)
+    per_bin = rate_bps / 8 * IV
+    return {"flow": i, "peer": f"10.1.0.1:{40000 + i}", "bytes": per_bin * (k1 - k0), "first": start + IV,
+            "last": end, "bins": [[k * IV, per_bin] for k in range(k0, k1)]}
+
+
+def shared_link():
+    """Two flows share the link: both from 1000 s; flow 1's sender has drained at 1010 s, after
+    which flow 0 has the link to itself until 1020 s. The link is full all the time."""
+    f0, late = _flow(0, 1000.0, 1010.0, CEILING / 2), _flow(0, 1010.0, 1020.0, CEILING)
+    f0.update(bytes=f0["bytes"] + late["bytes"], last=late["last"], bins=f0["bins"] + late["bins"])
+    srv = {"flows": [f0, _flow(1, 1000.0, 1010.0, CEILING / 2)]}
+    client = {"flows": [{"local": f"10.1.0.1:{40000 + i}", "cc": "reno"} for i in (0, 1)]}
+    return bulk_result(client, srv, "10.1.0.2", 5201, "tcp", 20.0, IV)
+
+
+def test_goodput_of_several_flows_is_counted_over_one_span():
+    r = shared_link()
+    per_flow_sum = sum(f["mbps"] for f in r.flows) * 1e6
+    # Each flow's own rate is right for that flow; their sum is not the link's goodput: flow 1's
+    # rate counts its 10 s (0.5 of the link), flow 0's 20 s (0.75: it had flow 1's share in the
+    # second half): 1.25 links.
+    assert per_flow_sum == pytest.approx(1.25 * CEILING, rel=0.01) and per_flow_sum > CEILING * 1.2
+    assert r.mbps * 1e6 == pytest.approx(CEILING, rel=0.01)
+    assert r.mbps * 1e6 <= CEILING * (1 + physics.MEASUREMENT_SLACK)
+
+
+def test_window_goodput_counts_whole_bins_inside_the_window():
+    r = shared_link()
+    assert r.window_mbps(1005.0, 1015.0) * 1e6 == pytest.approx(CEILING)
+    # Window edges inside a bin: only the whole bins are counted, over the time they cover.
+    assert r.window_mbps(1005.03, 1014.97) * 1e6 == pytest.approx(CEILING)
+    assert r.window_mbps(1012.0, 1012.05) == 0.0 and r.window_mbps(1015.0, 1005.0) == 0.0
+
+
+def test_one_flow_goodput_is_unchanged():
+    srv = {"flows": [_flow(0, 1000.0, 1010.0, 3e6)]}
+    r = bulk_result({"flows": [{"local": "10.1.0.1:40000"}]}, srv, "10.1.0.2", 5201, "tcp", 10.0, IV)
+    assert r.mbps == pytest.approx(r.flows[0]["mbps"])
+
+
+def test_checker_judges_lab3_goodput_against_the_ceiling(tmp_path):
+    table = tmp_path / "lab3" / "runs.csv"
+    table.parent.mkdir()
+    with open(table, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "scenario", "capacity_mbps", "mbps", "emulator_wire_mbps"])
+        w.writerow(["droptail-4mbit-n08-r1", "droptail", 4.0, 3.998, ""])  # the old sum of per-flow rates
+        w.writerow(["droptail-4mbit-n02-r1", "droptail", 4.0, 3.82, 3.995])  # 3.82 = 3.995 x 1448 / 1514
+        w.writerow(["droptail-4mbit-n04-r1", "droptail", 4.0, 3.82, 4.2])  # an emulator faster than told
+        w.writerow(["random-1pct-n08-r1", "random", "", 19.0, 19.9])  # no capacity: nothing to judge
+    verdicts = check_runs_table(table)
+    assert [v.ok for v in verdicts] == [False, True, True, True, False]
+    assert verdicts[0].bound == pytest.approx(CEILING * 1.01 / 1e6)
+    assert "emulator's wire rate" in verdicts[-1].line() and verdicts[-1].bound == pytest.approx(4.04)

@@ -30,9 +30,11 @@ class BulkResult:
     t0: float  # epoch seconds when the first byte arrived
     t_end: float  # epoch seconds when the last byte arrived
     flows: list[dict]
-    intervals: "object"  # pandas DataFrame: time, flow, bytes, mbps
+    intervals: "object"  # pandas DataFrame: time, flow, bytes, mbps (bins labelled by their start)
     extra: dict = field(default_factory=dict)
-    interval: float = 0.1  # seconds per bin of `intervals` (bins are labelled by their start)
+    interval: float = 0.1  # seconds per bin of `intervals`
+    # per flow: [[epoch s, bytes the kernel had received by then, bytes the reader had read], ...]
+    samples: list = field(default_factory=list)
 
     @property
     def mbps(self) -> float:
@@ -47,29 +49,30 @@ class BulkResult:
         span = self.t_end - self.t0
         return total * 8 / span / 1e6 if span > 0 else 0.0
 
+    def received_by(self, t):
+        """Bytes all flows had received by epoch time(s) t, by the kernel's count (see
+        bulk.kernel_bytes_received), interpolated between the receiver's samples."""
+        import numpy as np
+
+        return sum(np.interp(t, [s[0] for s in fs], [s[1] for s in fs], left=0.0) for fs in self.samples if fs)
+
+    def reader_backlog_max(self) -> int:
+        """The most bytes received but not yet read at any sample (a late reader's backlog)."""
+        return int(max((s[1] - s[2] for fs in self.samples for s in fs if len(s) > 2), default=0))
+
     def window_mbps(self, start: float, end: float) -> float:
-        """Goodput of all flows together over [start, end] (epoch s), from the receiver's bins that
-        lie wholly inside it: bytes of those bins / the time they cover (no partial bin at either edge)."""
-        iv = self.intervals
-        if iv.empty or not end > start:
+        """Goodput of all flows together over [start, end] (epoch s)."""
+        if not end > start or not self.samples:
             return 0.0
-        k = (iv["time"] / self.interval).round().astype(int)
-        first, last = int(-(-start // self.interval)), int(end // self.interval)  # whole bins [first, last)
-        if first >= last:
-            return 0.0
-        inside = (k >= first) & (k < last)
-        return float(iv.loc[inside, "bytes"].sum() * 8 / ((last - first) * self.interval) / 1e6)
+        return float((self.received_by(end) - self.received_by(start)) * 8 / (end - start) / 1e6)
 
     def steady_mbps(self, warmup_s: float) -> float:
-        """Goodput after the first `warmup_s` seconds (slow start excluded), from the intervals."""
-        iv = self.intervals
-        steady = iv[iv["time"] >= self.t0 + warmup_s]  # bins are labelled by their start time
-        span = self.t_end - steady["time"].min() if not steady.empty else 0
-        return float(steady["bytes"].sum() * 8 / span / 1e6) if span > 0 else self.mbps
+        """Goodput after the first `warmup_s` seconds (slow start excluded) to the last byte."""
+        return self.window_mbps(self.t0 + warmup_s, self.t_end)
 
     def summary(self) -> dict:
         return {"tool": self.tool, "proto": self.proto, "duration_s": self.duration, "t0": self.t0,
-                "mbps": round(self.mbps, 3), "flows": len(self.flows),
+                "mbps": round(self.mbps, 3), "flows": len(self.flows), "reader_backlog_max": self.reader_backlog_max(),
                 "subflows": max((f.get("subflows") or 1) for f in self.flows),
                 "per_flow_mbps": [round(f["mbps"], 3) for f in self.flows], **self.extra}
 
@@ -132,9 +135,13 @@ def bulk_result(client: dict, srv: dict, addr: str, port: int, proto: str, durat
     """The result of one transfer from what the sender and the receiver printed (their JSON)."""
     import pandas as pd
 
+    import numpy as np
+
     by_local = {c["local"]: c for c in client["flows"]}
     flows_out, rows = [], []
     t0 = min(f["first"] for f in srv["flows"] if f["first"])
+    t_end = max(f["last"] for f in srv["flows"] if f["last"])
+    edges = np.arange(np.floor(t0 / interval), np.ceil(t_end / interval) + 1) * interval  # bin edges
     for f in srv["flows"]:
         c = by_local.get(f["peer"], {})
         span = (f["last"] - f["first"]) if f["first"] else 0
@@ -146,10 +153,14 @@ def bulk_result(client: dict, srv: dict, addr: str, port: int, proto: str, durat
             "subflows": mptcp["subflows"] if mptcp else (None if proto == "mptcp" else 1),
             "mptcp_info": mptcp,
         })
-        rows += [{"time": t, "flow": f["flow"], "bytes": b, "mbps": b * 8 / interval / 1e6} for t, b in f["bins"]]
+        if f["samples"]:  # bytes per bin: the kernel's count interpolated at the bin's edges
+            got = np.diff(np.interp(edges, [s[0] for s in f["samples"]], [s[1] for s in f["samples"]], left=0.0))
+            rows += [{"time": round(t, 6), "flow": f["flow"], "bytes": float(b), "mbps": b * 8 / interval / 1e6}
+                     for t, b in zip(edges[:-1], got) if b > 0]
     intervals = pd.DataFrame(rows, columns=["time", "flow", "bytes", "mbps"])
-    t_end = max(f["last"] for f in srv["flows"] if f["last"])
-    return BulkResult("mptcplab.bulk", proto, duration, t0, t_end, flows_out, intervals, interval=interval)
+    return BulkResult("mptcplab.bulk", proto, duration, t0, t_end, flows_out, intervals, interval=interval,
+                      samples=[f["samples"] for f in srv["flows"]],
+                      extra={"counted": sorted({f.get("counted", "reads") for f in srv["flows"]})})
 
 
 def verify_capture(pcap: Path, expect_subflows: int) -> dict:

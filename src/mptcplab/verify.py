@@ -64,6 +64,7 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
         warmup = min(tcp_seconds / 3, max(1.0, 12 * p.rtt_s))
         row["tcp_steady_mbps"] = round(r.steady_mbps(warmup), 2)
         row["steady_after_s"] = round(warmup, 3)
+        row["reader_backlog_max"] = r.reader_backlog_max()  # bytes received but not yet read (a late reader)
         if p.link.rate_bps:
             # Goodput counts only TCP payload; the link also carries 66 bytes of headers per segment.
             util = row["tcp_steady_mbps"] * 1e6 / GOODPUT_SHARE / p.link.rate_bps

@@ -13,19 +13,22 @@ IV = 0.1
 CEILING = physics.link_ceiling_bps(4e6)  # 3.826 Mbit/s of payload through a 4 Mbit/s link
 
 
-def _flow(i, start, end, rate_bps):
-    """What the receiver reports for one flow receiving `rate_bps` from `start` to `end` (epoch s)."""
+def _flow(i, start, end, rate_bps, received_before=0.0):
+    """What the receiver reports for one flow receiving `rate_bps` from `start` to `end` (epoch s):
+    one sample per bin of the bytes the kernel had received by then."""
     k0, k1 = round(start / IV), round(end / IV)
     per_bin = rate_bps / 8 * IV
-    return {"flow": i, "peer": f"10.1.0.1:{40000 + i}", "bytes": per_bin * (k1 - k0), "first": start + IV,
-            "last": end, "bins": [[k * IV, per_bin] for k in range(k0, k1)]}
+    samples = [[k * IV, received_before + per_bin * (k - k0)] for k in range(k0, k1 + 1)]
+    return {"flow": i, "peer": f"10.1.0.1:{40000 + i}", "bytes": received_before + per_bin * (k1 - k0),
+            "first": start + IV, "last": end, "counted": "kernel", "samples": samples}
 
 
 def shared_link():
     """Two flows share the link: both from 1000 s; flow 1's sender has drained at 1010 s, after
     which flow 0 has the link to itself until 1020 s. The link is full all the time."""
-    f0, late = _flow(0, 1000.0, 1010.0, CEILING / 2), _flow(0, 1010.0, 1020.0, CEILING)
-    f0.update(bytes=f0["bytes"] + late["bytes"], last=late["last"], bins=f0["bins"] + late["bins"])
+    f0 = _flow(0, 1000.0, 1010.0, CEILING / 2)
+    late = _flow(0, 1010.0, 1020.0, CEILING, received_before=f0["bytes"])
+    f0.update(bytes=late["bytes"], last=late["last"], samples=f0["samples"] + late["samples"][1:])
     srv = {"flows": [f0, _flow(1, 1000.0, 1010.0, CEILING / 2)]}
     client = {"flows": [{"local": f"10.1.0.1:{40000 + i}", "cc": "reno"} for i in (0, 1)]}
     return bulk_result(client, srv, "10.1.0.2", 5201, "tcp", 20.0, IV)
@@ -42,12 +45,28 @@ def test_goodput_of_several_flows_is_counted_over_one_span():
     assert r.mbps * 1e6 <= CEILING * (1 + physics.MEASUREMENT_SLACK)
 
 
-def test_window_goodput_counts_whole_bins_inside_the_window():
+def test_window_goodput_interpolates_the_kernel_count():
     r = shared_link()
     assert r.window_mbps(1005.0, 1015.0) * 1e6 == pytest.approx(CEILING)
-    # Window edges inside a bin: only the whole bins are counted, over the time they cover.
     assert r.window_mbps(1005.03, 1014.97) * 1e6 == pytest.approx(CEILING)
-    assert r.window_mbps(1012.0, 1012.05) == 0.0 and r.window_mbps(1015.0, 1005.0) == 0.0
+    assert r.window_mbps(1015.0, 1005.0) == 0.0
+    # the bins for plots hold the same bytes: the link is full in every one of them
+    per_bin = r.intervals.groupby("time")["bytes"].sum()
+    assert per_bin.to_numpy() * 8 / IV == pytest.approx(CEILING)
+
+
+def test_a_late_reader_does_not_move_bytes_into_the_window():
+    """The receiver was descheduled from 1000.9 to 1001.06 s and read the backlog at once. Counted
+    at read time, the 160 ms of bytes land after 1001.0 and a 2 s window from there shows 104% of
+    the link; the kernel's count (sampled at the late read too) puts them where they arrived."""
+    rate = CEILING
+    per_s = rate / 8
+    samples = [[t, (t - 1000.0) * per_s] for t in (1000.0, 1000.5, 1000.9, 1001.06, 1001.5, 1002.0, 1003.0)]
+    srv = {"flows": [{"flow": 0, "peer": "10.1.0.1:40000", "bytes": 3 * per_s, "first": 1000.0,
+                      "last": 1003.0, "counted": "kernel", "samples": samples}]}
+    r = bulk_result({"flows": [{"local": "10.1.0.1:40000"}]}, srv, "10.1.0.2", 5201, "tcp", 3.0, IV)
+    assert r.steady_mbps(1.0) * 1e6 == pytest.approx(rate)
+    assert r.extra["counted"] == ["kernel"]
 
 
 def test_one_flow_goodput_is_unchanged():

@@ -99,7 +99,7 @@ class FakeNet:
 
 def fake_bulk(mbps):
     def bulk(net, src, dst, path, proto="tcp", duration=10.0, sndbuf=None, port=5201, **kw):
-        flow = {"flow": 0, "mbps": mbps, "sndbuf": sndbuf * 2 if sndbuf else 65536,
+        flow = {"flow": 0, "bytes": mbps * 1e6 / 8 * duration, "mbps": mbps, "sndbuf": sndbuf * 2 if sndbuf else 65536,
                 "subflows": 2 if proto == "mptcp" else 1}
         iv = pd.DataFrame({"time": [1.0, 1.1], "flow": [0, 0], "bytes": [1000, 1000], "mbps": [0.08, 0.08]})
         return BulkResult("mptcplab.bulk", proto, duration, 1.0, 1.0 + duration, [flow], iv)

@@ -266,11 +266,12 @@ def test_transfer_records_window_goodput_emulator_loss_and_kernel_rtts(tmp_path,
         return src
 
     def fake_bulk(*a, **kw):  # two flows, 0.88 Mbit/s each through the window; flow 1 drained early
-        bins = lambda end: [[k / 10, 11000] for k in range(int(t0 * 10), int(end * 10))]  # noqa: E731
+        samples = lambda end: [[k / 10, 11000 * (k - int(t0 * 10))]  # noqa: E731
+                               for k in range(int(t0 * 10), int(end * 10) + 1)]
         srv = {"flows": [{"flow": 0, "peer": "10.1.0.1:40000", "bytes": 11000 * 150, "first": t0, "last": t0 + 15,
-                          "bins": bins(t0 + 15)},
+                          "samples": samples(t0 + 15)},
                          {"flow": 1, "peer": "10.1.0.1:40001", "bytes": 11000 * 130, "first": t0, "last": t0 + 13,
-                          "bins": bins(t0 + 13)}]}
+                          "samples": samples(t0 + 13)}]}
         client = {"flows": [{"local": f"10.1.0.1:{40000 + i}", "cc": "reno"} for i in (0, 1)]}
         return bulk_result(client, srv, "10.1.0.2", 5201, "tcp", 15.0, 0.1)
 

@@ -1,0 +1,148 @@
+"""A place's own latency on each path, and the netem delay that leaves the configured RTT.
+
+Every place adds time of its own to a round trip: the kernels forwarding a packet through two
+veths and a bridge, and in a virtual machine without KVM an emulated CPU doing all of it (QEMU's
+TCG here: a path with no delay pings 1.1 ms on a quiet host and 3.6 ms under load, a 20 ms path
+21-22 ms; native and UML add ~0.05 ms). That time belongs to the place, not to the network being
+emulated. So once a topology is up (`Topology.up`), each path's own latency is measured, and
+where it is more than the RTT check's slack (physics.rtt_slack_ms: 2 %, at least 0.5 ms) it is
+taken out of the path's netem delay, half per direction, never below 0. Below the slack nothing
+changes (native, UML): the measurement is only recorded. Every later delay of the path
+(`Network.set_link`, Lab 2's mobility) is compensated by the same measurement. Where the place
+adds more than the path's configured delay can give up (a 0 ms path under TCG), nothing is
+hidden: the RTT check refuses, and its message names the place's latency as the cause.
+
+How it is measured: ping over the path with its emulation reduced to its configured delay
+alone (netem with that delay and no rate, jitter or loss; pfifo where there is no netem), the
+median of 10, minus the configured RTT. Why not ping with the delay set to 0: netem sends an
+undelayed packet at once but a delayed one from a timer, and an emulated guest's timers fire
+late, so a place may add more on a delayed path than at 0 ms (TCG here: 1.1 ms at 0 ms on a
+quiet host, 1-2 ms on a 20 ms path, 2.2-2.4 ms on an 80 ms one); measuring over the configured
+delay counts what the RTT check will see.
+Why not ping over the full link: its rate adds the ping's own serialisation (98 bytes take
+0.31 ms both ways at 5 Mbit/s), which a real link of that rate has too and must keep; its loss
+and jitter only blur the figure. One measurement per path, no retries: the RTT check that
+follows judges the result against the configured RTT and refuses if the host's load changed it.
+
+In the manifest: `network.paths[].own_latency` (what was measured, the configured and the
+applied netem delays) and `network.own_latency_method` (this paragraph in one line).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass, replace
+
+from . import physics
+from .errors import ExperimentFailed
+from .links import LinkSpec
+
+METHOD = ("ping over each path with only its configured netem delay (no rate, jitter or loss), median of "
+          "10, minus the configured RTT; above the RTT check's slack it is taken out of netem's delay, "
+          "half per direction, never below 0")
+PING_COUNT = 10
+
+
+def ping_rtt(net, src: str, dst: str, path: str, count: int = PING_COUNT, interval: float = 0.2) -> dict:
+    """Ping dst's address on `path` from src: min, median and max RTT in ms, and the replies."""
+    out = net.run(src, ["ping", "-n", "-c", str(count), "-i", f"{interval:g}", "-W", "2", net.address(dst, path)])
+    rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", out.stdout)]
+    if not rtts:
+        raise ExperimentFailed(f"ping over path {path} got no replies:\n{out.stdout}")
+    return {"min_ms": min(rtts), "median_ms": statistics.median(rtts), "max_ms": max(rtts), "replies": len(rtts)}
+
+
+def measuring_link(spec: LinkSpec) -> LinkSpec:
+    """What a path is pinged over to measure the place's own latency: its delay and queue only."""
+    return LinkSpec(delay_s=spec.delay_s, queue_pkts=spec.queue_pkts)
+
+
+def rtt_ms(link: LinkSpec, reverse: LinkSpec) -> float:
+    return (link.delay_s + reverse.delay_s) * 1e3
+
+
+def compensate(link: LinkSpec, reverse: LinkSpec, own_rtt_ms: float,
+               tolerance: float = physics.RTT_TOLERANCE) -> tuple[LinkSpec, LinkSpec]:
+    """The links netem applies: the configured ones, with `own_rtt_ms` taken out of their delays
+    (half per direction, never below 0) when it is more than the RTT check's slack."""
+    if own_rtt_ms <= physics.rtt_slack_ms(rtt_ms(link, reverse), tolerance):
+        return link, reverse
+    half = own_rtt_ms / 2 / 1e3
+    return (replace(link, delay_s=max(0.0, link.delay_s - half)),
+            replace(reverse, delay_s=max(0.0, reverse.delay_s - half)))
+
+
+@dataclass(frozen=True)
+class OwnLatency:
+    """One path's own latency in this place, as measured when its network came up."""
+
+    path: str
+    ping: dict  # ping_rtt over the path's delay alone
+    measured_over_ms: float  # the netem RTT the ping crossed (the configured RTT then)
+
+    @property
+    def rtt_ms(self) -> float:
+        """What the place adds to a round trip on this path (may be slightly negative: noise)."""
+        return self.ping["median_ms"] - self.measured_over_ms
+
+    def netem_links(self, link: LinkSpec, reverse: LinkSpec,
+                    tolerance: float = physics.RTT_TOLERANCE) -> tuple[LinkSpec, LinkSpec]:
+        return compensate(link, reverse, self.rtt_ms, tolerance)
+
+    def record(self, link: LinkSpec, reverse: LinkSpec, tolerance: float = physics.RTT_TOLERANCE) -> dict:
+        """For the manifest: what was measured, the configured and the applied netem delays."""
+        net_link, net_reverse = self.netem_links(link, reverse, tolerance)
+        configured, applied = rtt_ms(link, reverse), rtt_ms(net_link, net_reverse)
+        slack = physics.rtt_slack_ms(configured, tolerance)
+        return {
+            "ping_ms": {k: round(v, 3) for k, v in self.ping.items()},
+            "measured_over_ms": round(self.measured_over_ms, 3),
+            "own_rtt_ms": round(self.rtt_ms, 3),
+            "slack_ms": round(slack, 3),
+            "compensated": self.rtt_ms > slack,
+            "configured_delay_ms": {"link": _ms(link.delay_s), "reverse": _ms(reverse.delay_s)},
+            "netem_delay_ms": {"link": _ms(net_link.delay_s), "reverse": _ms(net_reverse.delay_s)},
+            "uncompensated_ms": round(self.rtt_ms - (configured - applied), 3),
+        }
+
+    def summary(self, link: LinkSpec, reverse: LinkSpec) -> str:
+        """One line for the log."""
+        r = self.record(link, reverse)
+        own = f"path {self.path}: the place adds {self.rtt_ms:.2f} ms to a round trip"
+        if not r["compensated"]:
+            return f"{own} (within the RTT check's {r['slack_ms']:.2f} ms slack: netem delays as configured)"
+        d = r["netem_delay_ms"]
+        configured = rtt_ms(link, reverse)
+        taken = configured - (d["link"] + d["reverse"])
+        text = own
+        if taken > 0:
+            text += (f", {taken:.2f} ms of it taken out of netem's delay: {d['link']:g} + {d['reverse']:g} ms "
+                     f"for {configured:g} ms configured")
+        if r["uncompensated_ms"] > r["slack_ms"]:
+            text += (f"; {r['uncompensated_ms']:.2f} ms cannot be (the path's configured delay is shorter), so the "
+                     "RTT check will refuse this place for this path")
+        return text
+
+    def cause(self, link: LinkSpec, reverse: LinkSpec, measured_ms: float) -> str | None:
+        """Why the RTT check saw `measured_ms` if the place's own latency explains it, else None
+        (a ping faster than configured: netem's delay is missing, not the place's fault)."""
+        r = self.record(link, reverse)
+        configured = rtt_ms(link, reverse)
+        if measured_ms <= configured:
+            return None
+        ping = f"ping over the path's delay alone: {self.ping['median_ms']:.2f} ms for {self.measured_over_ms:g} ms"
+        if r["uncompensated_ms"] > r["slack_ms"]:
+            return (f"the place's own latency is the cause: it adds {self.rtt_ms:.2f} ms to every round trip "
+                    f"on this path ({ping}), more than the configured {configured:g} ms can give up "
+                    f"(netem delay {r['netem_delay_ms']['link']:g} + {r['netem_delay_ms']['reverse']:g} ms); "
+                    "this place cannot emulate so short a path")
+        now = measured_ms - rtt_ms(*self.netem_links(link, reverse))
+        done = ("taken out of netem's delay" if r["compensated"]
+                else "within the slack, so netem's delay was left as configured")
+        return (f"the place's own latency: {self.rtt_ms:.2f} ms when the network came up ({ping}), {done}; "
+                f"it now adds {now:.2f} ms (a busier host?)")
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1e3, 3)

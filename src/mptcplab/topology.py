@@ -20,6 +20,9 @@ a subflow arrives on one interface addressed to the other's address, which is wh
     print(topo.script())          # the exact commands, to read and replay
     with topo.up(rundir) as net:  # built, recorded, and always torn down
         ...
+
+Once built, each path's own latency in this place is measured and, where it is more than the RTT
+check's slack (a VM without KVM), taken out of netem's delay: see latency.py.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import subprocess
 import uuid
 from dataclasses import dataclass
 
-from . import kernel, log, mptcpconf, process
+from . import kernel, latency, log, mptcpconf, process
 from .errors import UsageError
 from .links import LinkSpec
 from .state import PREFIX, TRACKER, kill_process_group, remove_namespace
@@ -103,6 +106,8 @@ class Topology:
         self.sysctls = {h: dict(v) for h, v in (sysctls or {}).items()}
         self.mptcp_subflows = mptcp_subflows
         self.netem = netem  # None: decided when built (is sch_netem usable here?)
+        # path name -> the place's own latency on it, measured when the network came up (up()).
+        self.own_latency: dict[str, latency.OwnLatency] = {}
         self.run_id = uuid.uuid4().hex[:6]
         self._validate()
 
@@ -208,13 +213,28 @@ class Topology:
         cmds += self._mptcp_cmds()
         return cmds
 
-    def _link_cmds(self, p: NetPath, netem: bool) -> list[Cmd]:
+    def netem_links(self, p: NetPath) -> tuple[LinkSpec, LinkSpec]:
+        """The links the emulator applies on `p`: as configured, less the place's own latency on
+        it where that was measured above the RTT check's slack (latency.py)."""
+        own = self.own_latency.get(p.name)
+        return own.netem_links(p.link, p.reverse) if own else (p.link, p.reverse)
+
+    def _link_cmds(self, p: NetPath, netem: bool, links: tuple[LinkSpec, LinkSpec] | None = None,
+                   why: str = "") -> list[Cmd]:
+        """The path's two qdiscs: `links` (a->b, b->a) or the path's, compensated (netem_links)."""
+        link, reverse = links or self.netem_links(p)
         emu = self.ns(EMULATOR)
+
+        def said(configured: LinkSpec, applied: LinkSpec) -> str:
+            if why or applied == configured:
+                return why or str(configured)
+            return (f"{configured}; netem delay {applied.delay_s * 1e3:g} ms: the place's own latency on this path, "
+                    f"{self.own_latency[p.name].rtt_ms:.2f} ms a round trip, taken out (latency.py)")
         return [
             Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", f"b-{p.name}", "root",
-                 *p.link.qdisc_args(p.rtt_s, netem)], f"path {p.name}, {p.a} -> {p.b}: {p.link}"),
+                 *link.qdisc_args(p.rtt_s, netem)], f"path {p.name}, {p.a} -> {p.b}: {said(p.link, link)}"),
             Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", f"a-{p.name}", "root",
-                 *p.reverse.qdisc_args(p.rtt_s, netem)], f"path {p.name}, {p.b} -> {p.a}: {p.reverse}"),
+                 *reverse.qdisc_args(p.rtt_s, netem)], f"path {p.name}, {p.b} -> {p.a}: {said(p.reverse, reverse)}"),
         ]
 
     def _mptcp_cmds(self) -> list[Cmd]:
@@ -241,7 +261,8 @@ class Topology:
         """Build the topology; yield a `Network`; always tear it down.
 
         With a `results.RunDir`, the exact commands go to `topology.sh` and the manifest gets
-        the configuration as the kernel reports it.
+        the configuration as the kernel reports it. Before that, each path's own latency in this
+        place is measured and compensated (Network.measure_own_latency).
         """
         kernel.require_root()
         cmds = self.commands()  # raises on impossible links before anything is configured
@@ -251,6 +272,7 @@ class Topology:
                 if c.argv[:3] == ["ip", "netns", "add"]:
                     TRACKER.add("netns", name=c.argv[3])
                 net.check(c.argv)
+            net.measure_own_latency()
             if rundir is not None:
                 net.record(rundir)
             yield net
@@ -297,8 +319,34 @@ class Network:
                 self._procs.remove(entry)
                 TRACKER.discard(entry[1])
 
+    def measure_own_latency(self) -> dict[str, latency.OwnLatency]:
+        """Measure what this place adds to each path's round trip and re-apply the paths' links
+        with it taken out of netem's delay where it is more than the RTT check's slack.
+
+        Each path is pinged with its emulation reduced to its configured delay (latency.py says
+        why), then gets its full link back, compensated or not.
+        """
+        netem = self.topo._netem()
+        for p in self.topo.paths:
+            self.topo.own_latency.pop(p.name, None)
+            bare = (latency.measuring_link(p.link), latency.measuring_link(p.reverse))
+            for c in self.topo._link_cmds(p, netem, bare, why="only the delay, to measure the place's own latency"):
+                self.check(c.argv)
+            ping = latency.ping_rtt(self, p.a, p.b, p.name)
+            own = self.topo.own_latency[p.name] = latency.OwnLatency(p.name, ping, p.rtt_s * 1e3)
+            for c in self.topo._link_cmds(p, netem):
+                self.check(c.argv)
+            r = own.record(p.link, p.reverse)
+            say = (_log.warning if r["uncompensated_ms"] > r["slack_ms"] else
+                   _log.info if r["compensated"] else _log.debug)
+            say("%s", own.summary(p.link, p.reverse))
+        return self.topo.own_latency
+
     def set_link(self, path: str, link: LinkSpec | str, reverse: LinkSpec | str | None = None) -> list[Cmd]:
-        """Change a path's emulation in place (e.g. mobility during a run). Returns the commands run."""
+        """Change a path's emulation in place (e.g. mobility during a run). Returns the commands run.
+
+        The place's own latency measured when the network came up is taken out of the new delay
+        as it was out of the first (latency.py)."""
         p = self.topo.path(path)
         p.link = LinkSpec.parse(link)
         p.reverse = p.link if reverse is None else LinkSpec.parse(reverse)
@@ -329,7 +377,9 @@ class Network:
             "emulation": "netem" if self.topo._netem() else "tbf (no netem: rate and queue only)",
             "paths": [{"name": p.name, "a": p.a, "b": p.b, "link": str(p.link), "reverse": str(p.reverse),
                        "a_addr": self.address(p.a, p.name), "b_addr": self.address(p.b, p.name),
-                       "rtt_ms_configured": round(p.rtt_s * 1e3, 3)} for p in self.topo.paths],
+                       "rtt_ms_configured": round(p.rtt_s * 1e3, 3),
+                       "own_latency": self._own_latency_record(p)} for p in self.topo.paths],
+            "own_latency_method": latency.METHOD,
             "qdiscs": self.check(["tc", "-n", emu, "qdisc", "show"]).strip().splitlines(),
             "sysctls_set": {h: {**BASE_SYSCTLS, **self.topo.sysctls.get(h, {})} for h in self.topo.hosts},
             "sysctls": {h: {k: self.sysctl(h, k) for k in REPORTED_SYSCTLS} for h in self.topo.hosts},
@@ -339,6 +389,10 @@ class Network:
             snap["mptcp"][h] = {k: self.check(argv).strip().splitlines()
                                 for k, argv in mptcpconf.show_commands(self.ns(h)).items()}
         return snap
+
+    def _own_latency_record(self, p: NetPath) -> dict | None:
+        own = self.topo.own_latency.get(p.name)
+        return own.record(p.link, p.reverse) if own else None
 
     def teardown(self) -> None:
         for proc, item in reversed(self._procs):

@@ -10,24 +10,15 @@ every verdict is kept per place for `mptcplab doctor`.
 from __future__ import annotations
 
 import platform
-import re
-import statistics
 
 from . import physics
 from .errors import ExperimentFailed
+from .latency import ping_rtt
 from .observe import Capture, Counters
 from .physics import TCP_PAYLOAD, WIRE_BYTES
 from .traffic import bulk, verify_capture
 
 GOODPUT_SHARE = TCP_PAYLOAD / WIRE_BYTES  # the best goodput a link of rate R can carry: R * 0.956
-
-
-def ping_rtt(net, src: str, dst: str, path: str, count: int = 10) -> dict:
-    out = net.run(src, ["ping", "-n", "-c", str(count), "-i", "0.2", "-W", "2", net.address(dst, path)])
-    rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", out.stdout)]
-    if not rtts:
-        raise ExperimentFailed(f"ping over path {path} got no replies:\n{out.stdout}")
-    return {"min_ms": min(rtts), "median_ms": statistics.median(rtts), "max_ms": max(rtts), "replies": len(rtts)}
 
 
 def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_tolerance: float = 0.02,
@@ -52,12 +43,17 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
         row: dict = {"link": str(p.link), "configured_rtt_ms": p.rtt_s * 1e3}
         checks["paths"][p.name] = row
         row["ping"] = ping_rtt(net, src, dst, p.name)
-        # Queueing is empty during ping, so the median RTT is the configured one plus microseconds.
+        # Queueing is empty during ping, so the median RTT is the configured one plus microseconds,
+        # plus what the place adds of its own where that could not be taken out of netem's delay.
         want = p.rtt_s * 1e3
         got = row["ping"]["median_ms"]
-        row["rtt_ok"] = judged(physics.judge_rtt(p.name, got, want, rtt_tolerance))
+        own = net.topo.own_latency.get(p.name)
+        if own:
+            row["own_latency"] = own.record(p.link, p.reverse)  # what the emulator applies now
+        cause = own.cause(p.link, p.reverse, got) if own else None
+        row["rtt_ok"] = judged(physics.judge_rtt(p.name, got, want, rtt_tolerance, cause))
         if not row["rtt_ok"]:
-            raise ExperimentFailed(physics.refusal(verdicts) + ": is netem on the emulator?")
+            raise ExperimentFailed(physics.refusal(verdicts) + ("" if cause else ": is netem on the emulator?"))
         r = bulk(net, src, dst, p.name, "tcp", duration=tcp_seconds)
         row["tcp_mbps"] = round(r.mbps, 2)
         # Steady state: slow start on an 80 ms path takes the first ~half second.
@@ -101,8 +97,11 @@ def describe(checks: dict) -> str:
     lines = []
     for name, row in checks.get("paths", {}).items():
         util = f", {row['link_utilisation']:.1%} of the link" if "link_utilisation" in row else ""
+        own = row.get("own_latency") or {}
+        took = (f", {own['own_rtt_ms']:.2f} ms of the place's own taken out of netem's delay"
+                if own.get("compensated") else "")
         lines.append(f"  path {name}: ping RTT {row['ping']['median_ms']:.2f} ms (configured "
-                     f"{row['configured_rtt_ms']:.1f}), TCP {row['tcp_steady_mbps']:.1f} Mbit/s after "
+                     f"{row['configured_rtt_ms']:.1f}{took}), TCP {row['tcp_steady_mbps']:.1f} Mbit/s after "
                      f"slow start{util} ({row['tcp_mbps']:.1f} over the whole transfer)")
     if "mptcp" in checks:
         m = checks["mptcp"]

@@ -1,0 +1,193 @@
+"""A place's own latency: measured when a network comes up, taken out of netem's delay where it is
+more than the RTT check's slack, recorded, and named when it cannot be taken out.
+
+The network is a model (no namespaces): `FakePlace` remembers the netem delay each `tc qdisc
+replace` put on an emulator port and answers ping with the two directions' delays plus what the
+place adds, which, as under QEMU's TCG, is more on a delayed path (netem's timer fires late)
+than on an undelayed one.
+"""
+
+import json
+import re
+import subprocess
+from types import SimpleNamespace
+
+import pytest
+
+from mptcplab import kernel, latency, physics, topology, verify
+from mptcplab.errors import ExperimentFailed
+from mptcplab.links import LinkSpec
+from mptcplab.results import Sweep
+from mptcplab.topology import Network, NetPath, Topology
+
+TCG = {"undelayed": 1.1, "delayed": 2.0}  # ms a round trip, as measured under QEMU TCG (rounded)
+NATIVE = {"undelayed": 0.05, "delayed": 0.05}
+
+
+class FakePlace(Network):
+    """Ping RTT = netem delay a->b + b->a + the place's own latency (more when a delay is set)."""
+
+    def __init__(self, topo, own=TCG):
+        super().__init__(topo)
+        self.own = dict(own)
+        self.delay_ms: dict[str, float] = {}  # emulator port -> netem delay
+        self.tc: list[list[str]] = []
+
+    def check(self, argv):
+        if argv[0] == "tc" and "replace" in argv:
+            self.tc.append(argv)
+            dev = argv[argv.index("dev") + 1]
+            self.delay_ms[dev] = (LinkSpec.parse(f"delay={argv[argv.index('delay') + 1]}").delay_s * 1e3
+                                  if "delay" in argv else 0.0)
+            return ""
+        if argv[0] == "tc":
+            return "\n".join(f"qdisc netem 1: dev {d} root delay {v:g}ms" for d, v in self.delay_ms.items())
+        return ""
+
+    def run(self, host, argv, check=True, timeout=None, **kw):
+        if argv[0] != "ping":
+            return subprocess.CompletedProcess(argv, 1, "", "not in the model")
+        i = int(re.fullmatch(r"10\.(\d+)\.0\.\d", argv[-1]).group(1))
+        name = self.topo.paths[i - 1].name
+        netem = self.delay_ms[f"a-{name}"] + self.delay_ms[f"b-{name}"]
+        rtt = netem + self.own["delayed" if netem else "undelayed"]
+        lines = [f"64 bytes from {argv[-1]}: icmp_seq={n} ttl=64 time={rtt:.3f} ms" for n in range(1, 11)]
+        return subprocess.CompletedProcess(argv, 0, "\n".join(lines) + "\n", "")
+
+    def applied(self, path):
+        """The netem delays (ms) now on the path's two emulator ports: (a->b, b->a)."""
+        return round(self.delay_ms[f"b-{path}"], 3), round(self.delay_ms[f"a-{path}"], 3)
+
+
+def lab2_like(*links):
+    paths = [NetPath(f"p{i}", "snd", "rcv", link) for i, link in enumerate(links, 1)]
+    return Topology("t", ("snd", "rcv"), paths, netem=True)
+
+
+def built(topo, own=TCG):
+    """The topology's commands run on the model, then the place's latency measured (as up() does)."""
+    net = FakePlace(topo, own)
+    for c in topo.commands():
+        net.check(c.argv)
+    net.measure_own_latency()
+    return net
+
+
+def test_own_latency_above_the_slack_is_taken_out_of_netem_delay_half_per_direction():
+    net = built(lab2_like("rate=5mbit,queue=25,delay=10ms", "rate=5mbit,delay=40ms"))
+    # 2 ms over 20 ms is more than the 0.5 ms slack: 1 ms comes off each direction.
+    assert net.applied("p1") == (9.0, 9.0)
+    assert net.topo.own_latency["p1"].rtt_ms == pytest.approx(2.0)
+    # The path's configuration is untouched: only what netem applies changes.
+    assert str(net.topo.path("p1").link) == "rate=5mbit,delay=10ms,queue=25"
+    # ...and the RTT check now sees the configured RTT.
+    got = latency.ping_rtt(net, "snd", "rcv", "p1")["median_ms"]
+    assert got == pytest.approx(20.0) and physics.judge_rtt("p1", got, 20.0).ok
+    # On an 80 ms path the slack is 1.6 ms, still less than 2 ms: compensated too.
+    assert net.applied("p2") == (39.0, 39.0)
+
+
+def test_measured_over_the_configured_delay_not_over_zero():
+    """The place adds more on a delayed path; measuring over the path's own delay counts it."""
+    net = built(lab2_like("rate=5mbit,delay=10ms"))
+    own = net.topo.own_latency["p1"]
+    assert own.measured_over_ms == 20.0 and own.ping["median_ms"] == pytest.approx(22.0)
+    bare = [c for c in net.tc if "rate" not in c]  # the measuring qdiscs: delay only, no rate
+    assert bare and all("10ms" in c for c in bare)
+
+
+def test_own_latency_within_the_slack_leaves_netem_delays_as_configured_and_is_recorded():
+    net = built(lab2_like("rate=5mbit,delay=10ms", "rate=5mbit,delay=0ms"), own=NATIVE)
+    assert net.applied("p1") == (10.0, 10.0) and net.applied("p2") == (0.0, 0.0)
+    rec = net.snapshot()["paths"][0]["own_latency"]
+    assert rec["own_rtt_ms"] == pytest.approx(0.05) and rec["compensated"] is False
+    assert rec["netem_delay_ms"] == rec["configured_delay_ms"] == {"link": 10.0, "reverse": 10.0}
+
+
+def test_compensation_never_goes_below_zero():
+    link, reverse = latency.compensate(LinkSpec.parse("delay=10ms"), LinkSpec.parse("delay=300us"), 2.0)
+    assert (link.delay_s, reverse.delay_s) == (pytest.approx(0.009), 0.0)
+    link, reverse = latency.compensate(LinkSpec.parse("delay=1ms"), LinkSpec.parse("delay=1ms"), 3.6)
+    assert link.delay_s == reverse.delay_s == 0.0
+    net = built(lab2_like("rate=5mbit,delay=0ms", "rate=5mbit,delay=200us"))
+    assert net.applied("p1") == (0.0, 0.0) and net.applied("p2") == (0.0, 0.0)
+    rec = net.snapshot()["paths"][1]["own_latency"]
+    assert rec["compensated"] is True and rec["uncompensated_ms"] == pytest.approx(2.0 - 0.4)
+
+
+def test_manifest_and_topology_script_show_measured_configured_and_applied(tmp_path, monkeypatch):
+    """Through up(): the model stands in for the namespaces, nothing is built."""
+    monkeypatch.setattr(kernel, "require_root", lambda: None)
+    monkeypatch.setattr(topology, "TRACKER", SimpleNamespace(add=lambda *a, **k: {}, discard=lambda i: None,
+                                                             items=[]))
+    monkeypatch.setattr(topology, "remove_namespace", lambda name: False)
+    monkeypatch.setattr(topology, "Network", FakePlace)
+    topo = lab2_like("rate=5mbit,queue=25,delay=10ms", "rate=5mbit,delay=20ms")
+    with Sweep(tmp_path).run("r", {}) as rd, topo.up(rd) as net:
+        assert net.applied("p2") == (19.0, 19.0)
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    p1 = manifest["network"]["paths"][0]
+    assert p1["rtt_ms_configured"] == 20.0
+    assert p1["own_latency"]["ping_ms"]["median_ms"] == pytest.approx(22.0)
+    assert p1["own_latency"]["own_rtt_ms"] == pytest.approx(2.0) and p1["own_latency"]["compensated"]
+    assert p1["own_latency"]["configured_delay_ms"] == {"link": 10.0, "reverse": 10.0}
+    assert p1["own_latency"]["netem_delay_ms"] == {"link": 9.0, "reverse": 9.0}
+    assert "own_latency_method" in manifest["network"]
+    script = (tmp_path / "r" / "topology.sh").read_text()
+    assert "delay 9ms" in script and "the place's own latency on this path, 2.00 ms" in script
+
+
+def test_set_link_compensates_new_delays_with_the_same_measurement():
+    net = built(lab2_like("rate=5mbit,queue=25,delay=10ms"))
+    cmds = net.set_link("p1", "rate=1mbit,queue=25,delay=30ms")  # mobility
+    assert net.applied("p1") == (29.0, 29.0) and all("29ms" in c.argv for c in cmds)
+    assert str(net.topo.path("p1").link) == "rate=1mbit,delay=30ms,queue=25"
+    net.set_link("p1", "rate=1mbit,delay=60ms")  # 2 ms is within the 2.4 ms slack of 120 ms
+    assert net.applied("p1") == (60.0, 60.0)
+    net.set_link("p1", "rate=5mbit,delay=10ms", "delay=5ms")
+    assert net.applied("p1") == (9.0, 4.0)
+    rec = net.snapshot()["paths"][0]["own_latency"]
+    assert rec["configured_delay_ms"] == {"link": 10.0, "reverse": 5.0}
+    assert rec["netem_delay_ms"] == {"link": 9.0, "reverse": 4.0}
+
+
+@pytest.fixture
+def no_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("MPTCPLAB_WHERE", "vm")
+
+
+def test_refusal_names_the_places_own_latency_when_it_cannot_be_compensated(tmp_path, no_cache):
+    net = built(lab2_like("rate=100mbit,delay=0ms", "rate=100mbit,delay=40ms"))  # the example's paths
+    with Sweep(tmp_path).run("v", {}) as rd, pytest.raises(ExperimentFailed) as err:
+        verify.check_paths(net, rd, "snd", "rcv", mptcp=False)
+    msg = str(err.value)
+    assert "ping RTT on path p1: measured 1.1 ms" in msg and "in vm" in msg
+    assert "the place's own latency is the cause: it adds 1.10 ms" in msg and "configured 0 ms" in msg
+    assert "is netem on the emulator" not in msg
+
+
+def test_refusal_says_when_the_place_got_slower_after_compensation(tmp_path, no_cache):
+    net = built(lab2_like("delay=10ms"))
+    net.own["delayed"] = 3.6  # the host got busy after the network came up
+    with Sweep(tmp_path).run("v", {}) as rd, pytest.raises(ExperimentFailed) as err:
+        verify.check_paths(net, rd, "snd", "rcv", mptcp=False)
+    assert "2.00 ms when the network came up" in str(err.value) and "it now adds 3.60 ms" in str(err.value)
+
+
+def test_a_missing_delay_is_still_blamed_on_netem(tmp_path, no_cache):
+    net = built(lab2_like("delay=10ms"), own=NATIVE)
+    net.delay_ms = {"a-p1": 0.0, "b-p1": 0.0}  # as if netem had not applied any delay
+    with Sweep(tmp_path).run("v", {}) as rd, pytest.raises(ExperimentFailed, match="is netem on the emulator"):
+        verify.check_paths(net, rd, "snd", "rcv", mptcp=False)
+
+
+def test_setup_check_passes_a_compensated_path_and_says_so(tmp_path, no_cache, monkeypatch):
+    result = SimpleNamespace(mbps=4.7, steady_mbps=lambda w: 4.7, reader_backlog_max=lambda: 0)
+    monkeypatch.setattr(verify, "bulk", lambda *a, **k: result)
+    net = built(lab2_like("delay=10ms", "delay=20ms"))
+    with Sweep(tmp_path).run("v", {}) as rd:
+        checks = verify.check_paths(net, rd, "snd", "rcv", mptcp=False)
+    row = checks["paths"]["p1"]
+    assert row["rtt_ok"] and row["own_latency"]["netem_delay_ms"] == {"link": 9.0, "reverse": 9.0}
+    assert "2.00 ms of the place's own taken out of netem's delay" in verify.describe(checks)

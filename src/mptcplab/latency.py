@@ -42,6 +42,7 @@ METHOD = ("ping over each path with only its configured netem delay (no rate, ji
           "10, minus the configured RTT; above the RTT check's slack it is taken out of netem's delay, "
           "half per direction, never below 0")
 PING_COUNT = 10
+PING_FRAME_BYTES = 98  # ping's 56 data bytes + ICMP 8 + IPv4 20 + Ethernet 14, as qdiscs count a packet
 
 
 def ping_rtt(net, src: str, dst: str, path: str, count: int = PING_COUNT, interval: float = 0.2) -> dict:
@@ -51,6 +52,16 @@ def ping_rtt(net, src: str, dst: str, path: str, count: int = PING_COUNT, interv
     if not rtts:
         raise ExperimentFailed(f"ping over path {path} got no replies:\n{out.stdout}")
     return {"min_ms": min(rtts), "median_ms": statistics.median(rtts), "max_ms": max(rtts), "replies": len(rtts)}
+
+
+def ping_wire_ms(link: LinkSpec, reverse: LinkSpec, netem: bool) -> float:
+    """How long the path's rate takes to send one ping and its reply: part of the emulated network
+    (a real link of that rate takes it too), so the RTT check expects it (0.31 ms at 5 Mbit/s).
+    netem's rate delays every packet by its own transmission time; tbf sends a lone small packet
+    at once from its bucket."""
+    if not netem:
+        return 0.0
+    return sum(PING_FRAME_BYTES * 8 / s.rate_bps * 1e3 for s in (link, reverse) if s.rate_bps)
 
 
 def measuring_link(spec: LinkSpec) -> LinkSpec:
@@ -124,9 +135,10 @@ class OwnLatency:
                      "RTT check will refuse this place for this path")
         return text
 
-    def cause(self, link: LinkSpec, reverse: LinkSpec, measured_ms: float) -> str | None:
+    def cause(self, link: LinkSpec, reverse: LinkSpec, measured_ms: float, wire_ms: float = 0.0) -> str | None:
         """Why the RTT check saw `measured_ms` if the place's own latency explains it, else None
-        (a ping faster than configured: netem's delay is missing, not the place's fault)."""
+        (a ping faster than configured: netem's delay is missing, not the place's fault).
+        `wire_ms`: the ping's own transmission time at the path's rate (ping_wire_ms)."""
         r = self.record(link, reverse)
         configured = rtt_ms(link, reverse)
         if measured_ms <= configured:
@@ -137,7 +149,7 @@ class OwnLatency:
                     f"on this path ({ping}), more than the configured {configured:g} ms can give up "
                     f"(netem delay {r['netem_delay_ms']['link']:g} + {r['netem_delay_ms']['reverse']:g} ms); "
                     "this place cannot emulate so short a path")
-        now = measured_ms - rtt_ms(*self.netem_links(link, reverse))
+        now = measured_ms - wire_ms - rtt_ms(*self.netem_links(link, reverse))
         done = ("taken out of netem's delay" if r["compensated"]
                 else "within the slack, so netem's delay was left as configured")
         return (f"the place's own latency: {self.rtt_ms:.2f} ms when the network came up ({ping}), {done}; "

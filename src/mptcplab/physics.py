@@ -38,8 +38,9 @@ window:   for single-path TCP with a send buffer of sk_sndbuf bytes,
           only possible when something lets sendmsg append past the buffer check; see
           site/setup/uml.md for the case the kit's places hit (tcp_min_tso_segs).
 
-RTT:      ping RTT on an idle path = configured RTT, within 2 % or 0.5 ms (netem's delay is
-          exact; the slack allows for the time the kernels spend forwarding). A place that adds
+RTT:      ping RTT on an idle path = configured RTT + the ping's own transmission at the path's
+          netem rate (98 bytes each way: 0.31 ms at 5 Mbit/s), within 2 % or 0.5 ms (netem's
+          delay is exact; the slack allows for the time the kernels spend forwarding). A place that adds
           more than that of its own (an emulated CPU) has it taken out of netem's delay when the
           network comes up (latency.py); what it cannot take out, the check refuses.
 """
@@ -126,12 +127,16 @@ def rtt_slack_ms(configured_ms: float, tolerance: float = RTT_TOLERANCE) -> floa
 
 
 def judge_rtt(path: str, measured_ms: float, configured_ms: float, tolerance: float = RTT_TOLERANCE,
-              cause: str | None = None) -> Verdict:
-    """`cause`: what explains a miss, if known (latency.OwnLatency.cause: the place's own latency)."""
+              cause: str | None = None, wire_ms: float = 0.0) -> Verdict:
+    """The configured RTT plus `wire_ms`, the ping's own transmission time at the path's rate
+    (latency.ping_wire_ms). `cause`: what explains a miss, if known (the place's own latency)."""
     slack = rtt_slack_ms(configured_ms, tolerance)
-    ok = abs(measured_ms - configured_ms) <= slack
-    detail = f"configured {configured_ms:.1f} ms +-{tolerance:.0%}"
-    return Verdict(f"ping RTT on path {path}", measured_ms, configured_ms + slack, "ms", ok,
+    want = configured_ms + wire_ms
+    ok = abs(measured_ms - want) <= slack
+    wire = f" + {wire_ms:.2f} ms sending the ping at the path's rate" if wire_ms >= 0.005 else ""
+    spread = f"{slack:g} ms" if slack > tolerance * configured_ms else f"{tolerance:.0%}"
+    detail = f"configured {configured_ms:.1f} ms{wire} +-{spread}"
+    return Verdict(f"ping RTT on path {path}", measured_ms, want + slack, "ms", ok,
                    detail + (f"; {cause}" if cause and not ok else ""))
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import platform
 
-from . import physics
+from . import latency, physics
 from .errors import ExperimentFailed
-from .latency import ping_rtt
 from .observe import Capture, Counters
 from .physics import TCP_PAYLOAD, WIRE_BYTES
 from .traffic import bulk, verify_capture
@@ -42,16 +41,19 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
             continue
         row: dict = {"link": str(p.link), "configured_rtt_ms": p.rtt_s * 1e3}
         checks["paths"][p.name] = row
-        row["ping"] = ping_rtt(net, src, dst, p.name)
-        # Queueing is empty during ping, so the median RTT is the configured one plus microseconds,
-        # plus what the place adds of its own where that could not be taken out of netem's delay.
+        row["ping"] = latency.ping_rtt(net, src, dst, p.name)
+        # Queueing is empty during ping, so the median RTT is the configured one plus the ping's own
+        # transmission at the path's rate, plus microseconds, plus what the place adds of its own
+        # where that could not be taken out of netem's delay (latency.py).
         want = p.rtt_s * 1e3
+        wire = latency.ping_wire_ms(p.link, p.reverse, net.topo._netem())
         got = row["ping"]["median_ms"]
+        row["ping_wire_ms"] = round(wire, 3)
         own = net.topo.own_latency.get(p.name)
         if own:
             row["own_latency"] = own.record(p.link, p.reverse)  # what the emulator applies now
-        cause = own.cause(p.link, p.reverse, got) if own else None
-        row["rtt_ok"] = judged(physics.judge_rtt(p.name, got, want, rtt_tolerance, cause))
+        cause = own.cause(p.link, p.reverse, got, wire) if own else None
+        row["rtt_ok"] = judged(physics.judge_rtt(p.name, got, want, rtt_tolerance, cause, wire))
         if not row["rtt_ok"]:
             raise ExperimentFailed(physics.refusal(verdicts) + ("" if cause else ": is netem on the emulator?"))
         r = bulk(net, src, dst, p.name, "tcp", duration=tcp_seconds)

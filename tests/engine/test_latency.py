@@ -4,7 +4,7 @@ more than the RTT check's slack, recorded, and named when it cannot be taken out
 The network is a model (no namespaces): `FakePlace` remembers the netem delay each `tc qdisc
 replace` put on an emulator port and answers ping with the two directions' delays plus what the
 place adds, which, as under QEMU's TCG, is more on a delayed path (netem's timer fires late)
-than on an undelayed one.
+than on an undelayed one, plus the ping's own transmission at netem's rate.
 """
 
 import json
@@ -25,12 +25,14 @@ NATIVE = {"undelayed": 0.05, "delayed": 0.05}
 
 
 class FakePlace(Network):
-    """Ping RTT = netem delay a->b + b->a + the place's own latency (more when a delay is set)."""
+    """Ping RTT = netem delay a->b + b->a + the place's own latency (more when a delay is set)
+    + 98 bytes at netem's rate each way."""
 
     def __init__(self, topo, own=TCG):
         super().__init__(topo)
         self.own = dict(own)
         self.delay_ms: dict[str, float] = {}  # emulator port -> netem delay
+        self.rate_bps: dict[str, float] = {}  # emulator port -> netem rate
         self.tc: list[list[str]] = []
 
     def check(self, argv):
@@ -39,6 +41,8 @@ class FakePlace(Network):
             dev = argv[argv.index("dev") + 1]
             self.delay_ms[dev] = (LinkSpec.parse(f"delay={argv[argv.index('delay') + 1]}").delay_s * 1e3
                                   if "delay" in argv else 0.0)
+            self.rate_bps[dev] = (LinkSpec.parse(f"rate={argv[argv.index('rate') + 1]}").rate_bps
+                                  if "rate" in argv else 0.0)
             return ""
         if argv[0] == "tc":
             return "\n".join(f"qdisc netem 1: dev {d} root delay {v:g}ms" for d, v in self.delay_ms.items())
@@ -50,7 +54,8 @@ class FakePlace(Network):
         i = int(re.fullmatch(r"10\.(\d+)\.0\.\d", argv[-1]).group(1))
         name = self.topo.paths[i - 1].name
         netem = self.delay_ms[f"a-{name}"] + self.delay_ms[f"b-{name}"]
-        rtt = netem + self.own["delayed" if netem else "undelayed"]
+        wire = sum(98 * 8 / r * 1e3 for r in (self.rate_bps[f"a-{name}"], self.rate_bps[f"b-{name}"]) if r)
+        rtt = netem + self.own["delayed" if netem else "undelayed"] + wire
         lines = [f"64 bytes from {argv[-1]}: icmp_seq={n} ttl=64 time={rtt:.3f} ms" for n in range(1, 11)]
         return subprocess.CompletedProcess(argv, 0, "\n".join(lines) + "\n", "")
 
@@ -80,9 +85,9 @@ def test_own_latency_above_the_slack_is_taken_out_of_netem_delay_half_per_direct
     assert net.topo.own_latency["p1"].rtt_ms == pytest.approx(2.0)
     # The path's configuration is untouched: only what netem applies changes.
     assert str(net.topo.path("p1").link) == "rate=5mbit,delay=10ms,queue=25"
-    # ...and the RTT check now sees the configured RTT.
+    # ...and the RTT check now sees the configured RTT (and the ping's 0.31 ms at 5 Mbit/s).
     got = latency.ping_rtt(net, "snd", "rcv", "p1")["median_ms"]
-    assert got == pytest.approx(20.0) and physics.judge_rtt("p1", got, 20.0).ok
+    assert got == pytest.approx(20.3136, abs=1e-3) and physics.judge_rtt("p1", got, 20.0, wire_ms=0.3136).ok
     # On an 80 ms path the slack is 1.6 ms, still less than 2 ms: compensated too.
     assert net.applied("p2") == (39.0, 39.0)
 
@@ -162,7 +167,7 @@ def test_refusal_names_the_places_own_latency_when_it_cannot_be_compensated(tmp_
     with Sweep(tmp_path).run("v", {}) as rd, pytest.raises(ExperimentFailed) as err:
         verify.check_paths(net, rd, "snd", "rcv", mptcp=False)
     msg = str(err.value)
-    assert "ping RTT on path p1: measured 1.1 ms" in msg and "in vm" in msg
+    assert "ping RTT on path p1: measured 1.116 ms" in msg and "in vm" in msg
     assert "the place's own latency is the cause: it adds 1.10 ms" in msg and "configured 0 ms" in msg
     assert "is netem on the emulator" not in msg
 
@@ -185,9 +190,21 @@ def test_a_missing_delay_is_still_blamed_on_netem(tmp_path, no_cache):
 def test_setup_check_passes_a_compensated_path_and_says_so(tmp_path, no_cache, monkeypatch):
     result = SimpleNamespace(mbps=4.7, steady_mbps=lambda w: 4.7, reader_backlog_max=lambda: 0)
     monkeypatch.setattr(verify, "bulk", lambda *a, **k: result)
-    net = built(lab2_like("delay=10ms", "delay=20ms"))
+    net = built(lab2_like("rate=5mbit,queue=25,delay=10ms", "rate=5mbit,queue=50,delay=20ms"))
     with Sweep(tmp_path).run("v", {}) as rd:
         checks = verify.check_paths(net, rd, "snd", "rcv", mptcp=False)
     row = checks["paths"]["p1"]
     assert row["rtt_ok"] and row["own_latency"]["netem_delay_ms"] == {"link": 9.0, "reverse": 9.0}
+    assert row["ping"]["median_ms"] == pytest.approx(20.0 + row["ping_wire_ms"], abs=1e-3)
     assert "2.00 ms of the place's own taken out of netem's delay" in verify.describe(checks)
+
+
+def test_the_rtt_check_expects_the_pings_own_transmission_at_the_paths_rate():
+    """Not the place's: a real 5 Mbit/s link takes 0.16 ms to send a 98-byte ping too."""
+    five = LinkSpec.parse("rate=5mbit,delay=10ms")
+    assert latency.ping_wire_ms(five, five, netem=True) == pytest.approx(0.3136)
+    assert latency.ping_wire_ms(five, LinkSpec.parse("delay=10ms"), netem=True) == pytest.approx(0.1568)
+    assert latency.ping_wire_ms(LinkSpec.parse("rate=5mbit"), LinkSpec.parse("rate=5mbit"), netem=False) == 0
+    # 20.36 ms on a 20 ms path: 0.05 ms of the place beyond 0.31 of sending; 20.9 is 0.59 ms too long.
+    assert physics.judge_rtt("p1", 20.36, 20.0, wire_ms=0.3136).ok
+    assert not physics.judge_rtt("p1", 20.9, 20.0, wire_ms=0.3136).ok

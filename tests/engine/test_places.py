@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab.places import choice, lifetime, records, vm
+from mptcplab.places import choice, compare, lifetime, records, vm
 from mptcplab.places.choice import CheckResult
 
 
@@ -121,11 +121,14 @@ def _run_dir(root: Path, name: str, checks: dict, clock: dict | None = None) -> 
 def test_records_from_a_run_and_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     checks = {"passed": True, "paths": {"slow": {"ping": {"median_ms": 81.9}, "configured_rtt_ms": 80.0,
-                                                 "tcp_steady_mbps": 90.0, "link_utilisation": 0.94}},
+                                                 "tcp_steady_mbps": 90.0, "link_utilisation": 0.94,
+                                                 "own_latency": {"own_rtt_ms": 2.1, "compensated": True}}},
               "mptcp": {"subflows_with_data": 2}}
     _run_dir(tmp_path / "sweep", "verify", checks, clock={"guest_s": 60.0, "host_wall_s": 75.5})
     r = records.record_sweep(tmp_path / "sweep", "lab1", "vm", since=0)
     assert r.passed and r.wall_s == 75.5 and r.measured["slow.rtt_ms"] == 81.9 and r.bound["slow.rtt_ms"] == 80
+    assert r.measured["slow.own_rtt_ms"] == 2.1  # what the place itself adds: the comparison shows it
+    assert "slow 81.9 (80; 2.1)" in compare.markdown_table([r])
     assert r.measured["mptcp.subflows"] == 2 and "tcg" in r.how
     _run_dir(tmp_path / "sweep2", "20261123-1", checks)  # no guest clock: started -> finished
     records.record_sweep(tmp_path / "sweep2", "example", "uml", since=0)

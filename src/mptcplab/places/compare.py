@@ -7,8 +7,8 @@ import html
 
 from .choice import CheckResult
 
-COLUMNS = ("lab", "place", "passed", "rates Mbit/s (link)", "RTT ms (configured)", "subflows", "wall s", "guest s",
-           "how")
+COLUMNS = ("lab", "place", "passed", "rates Mbit/s (link)", "RTT ms (configured; place's own)", "subflows",
+           "wall s", "guest s", "how")
 
 
 def rows(results: list[CheckResult]) -> list[dict]:
@@ -17,10 +17,11 @@ def rows(results: list[CheckResult]) -> list[dict]:
         paths = sorted({k.split(".")[0] for k in r.measured if k.endswith((".tcp_mbps", ".rtt_ms"))})
         rate = ", ".join(f"{p} {r.measured[p + '.tcp_mbps']:g}" + (f" ({r.bound[p + '.tcp_mbps']:g})"
                          if p + ".tcp_mbps" in r.bound else "") for p in paths if p + ".tcp_mbps" in r.measured)
-        rtt = ", ".join(f"{p} {r.measured[p + '.rtt_ms']:g} ({r.bound.get(p + '.rtt_ms', float('nan')):g})"
+        rtt = ", ".join(f"{p} {r.measured[p + '.rtt_ms']:g} ({r.bound.get(p + '.rtt_ms', float('nan')):g}"
+                        + (f"; {r.measured[p + '.own_rtt_ms']:g}" if p + ".own_rtt_ms" in r.measured else "") + ")"
                         for p in paths if p + ".rtt_ms" in r.measured)
         out.append({"lab": r.lab, "place": r.place, "passed": "yes" if r.passed else "NO",
-                    "rates Mbit/s (link)": rate or "-", "RTT ms (configured)": rtt or "-",
+                    "rates Mbit/s (link)": rate or "-", "RTT ms (configured; place's own)": rtt or "-",
                     "subflows": r.measured.get("mptcp.subflows", "-"), "wall s": f"{r.wall_s:.0f}",
                     "guest s": f"{r.measured['guest_s']:.0f}" if "guest_s" in r.measured else "-", "how": r.how})
     return out

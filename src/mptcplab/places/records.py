@@ -61,6 +61,8 @@ def from_run(run_dir: Path, lab: str, place: str) -> CheckResult | None:
         measured[f"{name}.rtt_ms"] = row.get("ping", {}).get("median_ms")
         bound[f"{name}.rtt_ms"] = row.get("configured_rtt_ms")
         measured[f"{name}.tcp_mbps"] = row.get("tcp_steady_mbps")
+        # What the place itself adds to the path's RTT (latency.py), compensated or not.
+        measured[f"{name}.own_rtt_ms"] = (row.get("own_latency") or {}).get("own_rtt_ms")
         if row.get("link_utilisation"):
             bound[f"{name}.tcp_mbps"] = round(row["tcp_steady_mbps"] / row["link_utilisation"], 2)
     # The window-limited transfer's verdicts (mptcplab.physics.check_window), when the check ran one.

@@ -10,8 +10,9 @@ The order, and why (also on the site's UML and VM pages):
    measurements break physics is the wrong place, not a slow one.
 3. a never-checked UML comes after every passing place (it boots in seconds, and the lab's own
    setup check runs first). A never-checked VM is not picked by `auto`: its first check costs
-   minutes under software emulation, and measured here (QEMU TCG, 2 cores) the guest adds ~2-4 ms
-   to every RTT, so a VM must pass `mptcplab example --where vm` (or a lab's check) once first.
+   minutes under software emulation, and measured here (QEMU TCG, 2 cores) the guest adds ~1-4 ms
+   to every RTT (taken out of netem's delay where a path has enough, latency.py; the example's
+   0 ms path has none), so a VM must pass a lab's check (or `mptcplab example --where vm`) once first.
 Native without netem comes last: only when no place with netem offers the lab's needs or every
 such place failed its check (the lab then runs without propagation delay, and says so).
 Nothing here probes the machine: the caller passes the capabilities and records (see places.records).

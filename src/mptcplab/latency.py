@@ -17,11 +17,11 @@ alone (netem with that delay and no rate, jitter or loss; pfifo where there is n
 median of 10, minus the configured RTT. Why not ping with the delay set to 0: netem sends an
 undelayed packet at once but a delayed one from a timer, and an emulated guest's timers fire
 late, so a place may add more on a delayed path than at 0 ms (TCG here: 1.1 ms at 0 ms on a
-quiet host, 1-2 ms on a 20 ms path, 2.2-2.4 ms on an 80 ms one); measuring over the configured
+quiet host, 1-2 ms on a 20 ms path, ~2 ms on an 80 ms one); measuring over the configured
 delay counts what the RTT check will see.
 Why not ping over the full link: its rate adds the ping's own serialisation (98 bytes take
-0.31 ms both ways at 5 Mbit/s), which a real link of that rate has too and must keep; its loss
-and jitter only blur the figure. One measurement per path, no retries: the RTT check that
+0.31 ms both ways at 5 Mbit/s), which a real link of that rate has too and must keep (the RTT
+check expects it: ping_wire_ms); its loss and jitter only blur the figure. One measurement per path, no retries: the RTT check that
 follows judges the result against the configured RTT and refuses if the host's load changed it.
 
 In the manifest: `network.paths[].own_latency` (what was measured, the configured and the

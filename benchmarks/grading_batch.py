@@ -113,7 +113,7 @@ def write(a, master, results, kinds, opt, wall, loads, load_before, planned) -> 
     summary = {
         "lab": master.stem, "count": len(results), "planned": planned, "workers": opt.workers or os.cpu_count(), "cores": os.cpu_count(),
         "wall_s": round(wall, 1), "notebooks_per_min": round(60 * len(results) / wall, 2),
-        "per_notebook_s": {"median": statistics.median(r["seconds"] for r in results),
+        "per_notebook_s": {"median": round(statistics.median(r["seconds"] for r in results), 1),
                            "max": max(r["seconds"] for r in results)},
         "grader_max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10,
         # CPU of every finished sandbox (runner, kernel, checker and what they started): what a
@@ -126,7 +126,7 @@ def write(a, master, results, kinds, opt, wall, loads, load_before, planned) -> 
         "load_samples": loads,
         "by_kind": {k: {"n": len(v), "score_mean": round(statistics.mean(r["score"] for r in v), 2),
                         "possible": v[0]["possible"], "grader_errors": sum(r["status"] == "grader-error" for r in v),
-                        "seconds_median": statistics.median(r["seconds"] for r in v)} for k, v in sorted(by_kind.items())},
+                        "seconds_median": round(statistics.median(r["seconds"] for r in v), 1)} for k, v in sorted(by_kind.items())},
         "limits": opt.limits.__dict__, "python": sys.version.split()[0],
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }

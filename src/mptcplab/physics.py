@@ -38,6 +38,16 @@ window:   for single-path TCP with a send buffer of sk_sndbuf bytes,
           only possible when something lets sendmsg append past the buffer check; see
           site/setup/uml.md for the case the kit's places hit (tcp_min_tso_segs).
 
+          (U) holds once cwnd no longer limits the sender, i.e. after slow start, and is judged
+          there (over the same steady window as the goodput). In slow start cwnd, not the buffer,
+          limits what tcp_push_one() sends: tso_fragment() (tcp_output.c) leaves the unsent rest
+          of the tail skb as a new, shorter tail, and tcp_sendmsg_locked() (tcp.c: `copy =
+          size_goal - skb->len`) tops that tail up again without sk_stream_memory_free(), which
+          it only checks before allocating a new skb. So a transfer in slow start can briefly
+          hold more: the kit's UML kernel, SO_SNDBUF 32 KiB over 60 ms, 0.24 s into the transfer,
+          cwnd 106: 103 segments = 149,144 B unacknowledged, skmem w 164,504 / tb 65,536; 0.14 s
+          later 39 segments. That peak is kept as evidence (`inflight_bytes_max_whole`).
+
 RTT:      ping RTT on an idle path = configured RTT + the ping's own transmission at the path's
           netem rate (98 bytes each way: 0.31 ms at 5 Mbit/s), within 2 % or 0.5 ms (netem's
           delay is exact; the slack allows for the time the kernels spend forwarding). A place that adds
@@ -222,8 +232,10 @@ def check_window(net, rd, src: str, dst: str, seconds: float = 4.0) -> list[Verd
     with SsSampler(net, src, rd, port, interval=0.1, name="window-ss.txt"):
         r = bulk(net, src, dst, p.name, "tcp", duration=seconds, sndbuf=WINDOW_SO_SNDBUF, port=port)
     table = parse_ss(rd.file("window-ss.txt").read_text())
-    kern = ss_summary(table)
     warmup = min(seconds / 3, max(1.0, 12 * p.rtt_s))
+    # judged after slow start, like the goodput (see (U) above); the whole transfer's peak kept beside it
+    kern = ss_summary(table[table["time"] >= r.t0 + warmup] if len(table) else table)
+    kern["inflight_bytes_max_whole"] = ss_summary(table).get("inflight_bytes_max")
     goodput = r.steady_mbps(warmup) * 1e6
     sk_sndbuf = int(kern.get("sk_sndbuf") or r.flows[0].get("sndbuf") or sk_sndbuf_for(WINDOW_SO_SNDBUF))
     rtt_s = min(p.rtt_s, (kern.get("min_rtt_ms") or p.rtt_s * 1e3) / 1e3)  # the smaller: the looser bound

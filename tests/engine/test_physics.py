@@ -70,3 +70,50 @@ def test_last_result_per_place(tmp_path, monkeypatch):
     lines = physics.describe_last()
     assert lines[0].startswith("physics check in uml (kernel 6.12.117") and "FAILED" in lines[0]
     assert any("unacked bytes" in line for line in lines[1:])
+
+
+def test_window_check_judges_in_flight_bytes_after_slow_start(tmp_path, monkeypatch):
+    """The UML sample that failed CI: 149,144 B in flight 0.24 s into slow start (cwnd, not the
+    buffer, limited the sender), then within the bound. Judged after slow start; the peak is kept."""
+    import pandas as pd
+
+    from mptcplab import observe, traffic
+    from mptcplab.results import Sweep
+    from mptcplab.topology import NetPath, Topology
+
+    t0 = 1000.0
+    rows = [(t0 + 0.24, 103, 164504), (t0 + 0.38, 39, 57432)] + [(t0 + 1.0 + 0.1 * k, 50, 90000) for k in range(30)]
+    table = pd.DataFrame([{"time": t, "state": "ESTAB", "local": "10.1.0.1:1", "peer": "10.1.0.2:5299",
+                           "unacked": u, "mss": 1448, "skmem_w": w, "skmem_tb": 65536, "minrtt_ms": 60.0,
+                           "rtt_ms": 61.0} for t, u, w in rows])
+
+    class Sampler:
+        def __init__(self, *a, **kw):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            pass
+
+    per_s = 50 * 1448 / 0.06  # 50 segments a round trip
+    samples = [[t0 + 0.1 * k, per_s * 0.1 * k, per_s * 0.1 * k] for k in range(41)]
+    result = traffic.BulkResult("mptcplab.bulk", "tcp", 4.0, t0, t0 + 4.0, [{"bytes": per_s * 4, "sndbuf": 65536}],
+                                pd.DataFrame(), samples=[samples])
+    monkeypatch.setattr(observe, "SsSampler", Sampler)
+    monkeypatch.setattr(observe, "parse_ss", lambda text: table)
+    monkeypatch.setattr(traffic, "bulk", lambda *a, **kw: result)
+    topo = Topology("w", hosts=("snd", "rcv"), paths=[NetPath("p1", "snd", "rcv", "rate=20mbit,delay=30ms")])
+
+    class Net:
+        pass
+
+    net = Net()
+    net.topo = topo
+    with Sweep(tmp_path).run("r", {}) as rd:
+        rd.file("window-ss.txt").write_text("")
+        verdicts = physics.check_window(net, rd, "snd", "rcv")
+        kern = rd.summary["physics"]["window"]["kernel"]
+    assert [v.ok for v in verdicts] == [True, True]
+    assert kern["inflight_bytes_max"] == 50 * 1448 and kern["inflight_bytes_max_whole"] == 103 * 1448

@@ -135,6 +135,17 @@ def test_records_from_a_run_and_the_cache(tmp_path, monkeypatch):
     assert {(x.lab, x.place, x.wall_s) for x in records.load()} == {("lab1", "vm", 75.5), ("example", "uml", 90.0)}
 
 
+def test_a_verdict_of_another_kit_is_not_reused(tmp_path, monkeypatch):
+    """The records live in a cache CI keeps between runs: a failure recorded by an earlier commit
+    must not stop a later one from checking the place itself."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(records, "kit_stamp", lambda: "0.1.0 old")
+    records.save(CheckResult(place="uml", lab="lab3", passed=False, wall_s=1.0, how="exit status 4"))
+    assert [r.kit for r in records.load()] == ["0.1.0 old"]
+    monkeypatch.setattr(records, "kit_stamp", lambda: "0.1.0 new")
+    assert records.load() == []
+
+
 def test_a_failed_verify_is_recorded_as_failed(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     (tmp_path / "sweep" / "verify.partial").mkdir(parents=True)

@@ -41,6 +41,7 @@ class CheckResult:
     measured: dict = field(default_factory=dict)
     bound: dict = field(default_factory=dict)
     how: str = ""
+    kit: str = ""  # the kit (version and commit) whose checks made this verdict (records.kit_stamp)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -48,7 +49,8 @@ class CheckResult:
     @classmethod
     def from_json(cls, d: dict) -> "CheckResult":
         return cls(**{k: d[k] for k in ("place", "lab", "passed", "wall_s")},
-                   measured=d.get("measured", {}), bound=d.get("bound", {}), how=d.get("how", ""))
+                   measured=d.get("measured", {}), bound=d.get("bound", {}), how=d.get("how", ""),
+                   kit=d.get("kit", ""))
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ and place, with the wall-clock time it took and how it was measured (kernel, dat
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -22,14 +23,28 @@ def path() -> Path:
     return paths.cache_dir("places", "checks.json")
 
 
+def kit_stamp() -> str:
+    """Which kit made a verdict: its version and git commit. A verdict is only reused by the same
+    kit: the checks themselves change between commits, and the file lives in a cache that CI
+    keeps between runs (a verdict left by an earlier commit once made a later CI run refuse UML
+    for Lab 3 without checking it)."""
+    from .. import __version__
+    from ..results import git_commit
+
+    return f"{__version__} {git_commit().get('commit') or 'installed'}"
+
+
 def load() -> list[CheckResult]:
+    """The verdicts this kit made (see kit_stamp); those of other versions are not evidence."""
     try:
-        return [CheckResult.from_json(d) for d in json.loads(path().read_text())]
+        found = [CheckResult.from_json(d) for d in json.loads(path().read_text())]
     except (OSError, ValueError, KeyError, TypeError):
         return []
+    return [r for r in found if r.kit == kit_stamp()]
 
 
 def save(result: CheckResult) -> None:
+    result = dataclasses.replace(result, kit=kit_stamp())
     kept = [r for r in load() if (r.lab, r.place) != (result.lab, result.place)] + [result]
     p = path()
     p.parent.mkdir(parents=True, exist_ok=True)

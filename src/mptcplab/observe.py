@@ -97,6 +97,14 @@ class Counters:
 
 # ---------------------------------------------------------------- ss sampling
 
+def _sample_every(net, host: str, path, command: str, interval: float, what: str):
+    """Run `command` every `interval` seconds inside `host`, each output preceded by "@ <epoch s>",
+    into `path`; returns (process, open file) for the sampler's __exit__ to stop and close."""
+    out = open(path, "w")
+    loop = f"while :; do echo \"@ $(date +%s.%N)\"; {command}; sleep {interval}; done"
+    return net.popen(host, ["sh", "-c", loop], what=what, stdout=out, stderr=subprocess.DEVNULL), out
+
+
 class SsSampler:
     """`ss -tinmM` every `interval` seconds inside the host (the fallback when tracepoints are missing).
 
@@ -113,11 +121,8 @@ class SsSampler:
         self.table = None
 
     def __enter__(self):
-        loop = (f"while :; do echo \"@ $(date +%s.%N)\"; ss -tinmHM dport = :{self.port}; "
-                f"sleep {self.interval}; done")
-        self.out = open(self.path, "w")
-        self.proc = self.net.popen(self.host, ["sh", "-c", loop], what="ss sampler", stdout=self.out,
-                                   stderr=subprocess.DEVNULL)
+        self.proc, self.out = _sample_every(self.net, self.host, self.path, f"ss -tinmHM dport = :{self.port}",
+                                            self.interval, "ss sampler")
         return self
 
     def __exit__(self, *exc):
@@ -190,11 +195,8 @@ class QdiscSampler:
         self.path = rd.file(name)
 
     def __enter__(self):
-        loop = (f"while :; do echo \"@ $(date +%s.%N)\"; tc -s -j qdisc show dev {self.dev}; "
-                f"sleep {self.interval}; done")
-        self.out = open(self.path, "w")
-        self.proc = self.net.popen(self.host, ["sh", "-c", loop], what="qdisc sampler", stdout=self.out,
-                                   stderr=subprocess.DEVNULL)
+        self.proc, self.out = _sample_every(self.net, self.host, self.path, f"tc -s -j qdisc show dev {self.dev}",
+                                            self.interval, "qdisc sampler")
         return self
 
     def __exit__(self, *exc):

@@ -109,39 +109,45 @@ class SsSampler:
     """`ss -tinmM` every `interval` seconds inside the host (the fallback when tracepoints are missing).
 
     `-m` adds the send buffer's accounting (skmem w = sk_wmem_queued, tb = sk_sndbuf) that
-    `physics.ss_summary` records for every run. After the block, `table` holds the parsed samples;
-    with keep=False no file stays behind (the summary's `kernel_tcp` is the record), for runs
-    where only derived numbers are wanted."""
+    `physics.ss_summary` records for every run. After the block, `table` holds the parsed samples
+    and the parsed CSV stays in the run directory; with keep_raw=False the raw text does not (runs
+    where only derived numbers are wanted).
+
+    Call `steady_from(t)` inside the block once the transfer is over: the summary then judges the
+    samples from epoch time t on (after slow start, see physics (U)) and keeps the whole
+    transfer's peak beside them as `inflight_bytes_max_whole`."""
 
     def __init__(self, net, host: str, rd, port: int, interval: float = 0.05, name: str = "ss.txt",
-                 keep: bool = True) -> None:
+                 keep_raw: bool = True) -> None:
         self.net, self.host, self.rd, self.port, self.interval = net, host, rd, port, interval
         self.path = rd.file(name)
-        self.keep = keep
+        self.keep_raw = keep_raw
         self.table = None
+        self.since = None
 
     def __enter__(self):
         self.proc, self.out = _sample_every(self.net, self.host, self.path, f"ss -tinmHM dport = :{self.port}",
                                             self.interval, "ss sampler")
         return self
 
+    def steady_from(self, t: float) -> None:
+        self.since = t
+
     def __exit__(self, *exc):
         self.net.stop(self.proc)
         self.out.close()
         table = self.table = parse_ss(self.path.read_text())
         csv = self.path.with_suffix(".csv")
-        if self.keep:
-            table.to_csv(csv, index=False)
-            _note(self.rd, "ss", file=csv.name, raw=self.path.name, interval_s=self.interval, samples=len(table))
-        else:
+        table.to_csv(csv, index=False)
+        if not self.keep_raw:
             self.path.unlink()
-            _note(self.rd, "ss", file=None, kept="summary.json kernel_tcp only", interval_s=self.interval,
-                  samples=len(table))
+        _note(self.rd, "ss", file=csv.name, raw=self.path.name if self.keep_raw else None,
+              interval_s=self.interval, samples=len(table), steady_from=self.since)
         # The kernel's own view of the run (srtt, min RTT, bytes in flight, send buffer): every
         # summary that sampled carries it, and `mptcplab check` judges it against physics.
         from .physics import ss_summary
 
-        self.rd.summary.setdefault("kernel_tcp", {})[self.path.stem] = ss_summary(table)
+        self.rd.summary.setdefault("kernel_tcp", {})[self.path.stem] = ss_summary(table, since=self.since)
         return False
 
 

@@ -173,13 +173,21 @@ def judge_window(path: str, goodput_bps: float, max_unacked_bytes: float, sk_snd
 
 # ---------------------------------------------------------------- per-run record (item: every summary)
 
-def ss_summary(table) -> dict:
+def ss_summary(table, since: float | None = None) -> dict:
     """What the kernel said about a run's connections, from `observe.parse_ss` rows.
 
     srtt and min RTT in ms, bytes in flight (`unacked` segments x mss) and the send buffer's
     accounting (`skmem` w = sk_wmem_queued, tb = sk_sndbuf), per sampled connection and overall.
+    With `since` (epoch s), from the samples taken then or later (after slow start: (U) above),
+    and the whole transfer's peak kept as `inflight_bytes_max_whole`.
     """
     rows = table.to_dict("records") if hasattr(table, "to_dict") else list(table)
+    if since is not None:
+        whole = ss_summary(rows)
+        out = ss_summary([r for r in rows if r["time"] >= since])
+        if "inflight_bytes_max" in whole:
+            out["inflight_bytes_max_whole"] = whole["inflight_bytes_max"]
+        return {**out, "steady_from": since}
     if not rows:
         return {}
 
@@ -210,6 +218,13 @@ def ss_summary(table) -> dict:
 
 # ---------------------------------------------------------------- the measurement
 
+def steady_after_s(duration_s: float, rtt_s: float) -> float:
+    """When a transfer's steady window starts, in s after its start: past slow start (a dozen
+    RTTs, at least 1 s) but never later than a third of the transfer. Goodput and bytes in flight
+    are both judged from then on."""
+    return min(duration_s / 3, max(1.0, 12 * rtt_s))
+
+
 def delayed_path(net, src: str, dst: str):
     """The src->dst path with the longest configured RTT, if long enough to test a window."""
     paths = [p for p in net.topo.paths if (p.a, p.b) == (src, dst) and p.rtt_s >= MIN_WINDOW_RTT_S]
@@ -222,20 +237,18 @@ def check_window(net, rd, src: str, dst: str, seconds: float = 4.0) -> list[Verd
     Returns the verdicts (empty if no path has enough delay to test); the caller refuses on any
     that failed. Evidence: `window-ss.txt/.csv` and `rd.summary["physics"]`.
     """
-    from .observe import SsSampler, parse_ss
+    from .observe import SsSampler
     from .traffic import bulk
 
     p = delayed_path(net, src, dst)
     if p is None:
         return []
     port = 5299
-    with SsSampler(net, src, rd, port, interval=0.1, name="window-ss.txt"):
+    warmup = steady_after_s(seconds, p.rtt_s)
+    with SsSampler(net, src, rd, port, interval=0.1, name="window-ss.txt") as ss:
         r = bulk(net, src, dst, p.name, "tcp", duration=seconds, sndbuf=WINDOW_SO_SNDBUF, port=port)
-    table = parse_ss(rd.file("window-ss.txt").read_text())
-    warmup = min(seconds / 3, max(1.0, 12 * p.rtt_s))
-    # judged after slow start, like the goodput (see (U) above); the whole transfer's peak kept beside it
-    kern = ss_summary(table[table["time"] >= r.t0 + warmup] if len(table) else table)
-    kern["inflight_bytes_max_whole"] = ss_summary(table).get("inflight_bytes_max")
+        ss.steady_from(r.t0 + warmup)
+    kern = rd.summary["kernel_tcp"]["window-ss"]
     goodput = r.steady_mbps(warmup) * 1e6
     sk_sndbuf = int(kern.get("sk_sndbuf") or r.flows[0].get("sndbuf") or sk_sndbuf_for(WINDOW_SO_SNDBUF))
     rtt_s = min(p.rtt_s, (kern.get("min_rtt_ms") or p.rtt_s * 1e3) / 1e3)  # the smaller: the looser bound

@@ -1,6 +1,7 @@
 """Physics bounds, the verdicts a place prints, and `mptcplab check` on real results."""
 
 import math
+import subprocess
 from pathlib import Path
 
 from mptcplab import physics
@@ -87,32 +88,24 @@ def test_window_check_judges_in_flight_bytes_after_slow_start(tmp_path, monkeypa
                            "unacked": u, "mss": 1448, "skmem_w": w, "skmem_tb": 65536, "minrtt_ms": 60.0,
                            "rtt_ms": 61.0} for t, u, w in rows])
 
-    class Sampler:
-        def __init__(self, *a, **kw):
-            pass
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *a):
-            pass
-
     per_s = 50 * 1448 / 0.06  # 50 segments a round trip
     samples = [[t0 + 0.1 * k, per_s * 0.1 * k, per_s * 0.1 * k] for k in range(41)]
     result = traffic.BulkResult("mptcplab.bulk", "tcp", 4.0, t0, t0 + 4.0, [{"bytes": per_s * 4, "sndbuf": 65536}],
                                 pd.DataFrame(), samples=[samples])
-    monkeypatch.setattr(observe, "SsSampler", Sampler)
-    monkeypatch.setattr(observe, "parse_ss", lambda text: table)
+    monkeypatch.setattr(observe, "parse_ss", lambda text: table)  # the real sampler, playing these samples
     monkeypatch.setattr(traffic, "bulk", lambda *a, **kw: result)
     topo = Topology("w", hosts=("snd", "rcv"), paths=[NetPath("p1", "snd", "rcv", "rate=20mbit,delay=30ms")])
 
     class Net:
-        pass
+        def popen(self, host, argv, what="", **kw):
+            return subprocess.Popen(["true"], stdout=kw["stdout"])
+
+        def stop(self, proc):
+            proc.wait(timeout=10)
 
     net = Net()
     net.topo = topo
     with Sweep(tmp_path).run("r", {}) as rd:
-        rd.file("window-ss.txt").write_text("")
         verdicts = physics.check_window(net, rd, "snd", "rcv")
         kern = rd.summary["physics"]["window"]["kernel"]
     assert [v.ok for v in verdicts] == [True, True]

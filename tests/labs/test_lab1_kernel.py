@@ -134,7 +134,15 @@ def test_kernel_view_of_an_mptcp_run_keeps_the_mptcp_socket_apart():
     assert lm.kernel_view(parse_ss(""), {}) == {"ss_samples": 0}
 
 
-def test_sweep_run_records_the_kernel_view_and_keeps_no_samples(tmp_path, monkeypatch, quick):
+def test_kernel_view_judges_bytes_in_flight_after_slow_start_and_keeps_the_whole_peak():
+    # 90 segments in the first sample (slow start), 60 in the steady window from t = 100.1
+    v = lm.kernel_view(parse_ss(tcp_slow_samples((90, 60))), {"10.2.0.1": "slow"}, since=100.1)
+    assert v["inflight_max_slow"] == v["inflight_max"] == 60 * 1448
+    assert v["inflight_max_whole"] == 90 * 1448
+    assert "inflight_max_whole" not in lm.kernel_view(parse_ss(tcp_slow_samples()), {"10.2.0.1": "slow"})
+
+
+def test_sweep_run_records_the_kernel_view_and_keeps_only_parsed_samples(tmp_path, monkeypatch, quick):
     monkeypatch.setattr(l1, "bulk", fake_bulk(12.0))
     point = _point(quick, "wmem-64K-tcp-slow-r1")
     engine.run_point(l1.LAB, FakeNet(tmp_path, tcp_slow_samples()), Sweep(tmp_path / "sweep"), point, quick)
@@ -143,9 +151,9 @@ def test_sweep_run_records_the_kernel_view_and_keeps_no_samples(tmp_path, monkey
     assert s["srtt_ms_slow"] == 81.0 and s["min_rtt_ms_slow"] == 80.02 and s["inflight_max_slow"] == 85 * 1448
     assert s["sk_sndbuf_kernel"] == 65536 and s["wmem_queued_max"] == 120000 and s["ss_samples"] == 2
     assert s["kernel_tcp"]["ss"]["inflight_bytes_max"] == 85 * 1448  # what check_run_dir reads
-    assert not (run / "ss.txt").exists() and not (run / "ss.csv").exists()
+    assert not (run / "ss.txt").exists() and (run / "ss.csv").exists()  # parsed samples kept, raw text not
     note = json.loads((run / "manifest.json").read_text())["observation"]["ss"]
-    assert note["interval_s"] == l1.SWEEP_SS_INTERVAL_S and note["file"] is None
+    assert note["interval_s"] == l1.SWEEP_SS_INTERVAL_S and note["file"] == "ss.csv" and note["raw"] is None
     # ... and sweep.csv carries it, so the compact copy keeps it
     la.compact(tmp_path / "sweep")
     row = pd.read_csv(tmp_path / "sweep" / "sweep.csv").iloc[0]

@@ -99,7 +99,7 @@ def cwnd_drops(probe: pd.DataFrame) -> dict:
 MSS = 1448  # bytes of payload per segment when ss prints no mss (timestamps on)
 
 
-def kernel_view(ss: pd.DataFrame, paths: dict[str, str]) -> dict:
+def kernel_view(ss: pd.DataFrame, paths: dict[str, str], since: float | None = None) -> dict:
     """What the kernel said about one run's sockets, from `observe.parse_ss` samples, as the flat
     numbers a sweep row keeps (no raw samples).
 
@@ -111,6 +111,10 @@ def kernel_view(ss: pd.DataFrame, paths: dict[str, str]) -> dict:
     `sk_sndbuf_kernel` and `wmem_queued_max`, the send buffer (skmem tb) and the most bytes queued
     in it (skmem w) of the socket the application writes to: the TCP socket, or the MPTCP socket,
     which ss lists with the same addresses as its first subflow but without TCP's fields.
+
+    With `since` (epoch s), bytes in flight are judged from the samples taken then or later (after
+    slow start, as `physics.ss_summary` does), and the run's whole-transfer peak is kept as
+    `inflight_max_whole`.
     """
     out: dict = {"ss_samples": int(ss["time"].nunique()) if len(ss) else 0}
     if ss.empty:
@@ -124,6 +128,9 @@ def kernel_view(ss: pd.DataFrame, paths: dict[str, str]) -> dict:
     # The application's socket: plain TCP (not a subflow), or the MPTCP socket (no TCP fields).
     app = ss[~sub & ~has_tcp] if sub.any() else ss[~sub]
     transport["inflight"] = transport["unacked"] * transport["mss"].fillna(MSS)
+    if since is not None and transport["inflight"].notna().any():
+        out["inflight_max_whole"] = int(transport.groupby("time")["inflight"].sum().max())
+    steady = transport if since is None else transport[transport["time"] >= since]
     for path, g in transport.groupby("path"):
         if g["skmem_tb"].notna().any():
             out[f"sk_sndbuf_{path}"] = int(g["skmem_tb"].max())
@@ -131,10 +138,11 @@ def kernel_view(ss: pd.DataFrame, paths: dict[str, str]) -> dict:
             out[f"srtt_ms_{path}"] = round(float(g["rtt_ms"].median()), 3)
         if g["minrtt_ms"].notna().any():
             out[f"min_rtt_ms_{path}"] = round(float(g["minrtt_ms"].min()), 3)
+    for path, g in steady.groupby("path"):
         if g["inflight"].notna().any():
             out[f"inflight_max_{path}"] = int(g["inflight"].max())
-    if transport["inflight"].notna().any():
-        out["inflight_max"] = int(transport.groupby("time")["inflight"].sum().max())
+    if steady["inflight"].notna().any():
+        out["inflight_max"] = int(steady.groupby("time")["inflight"].sum().max())
     for name, col in (("sk_sndbuf_kernel", "skmem_tb"), ("wmem_queued_max", "skmem_w")):
         if col in app and app[col].notna().any():
             out[name] = int(app[col].max())

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from .. import log, process
+from .. import log, physics, process
 from ..errors import UsageError
 from ..lab import Lab, Point, RunContext
 from ..observe import Capture, Counters, SsSampler, Tracing
@@ -164,17 +164,22 @@ def measure(net, rd, point: Point, params: dict) -> str:
     sndbuf = v["buffer_bytes"] if v["method"] == "sndbuf" else None  # wmem: set by configure
     duration = float(v["duration_s"])
     paths = {net.address("snd", p.name): p.name for p in net.topo.paths}
+    # bytes in flight are judged after slow start (physics (U)), on the longest path the run uses
+    used = [p.rtt_s for p in net.topo.paths if proto == "mptcp" or p.name == path]
+    warmup = physics.steady_after_s(duration, max(used))
     if not v.get("detail"):
-        with SsSampler(net, "snd", rd, PORT, interval=SWEEP_SS_INTERVAL_S, keep=False) as ss:
+        with SsSampler(net, "snd", rd, PORT, interval=SWEEP_SS_INTERVAL_S, keep_raw=False) as ss:
             r = bulk(net, "snd", "rcv", path, proto, duration=duration, sndbuf=sndbuf, port=PORT)
-        _summarise(rd, v, r, kernel_view(ss.table, paths))
+            ss.steady_from(r.t0 + warmup)
+        _summarise(rd, v, r, kernel_view(ss.table, paths, since=ss.since))
         return f"{r.mbps:7.1f} Mbit/s  ({rd.summary['subflows']} subflow(s))"
     what = f"control run ({v['control']})" if v.get("control") else "detailed run"
     _log.info("%s: %s at tcp_wmem %s (%.0f s, capture + tracing)", what, v["config"], v["buffer"], duration)
     with Capture(net, "snd", rd), Counters(net, "snd", rd), SsSampler(net, "snd", rd, PORT) as ss, \
             Tracing(net, rd, PORT, mptcp=proto == "mptcp", sndbuf_waits=True) as tracing:
         r = bulk(net, "snd", "rcv", path, proto, duration=duration, sndbuf=sndbuf, port=PORT)
-    _summarise(rd, v, r, kernel_view(ss.table, paths))
+        ss.steady_from(r.t0 + warmup)
+    _summarise(rd, v, r, kernel_view(ss.table, paths, since=ss.since))
     rd.summary["detail"] = True
     if v.get("control"):
         rd.summary["control"] = v["control"]

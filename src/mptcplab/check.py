@@ -61,7 +61,8 @@ def single_path_bounds(row, path: dict) -> dict:
     back (`sndbuf_effective`), what ss saw (`sk_sndbuf_kernel`), and for the tcp_wmem method
     tcp_wmem[2] (`buffer_bytes`), up to which autotuning may grow it. Returns sk_sndbuf, rtt_s and
     the bounds: `window_bps` ((sk_sndbuf + 64 KiB) / RTT), `ceiling_bps` (the link) and
-    `unacked_bytes` (sk_sndbuf + 64 KiB); inf where there is nothing to bound with.
+    `unacked_bytes` (sk_sndbuf + 64 KiB, for a window-limited run only: physics.window_limited);
+    inf where there is nothing to bound with.
     """
     sk = max(_number(row.get("sndbuf_effective")), _number(row.get("sk_sndbuf_kernel")))
     if row.get("method") == "wmem":
@@ -69,10 +70,11 @@ def single_path_bounds(row, path: dict) -> dict:
     sk = int(sk)
     rtt = path.get("rtt_s") or 0.0
     inf = float("inf")
+    limited = bool(sk) and physics.window_limited(sk, rtt, path.get("rate_bps"))
     return {"sk_sndbuf": sk, "rtt_s": rtt,
             "window_bps": physics.window_bound_bps(sk, rtt) if sk and rtt > 0 else inf,
             "ceiling_bps": physics.link_ceiling_bps(path["rate_bps"]) if path.get("rate_bps") else inf,
-            "unacked_bytes": physics.unacked_bound_bytes(sk) if sk else inf}
+            "unacked_bytes": physics.unacked_bound_bytes(sk) if limited else inf}
 
 
 def _ceiling(where: str, mbps: float, rate_bps: float | None) -> list[physics.Verdict]:
@@ -108,7 +110,7 @@ def check_sweep(table: Path) -> list[physics.Verdict]:
                 out.append(physics.Verdict(f"{where}: single-path TCP vs window bound", mbps, bound, "Mbit/s",
                                            mbps <= bound, f"sk_sndbuf {b['sk_sndbuf']} B, RTT {b['rtt_s'] * 1e3:g} ms"))
             inflight = _number(row.get(f"inflight_max_{name}"))
-            if inflight and b["sk_sndbuf"] and not (table.parent / run / "summary.json").exists():
+            if inflight and b["unacked_bytes"] < float("inf") and not (table.parent / run / "summary.json").exists():
                 out.append(physics.Verdict(f"{where}: bytes in flight", inflight, b["unacked_bytes"], "B",
                                            inflight <= b["unacked_bytes"],
                                            f"sk_sndbuf {b['sk_sndbuf']} B + one 64 KiB skb"))
@@ -131,16 +133,32 @@ def check_runs_table(table: Path) -> list[physics.Verdict]:
     return out
 
 
+def _path_by_address(run: Path) -> dict[str, dict]:
+    """Sender address -> {rtt_s, rate_bps} of its path, from the run's manifest ({} without one)."""
+    try:
+        manifest = json.loads((run / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    paths = paths_of(manifest)
+    return {p["a_addr"]: paths[p["name"]] for p in (manifest.get("network") or {}).get("paths", [])
+            if p.get("a_addr") and p["name"] in paths}
+
+
 def check_run_dir(run: Path) -> list[physics.Verdict]:
-    """A run's own kernel view (`kernel_tcp` in summary.json) against the window bound."""
+    """A run's own kernel view (`kernel_tcp` in summary.json) against the window bound, for each
+    connection that is window-limited on its path (physics.window_limited)."""
     try:
         summary = json.loads((run / "summary.json").read_text())
     except (OSError, ValueError):
         return []
+    by_addr = _path_by_address(run)
     out = []
     for name, kern in (summary.get("kernel_tcp") or {}).items():
         for conn, k in (kern.get("connections") or {}).items():
             if summary.get("proto") == "mptcp" or not k.get("sk_sndbuf") or "inflight_bytes_max" not in k:
+                continue
+            path = by_addr.get(conn.split("->")[0].rsplit(":", 1)[0].split("%")[0])
+            if path and not physics.window_limited(int(k["sk_sndbuf"]), path["rtt_s"], path["rate_bps"]):
                 continue
             bound = physics.unacked_bound_bytes(int(k["sk_sndbuf"]))
             out.append(physics.Verdict(f"{run.name} ({name}, {conn}): bytes in flight", k["inflight_bytes_max"],

@@ -39,7 +39,8 @@ window:   for single-path TCP with a send buffer of sk_sndbuf bytes,
           site/setup/uml.md for the case the kit's places hit (tcp_min_tso_segs).
 
           (U) holds once cwnd no longer limits the sender, i.e. after slow start, and is judged
-          there (over the same steady window as the goodput). In slow start cwnd, not the buffer,
+          there (over the same steady window as the goodput), and only for a transfer the
+          buffer limits, not the network (`window_limited`). In slow start cwnd, not the buffer,
           limits what tcp_push_one() sends: tso_fragment() (tcp_output.c) leaves the unsent rest
           of the tail skb as a new, shorter tail, and tcp_sendmsg_locked() (tcp.c: `copy =
           size_goal - skb->len`) tops that tail up again without sk_stream_memory_free(), which
@@ -127,6 +128,18 @@ def window_bound_bps(sk_sndbuf: int, rtt_s: float) -> float:
     if rtt_s <= 0:
         return float("inf")
     return unacked_bound_bytes(sk_sndbuf) * 8 / rtt_s
+
+
+def window_limited(sk_sndbuf: int, rtt_s: float, rate_bps: float | None) -> bool:
+    """Whether (U) applies to a single-path transfer: its buffer, not the network, limits it, i.e.
+    its window bound at the path's configured RTT is below the link's ceiling. A network-limited
+    sender is cwnd-limited, and then the tail top-up described at (U) lets its queue pass
+    sk_sndbuf (measured in UML, SO_SNDBUF 64K on the 100 Mbit/s fast path: cwnd 142 -> 71 at a
+    loss with 141 segments = 204,168 B out, skmem w 249,552 / tb 131,072); what bounds it is the
+    link, which its goodput is judged against. Unknown rate: judged (the stricter choice)."""
+    if not rate_bps:
+        return True
+    return window_bound_bps(sk_sndbuf, rtt_s) < link_ceiling_bps(rate_bps)
 
 
 # ---------------------------------------------------------------- judging (pure)
@@ -242,6 +255,13 @@ def check_window(net, rd, src: str, dst: str, seconds: float = 4.0) -> list[Verd
 
     p = delayed_path(net, src, dst)
     if p is None:
+        return []
+    if not window_limited(sk_sndbuf_for(WINDOW_SO_SNDBUF), p.rtt_s, p.link.rate_bps):
+        # e.g. Lab 2's 5 Mbit/s paths: even the one-skb allowance alone is more than the path's
+        # bandwidth-delay product, so no buffer limits a transfer there and (U) bounds nothing
+        rd.summary.setdefault("physics", {})["window"] = {
+            "path": p.name, "skipped": "no buffer limits a transfer on this path: (sk_sndbuf + 64 KiB) / RTT "
+                                       "is above the link's ceiling"}
         return []
     port = 5299
     warmup = steady_after_s(seconds, p.rtt_s)

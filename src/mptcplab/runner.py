@@ -98,4 +98,7 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
         say.info("paper vs this run: %s", out / "paper-vs-this-run.md")
         return 0
 
+    prepare = getattr(places.get(place), "prepare", None)
+    if prepare and not places.inside_guest():
+        prepare(lab.needs)
     return in_place(place, argv, here, out=out, lab=lab.id)

@@ -88,6 +88,9 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
     if window:
         for v in physics.check_window(net, rd, src, dst):
             judged(v)
+        window_check = rd.summary.get("physics", {}).get("window", {})
+        if window_check.get("skipped"):
+            checks["window_skipped"] = f"path {window_check['path']}: {window_check['skipped']}"
         if physics.refusal(verdicts):
             raise ExperimentFailed(physics.refusal(verdicts))
     physics.record(verdicts, platform.release())
@@ -110,4 +113,6 @@ def describe(checks: dict) -> str:
         lines.append(f"  MPTCP: {m['subflows_with_data']} subflows carried data, one per path: {m['one_per_path']} "
                      f"(MP_CAPABLE SYNs {m['mp_capable_syns']}, MP_JOIN SYNs {m['mp_join_syns']}), "
                      f"{m['mptcp_mbps']:.1f} Mbit/s")
+    if "window_skipped" in checks:
+        lines.append(f"  window-limited transfer: not run ({checks['window_skipped']})")
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """Physics bounds, the verdicts a place prints, and `mptcplab check` on real results."""
 
+import json
 import math
 import subprocess
 from pathlib import Path
@@ -58,8 +59,9 @@ def test_checker_fails_on_the_uml_lab1_sweep():
 
 
 def test_checker_passes_on_a_real_correct_run():
-    verdicts = check_results(FIXTURES / "host-good")
-    assert verdicts and all(v.ok for v in verdicts)
+    # The host's 6.18 behind a 10 Mbit/s tbf with no delay: network-limited (at most 99,912 B in
+    # flight, within 131,072 anyway), so its bytes in flight are not judged (physics.window_limited)
+    assert check_results(FIXTURES / "host-good") == []
     assert main(["check", str(FIXTURES / "host-good")]) == 0
 
 
@@ -110,3 +112,23 @@ def test_window_check_judges_in_flight_bytes_after_slow_start(tmp_path, monkeypa
         kern = rd.summary["physics"]["window"]["kernel"]
     assert [v.ok for v in verdicts] == [True, True]
     assert kern["inflight_bytes_max"] == 50 * 1448 and kern["inflight_bytes_max_whole"] == 103 * 1448
+
+
+def test_bytes_in_flight_are_bounded_only_where_the_buffer_limits_the_transfer(tmp_path):
+    # Lab 1's slow path with SO_SNDBUF 64K: (128K + 64K) / 80 ms = 19.7 Mbit/s < the 95.6 the link carries
+    assert physics.window_limited(131072, 0.080, 100e6)
+    # its fast path (0 ms) and Lab 2's 5 Mbit/s paths: the network, not the buffer, limits the sender
+    assert not physics.window_limited(131072, 0.0, 100e6) and not physics.window_limited(65536, 0.080, 5e6)
+    assert physics.window_limited(65536, 0.060, None)  # no rate limit: judged
+    # The UML sample (SO_SNDBUF 64K, fast path, cwnd 142 -> 71 at a loss, 141 segments out) is not
+    # judged; the same overrun on the slow path is.
+    run = tmp_path / "sndbuf-64K-tcp-r1"
+    run.mkdir()
+    paths = [{"name": n, "link": f"rate=100mbit,delay={d}ms", "a_addr": a, "rtt_ms_configured": 2 * d}
+             for n, d, a in (("fast", 0, "10.1.0.1"), ("slow", 40, "10.2.0.1"))]
+    (run / "manifest.json").write_text(json.dumps({"network": {"paths": paths}}))
+    conn = {"sk_sndbuf": 131072, "inflight_bytes_max": 204168}
+    (run / "summary.json").write_text(json.dumps({"proto": "tcp", "kernel_tcp": {"ss": {"connections": {
+        "10.1.0.1:44352->10.1.0.2:5201": conn, "10.2.0.1%slow:40010->10.2.0.2:5201": conn}}}}))
+    verdicts = check_results(tmp_path)
+    assert [(v.check.split("(ss, ")[1].split(":")[0], v.ok) for v in verdicts] == [("10.2.0.1%slow", False)]

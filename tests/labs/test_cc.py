@@ -81,3 +81,19 @@ def test_every_algorithm_compiles(tmp_path, monkeypatch):
     assert set(objects) == {a.name for a in cc.ALGORITHMS.values()}
     for obj in objects.values():
         assert obj.stat().st_size > 0 and str(obj).startswith(str(tmp_path))
+
+
+@pytest.mark.skipif(not (shutil.which("clang") and Path("/sys/kernel/btf/vmlinux").exists() and os.geteuid() == 0),
+                    reason="needs clang, kernel BTF and root")
+def test_prebuild_for_a_guest_kernel_uses_the_vmlinux_h_its_guest_dumped(tmp_path, monkeypatch):
+    """The VM place compiles a guest's objects on the host, into the folder the guest reads."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert loader.prebuild_for("9.9.9-guest") == []  # no guest has dumped its header yet: it builds itself
+    cc.build(algos=[cc.ALGORITHMS["uncoupled"]])  # the host's own vmlinux.h stands in for a guest's
+    guest = loader.paths.cache_dir("cc") / "9.9.9-guest-0123456789ab"
+    guest.mkdir()
+    shutil.copy(loader.kernel_dir() / "vmlinux.h", guest / "vmlinux.h")
+    assert loader.prebuild_for("9.9.9-guest") == [guest]
+    for sub in ("", "record"):
+        built = {p.name for p in (loader.cache_dir(guest) / sub).glob("*.o")}
+        assert built == {f"{a.name}.o" for a in cc.ALGORITHMS.values()}, sub

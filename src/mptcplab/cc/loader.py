@@ -101,21 +101,25 @@ def _require_bpf() -> None:
             raise EnvironmentProblem(f"{tool} is not installed: apt-get install clang llvm libbpf-dev bpftool")
 
 
-def cache_dir() -> Path:
-    """Per kernel BTF and per source: a kernel upgrade or an edit to the source rebuilds."""
-    base = paths.cache_dir("cc")
+def kernel_dir() -> Path:
+    """The running kernel's folder in the cache (its vmlinux.h): per release and BTF."""
     btf_hash = hashlib.sha256(BTF.read_bytes()).hexdigest()[:12]
-    src_hash = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
-    return base / f"{platform.release()}-{btf_hash}" / src_hash
+    return paths.cache_dir("cc") / f"{platform.release()}-{btf_hash}"
 
 
-def build(algos: list[Algorithm] | None = None, record: bool = False) -> dict[str, Path]:
+def cache_dir(kdir: Path | None = None) -> Path:
+    """Per kernel BTF and per source: a kernel upgrade or an edit to the source rebuilds."""
+    return (kdir or kernel_dir()) / hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
+
+
+def build(algos: list[Algorithm] | None = None, record: bool = False, kdir: Path | None = None) -> dict[str, Path]:
     """Compile each algorithm's object (cached); returns {name: object path}. `record`: the
-    build with RECORD_SLOTS event slots (otherwise 1: nothing is kept)."""
+    build with RECORD_SLOTS event slots (otherwise 1: nothing is kept). `kdir`: another kernel's
+    cache folder, whose vmlinux.h a guest dumped (prebuild_for), instead of the running kernel's."""
     _require_bpf()
-    out_dir = cache_dir() / ("record" if record else "")
+    out_dir = cache_dir(kdir) / ("record" if record else "")
     out_dir.mkdir(parents=True, exist_ok=True)
-    vmlinux_h = cache_dir().parent / "vmlinux.h"
+    vmlinux_h = (kdir or kernel_dir()) / "vmlinux.h"
     if not vmlinux_h.exists():
         dump = _run(["bpftool", "btf", "dump", "file", str(BTF), "format", "c"])
         _atomic_write(vmlinux_h, dump.stdout.encode())
@@ -134,6 +138,23 @@ def build(algos: list[Algorithm] | None = None, record: bool = False) -> dict[st
                 tmp_obj.replace(obj)
         objects[algo.name] = obj
     return objects
+
+
+def prebuild_for(release: str) -> list[Path]:
+    """Compile the objects (both builds) on this host for another kernel, a guest's, from the
+    vmlinux.h its first run dumped into the shared cache, before the guest boots: clang under
+    software emulation takes minutes per object, natively seconds, and the result is the same
+    file (same compiler, header, source and flags). Returns the folders filled; none before the
+    guest's first run (it then builds for itself) or without clang here."""
+    if shutil.which("clang") is None:
+        return []
+    done = []
+    for kdir in sorted(paths.cache_dir("cc").glob(f"{release}-*")):
+        if (kdir / "vmlinux.h").exists():
+            for record in (False, True):
+                build(record=record, kdir=kdir)
+            done.append(kdir)
+    return done
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

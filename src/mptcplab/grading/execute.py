@@ -237,9 +237,13 @@ def run(notebook: Path, cell_timeout: int, deadline_s: float, max_output: int, v
     os.makedirs(VALUES, exist_ok=True)
     os.mkfifo(FIFO, 0o600)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    # capture_fd_output=False: what the kernel writes to fds 1/2 stays on /dev/null (see above)
+    # instead of being forwarded as output messages, so an os.write() flood never queues up
+    # inside the submission's memory limit; print() output still arrives, capped below.
     client = _client_class()(nb, timeout=cell_timeout, allow_errors=True, kernel_name="python3",
                              resources={"metadata": {"path": str(notebook.parent)}}, record_timing=False,
-                             interrupt_on_timeout=True, error_on_timeout=TIMED_OUT)
+                             interrupt_on_timeout=True, error_on_timeout=TIMED_OUT,
+                             extra_arguments=["--IPKernelApp.capture_fd_output=False"])
     client.max_output_bytes = max_output
     from nbclient.exceptions import DeadKernelError
 

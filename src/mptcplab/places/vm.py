@@ -203,6 +203,19 @@ def run(argv: list[str], writable: list) -> int:
                 env={"MPTCPLAB_VM_KERNEL": release(kimg), "MPTCPLAB_VM_ACCEL": acc, "PYTHONUNBUFFERED": "1"})
 
 
+def prepare(needs: tuple[str, ...]) -> None:
+    """Before a lab boots the guest: a lab with BPF congestion controls gets its objects compiled
+    here on the host, for the guest's kernel (`cc.loader.prebuild_for`), not by clang under TCG."""
+    if "bpf_struct_ops" not in needs:
+        return
+    from ..cc import loader
+
+    t0 = time.monotonic()
+    if loader.prebuild_for(release(kernel())):
+        log.get().info("BPF congestion controls compiled on the host for the guest's kernel (%.0f s)",
+                       time.monotonic() - t0)
+
+
 # ---------------------------------------------------------------- measured once, cached
 
 def _cached(name: str, key: str, measure) -> dict:

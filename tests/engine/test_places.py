@@ -187,3 +187,15 @@ def test_die_with_parent(tmp_path):
     pid = int(out.stdout.split()[0])
     time.sleep(0.5)
     assert lifetime.wait_gone([pid], 5) == [], "the child outlived its parent"
+
+
+def test_vm_prepares_bpf_on_the_host_only_for_labs_that_load_it(monkeypatch):
+    from mptcplab.cc import loader
+
+    asked = []
+    monkeypatch.setattr(loader, "prebuild_for", lambda release: asked.append(release) or [])
+    monkeypatch.setattr(vm, "kernel", lambda: Path("/boot/vmlinuz-6.12.117+deb12-amd64"))
+    vm.prepare(("netem",))
+    assert asked == []
+    vm.prepare(("bpf_struct_ops",))
+    assert asked == ["6.12.117+deb12-amd64"]

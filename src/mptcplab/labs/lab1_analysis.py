@@ -859,7 +859,7 @@ def report(sweep_dir: Path | str) -> str:
         ("Cost of tracing (detailed run vs untraced sweep runs, same point)", "not stated",
          "; ".join(f"{r.run}: {r.mbps:.1f} vs {r.untraced_mbps:.1f} Mbit/s (x{r.tracing_ratio:.2f})"
                    for r in waits.itertuples() if r.untraced_runs) or "no untraced run at the same point",
-         "capture, tracepoints and stack traces cost the sender CPU time"),
+         "capture, tracepoints and stack traces cost the sender CPU time and change its timing, either way"),
         ("Single-path runs within their window bound ((sk_sndbuf + 64 KiB) / RTT)", "not stated",
          f"all {len(bounds)}" if bad.empty else
          f"{len(bad)} of {len(bounds)} above: " + ", ".join(map(str, bad["run"].head(6)))

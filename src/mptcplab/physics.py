@@ -159,7 +159,8 @@ def judge_rtt(path: str, measured_ms: float, configured_ms: float, tolerance: fl
     wire = f" + {wire_ms:.2f} ms sending the ping at the path's rate" if wire_ms >= 0.005 else ""
     spread = f"{slack:g} ms" if slack > tolerance * configured_ms else f"{tolerance:.0%}"
     detail = f"configured {configured_ms:.1f} ms{wire} +-{spread}"
-    return Verdict(f"ping RTT on path {path}", measured_ms, want + slack, "ms", ok,
+    bound = want - slack if measured_ms < want else want + slack  # the side it is on
+    return Verdict(f"ping RTT on path {path}", measured_ms, bound, "ms", ok,
                    detail + (f"; {cause}" if cause and not ok else ""))
 
 

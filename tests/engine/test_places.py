@@ -97,8 +97,9 @@ def test_writable_dirs_collapse_to_the_outermost(tmp_path):
 
 
 def test_resources_from_host_size():
-    cpus, memory = vm.resources()
+    cpus, memory = vm.resources("kvm")
     assert cpus >= 1 and 1024 <= int(memory.removesuffix("M")) <= 4096
+    assert vm.resources("tcg")[0] == 1  # one emulated CPU: the RTT's jitter, see resources()
 
 
 def test_newest_kernel_with_modules(monkeypatch, tmp_path):

@@ -89,10 +89,14 @@ def available() -> tuple[bool, str]:
     return True, f"kernel {kimg}"
 
 
-def resources() -> tuple[int, str]:
-    """vCPUs and memory from the host's size: every core (QEMU's TCG runs one thread per vCPU),
-    a quarter of the RAM between 1 and 4 GiB (the labs need well under 1 GiB; the rest is page cache)."""
-    cpus = os.cpu_count() or 1
+def resources(accel: str = "kvm") -> tuple[int, str]:
+    """vCPUs and memory from the host's size: with KVM every core; under TCG one vCPU, because
+    a packet handed between emulated CPUs (wake-ups, IPIs) costs far more than on one: measured
+    here, ping over 9 ms netem each way on a veth pair, 30 pings: 2 vCPUs mdev 0.19-0.35 ms and
+    medians 0.3 ms apart between consecutive runs, 1 vCPU mdev 0.08-0.10 ms and 0.01 ms apart
+    (the RTT check's slack on Lab 2's 20 ms path is 0.5 ms), and it leaves a host core to the kit.
+    Memory: a quarter of the RAM between 1 and 4 GiB (the labs need well under 1 GiB)."""
+    cpus = (os.cpu_count() or 1) if accel == "kvm" else 1
     total_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     return cpus, f"{min(4096, max(1024, total_mib // 4))}M"
 
@@ -150,7 +154,7 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
     dirs = [rundir, *[Path(d).resolve() for d in writable]]
     for d in dirs:
         d.mkdir(parents=True, exist_ok=True)
-    cpus, memory = resources()
+    cpus, memory = resources(accel)
     argv = lifetime.guarded(vng_argv(kimg, script, name, _outermost(dirs), accel, cpus, memory))
     stream = stream or sys.stdout
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -316,7 +320,7 @@ def describe() -> list[str]:
     v = kvm_verdict()
     accel = {"kvm": "KVM", "kvm-broken": "KVM present but broken (boot test failed), so QEMU TCG",
              "no-kvm": "no KVM, so QEMU TCG"}[v["verdict"]]
-    cpus, memory = resources()
+    cpus, memory = resources(accelerator())
     return [f"kernel {kimg} (stock package), {cpus} vCPUs, {memory} memory, via virtme-ng",
             f"accelerator: {accel} ({v['detail']})",
             f"capabilities measured inside the guest: {cache_dir() / ('capabilities-' + release(kimg) + '.json')}"]

@@ -217,6 +217,26 @@ class QdiscSampler:
         return False
 
 
+def qdisc_window(qdisc, window: tuple[float, float]) -> dict:
+    """An emulator qdisc over a measurement window (Lab 3's bottleneck, the setup check's paths), from its sampled counters
+    (observe.QdiscSampler: time, packets, bytes, drops): the first and the last sample inside the
+    window, so warm-up and the drain after it are left out. p_r_emulator = dropped / (sent + dropped);
+    wire_mbps = the bytes it sent per second (headers included: what its rate limit counts).
+    Empty values when fewer than two samples fall inside the window."""
+    out = {"sent": None, "dropped": None, "span_s": None, "p_r_emulator": None, "wire_mbps": None}
+    if qdisc is None or qdisc.empty:
+        return out
+    q = qdisc[(qdisc["time"] >= window[0]) & (qdisc["time"] <= window[1])].sort_values("time")
+    if len(q) < 2:
+        return out
+    first, last = q.iloc[0], q.iloc[-1]
+    sent, dropped = int(last["packets"] - first["packets"]), int(last["drops"] - first["drops"])
+    span = float(last["time"] - first["time"])
+    return {"sent": sent, "dropped": dropped, "span_s": round(span, 3),
+            "p_r_emulator": dropped / (sent + dropped) if sent + dropped else None,
+            "wire_mbps": float(last["bytes"] - first["bytes"]) * 8 / span / 1e6 if span > 0 else None}
+
+
 QDISC_COUNTERS = ("packets", "bytes", "drops", "backlog", "qlen")
 
 

@@ -13,8 +13,9 @@ import platform
 
 from . import latency, physics
 from .errors import ExperimentFailed
-from .observe import Capture, Counters
+from .observe import Capture, Counters, QdiscSampler, qdisc_window
 from .physics import TCP_PAYLOAD, WIRE_BYTES
+from .topology import EMULATOR
 from .traffic import bulk, verify_capture
 
 GOODPUT_SHARE = TCP_PAYLOAD / WIRE_BYTES  # the best goodput a link of rate R can carry: R * 0.956
@@ -56,19 +57,23 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
         row["rtt_ok"] = judged(physics.judge_rtt(p.name, got, want, rtt_tolerance, cause, wire))
         if not row["rtt_ok"]:
             raise ExperimentFailed(physics.refusal(verdicts) + ("" if cause else ": is netem on the emulator?"))
-        r = bulk(net, src, dst, p.name, "tcp", duration=tcp_seconds)
+        # The emulator's own count of what the path's egress sent (the link's side of the transfer).
+        with QdiscSampler(net, EMULATOR, rd, f"b-{p.name}", interval=0.1, name=f"verify-qdisc-{p.name}.txt") as q:
+            r = bulk(net, src, dst, p.name, "tcp", duration=tcp_seconds)
         row["tcp_mbps"] = round(r.mbps, 2)
-        # Steady state: slow start on an 80 ms path takes the first ~half second.
-        warmup = min(tcp_seconds / 3, max(1.0, 12 * p.rtt_s))
+        # Steady state: after slow start (physics.steady_after_s).
+        warmup = physics.steady_after_s(tcp_seconds, p.rtt_s)
         row["tcp_steady_mbps"] = round(r.steady_mbps(warmup), 2)
         row["steady_after_s"] = round(warmup, 3)
         row["reader_backlog_max"] = r.reader_backlog_max()  # bytes received but not yet read (a late reader)
+        row["emulator_wire_mbps"] = qdisc_window(q.table, (r.t0 + warmup, r.t_end))["wire_mbps"]
         if p.link.rate_bps:
             # Goodput counts only TCP payload; the link also carries 66 bytes of headers per segment.
             util = row["tcp_steady_mbps"] * 1e6 / GOODPUT_SHARE / p.link.rate_bps
             row["link_utilisation"] = round(util, 4)
+            wire = row["emulator_wire_mbps"]
             row["tcp_ok"] = judged(physics.judge_link(p.name, row["tcp_steady_mbps"] * 1e6, p.link.rate_bps,
-                                                      min_utilisation))
+                                                      min_utilisation, None if wire is None else wire * 1e6))
             if not row["tcp_ok"]:
                 raise ExperimentFailed(physics.refusal(verdicts) + f" (after {warmup:.1f} s of slow start; "
                                        "below: the machine may be too busy, above: the place is wrong)")

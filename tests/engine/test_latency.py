@@ -59,6 +59,12 @@ class FakePlace(Network):
         lines = [f"64 bytes from {argv[-1]}: icmp_seq={n} ttl=64 time={rtt:.3f} ms" for n in range(1, 11)]
         return subprocess.CompletedProcess(argv, 0, "\n".join(lines) + "\n", "")
 
+    def popen(self, host, argv, what="", **kw):  # the samplers: nothing to sample in the model
+        return subprocess.Popen(["true"], stdout=kw.get("stdout"))
+
+    def stop(self, proc):
+        proc.wait(timeout=10)
+
     def applied(self, path):
         """The netem delays (ms) now on the path's two emulator ports: (a->b, b->a)."""
         return round(self.delay_ms[f"b-{path}"], 3), round(self.delay_ms[f"a-{path}"], 3)
@@ -188,7 +194,7 @@ def test_a_missing_delay_is_still_blamed_on_netem(tmp_path, no_cache):
 
 
 def test_setup_check_passes_a_compensated_path_and_says_so(tmp_path, no_cache, monkeypatch):
-    result = SimpleNamespace(mbps=4.7, steady_mbps=lambda w: 4.7, reader_backlog_max=lambda: 0)
+    result = SimpleNamespace(mbps=4.7, steady_mbps=lambda w: 4.7, reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0)
     monkeypatch.setattr(verify, "bulk", lambda *a, **k: result)
     net = built(lab2_like("rate=5mbit,queue=25,delay=10ms", "rate=5mbit,queue=50,delay=20ms"))
     with Sweep(tmp_path).run("v", {}) as rd:

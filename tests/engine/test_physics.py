@@ -132,3 +132,12 @@ def test_bytes_in_flight_are_bounded_only_where_the_buffer_limits_the_transfer(t
         "10.1.0.1:44352->10.1.0.2:5201": conn, "10.2.0.1%slow:40010->10.2.0.2:5201": conn}}}}))
     verdicts = check_results(tmp_path)
     assert [(v.check.split("(ss, ")[1].split(":")[0], v.ok) for v in verdicts] == [("10.2.0.1%slow", False)]
+
+
+def test_the_link_is_judged_not_above_its_rate_on_the_emulators_own_count():
+    # Lab 2's 80 ms path in the VM: 5.1 Mbit/s in order over the window (a repaired loss released
+    # what had crossed before it), while netem sent 5.0 Mbit/s of 5: the link did not break physics
+    assert physics.judge_link("p4", 5.1e6, 5e6, 0.9, wire_bps=5.0e6).ok
+    assert not physics.judge_link("p4", 5.1e6, 5e6, 0.9).ok  # no emulator count: the goodput decides
+    assert not physics.judge_link("p4", 4.7e6, 5e6, 0.9, wire_bps=5.6e6).ok  # the emulator sent too much
+    assert not physics.judge_link("p4", 3.0e6, 5e6, 0.9, wire_bps=3.1e6).ok  # the place cannot fill it

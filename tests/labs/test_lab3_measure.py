@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from mptcplab.labs import lab3_measure as lm
+from mptcplab.observe import qdisc_window
 
 MSS = 1000
 RTT = 0.06
@@ -148,14 +149,14 @@ def test_emulator_loss_is_counted_over_the_window_only():
                       "packets": [0, 1000, 1010, 2000, 3010, 3500],
                       "drops": [0, 50, 50, 55, 60, 60]})
     q["bytes"] = q.packets * 1514
-    w = lm.emulator_window(q, (10.0, 20.0))
+    w = qdisc_window(q, (10.0, 20.0))
     assert (w["sent"], w["dropped"]) == (2000, 10) and w["span_s"] == pytest.approx(9.8)
     assert w["p_r_emulator"] == pytest.approx(10 / 2010)
     assert w["wire_mbps"] == pytest.approx(2000 * 1514 * 8 / 9.8 / 1e6)
-    whole = lm.emulator_window(q, (-np.inf, np.inf))
+    whole = qdisc_window(q, (-np.inf, np.inf))
     assert whole["p_r_emulator"] == pytest.approx(60 / 3560)  # what the old before/after count gave
-    assert lm.emulator_window(q, (12.0, 14.0))["p_r_emulator"] is None  # no two samples inside
-    assert lm.emulator_window(pd.DataFrame(), (10.0, 20.0))["sent"] is None
+    assert qdisc_window(q, (12.0, 14.0))["p_r_emulator"] is None  # no two samples inside
+    assert qdisc_window(pd.DataFrame(), (10.0, 20.0))["sent"] is None
 
 
 def _ss(samples):

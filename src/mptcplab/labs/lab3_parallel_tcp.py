@@ -19,7 +19,7 @@ from .. import log
 from ..errors import ExperimentFailed, UsageError
 from ..lab import Lab, Point, RunContext
 from ..links import WIRE_BYTES, LinkSpec
-from ..observe import Capture, Counters, QdiscSampler, SsSampler
+from ..observe import Capture, Counters, QdiscSampler, SsSampler, qdisc_window
 from ..topology import EMULATOR, NetPath, Topology
 from ..traffic import bulk
 from . import lab3_analysis, lab3_measure
@@ -124,8 +124,8 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
         cap.path.unlink()
     # The emulator's own count of what it dropped, over the same window as p_r (the whole run would
     # add slow start's overshoot under DropTail); and over the whole transfer, for comparison.
-    emu = lab3_measure.emulator_window(qdisc.table, window)
-    whole = lab3_measure.emulator_window(qdisc.table, (-math.inf, math.inf))
+    emu = qdisc_window(qdisc.table, window)
+    whole = qdisc_window(qdisc.table, (-math.inf, math.inf))
     capture_note = rd.manifest.get("observation", {}).get("capture", {})
     rd.summary.update({
         **{k: point[k] for k in ("scenario", "n", "rep", "loss_cfg", "capacity_mbps", "link")},

@@ -201,7 +201,10 @@ class QdiscSampler:
         self.path = rd.file(name)
 
     def __enter__(self):
-        self.proc, self.out = _sample_every(self.net, self.host, self.path, f"tc -s -j qdisc show dev {self.dev}",
+        # the time after each read too: on a slow (emulated) CPU starting `tc` takes long enough to
+        # matter, and a rate is then only known between bounds (qdisc_window)
+        self.proc, self.out = _sample_every(self.net, self.host, self.path,
+                                            f"tc -s -j qdisc show dev {self.dev}; echo \"= $(date +%s.%N)\"",
                                             self.interval, "qdisc sampler")
         return self
 
@@ -223,7 +226,8 @@ def qdisc_window(qdisc, window: tuple[float, float]) -> dict:
     window, so warm-up and the drain after it are left out. p_r_emulator = dropped / (sent + dropped);
     wire_mbps = the bytes it sent per second (headers included: what its rate limit counts).
     Empty values when fewer than two samples fall inside the window."""
-    out = {"sent": None, "dropped": None, "span_s": None, "p_r_emulator": None, "wire_mbps": None}
+    out = {"sent": None, "dropped": None, "span_s": None, "p_r_emulator": None, "wire_mbps": None,
+           "wire_mbps_min": None}
     if qdisc is None or qdisc.empty:
         return out
     q = qdisc[(qdisc["time"] >= window[0]) & (qdisc["time"] <= window[1])].sort_values("time")
@@ -234,7 +238,16 @@ def qdisc_window(qdisc, window: tuple[float, float]) -> dict:
     span = float(last["time"] - first["time"])
     return {"sent": sent, "dropped": dropped, "span_s": round(span, 3),
             "p_r_emulator": dropped / (sent + dropped) if sent + dropped else None,
-            "wire_mbps": float(last["bytes"] - first["bytes"]) * 8 / span / 1e6 if span > 0 else None}
+            "wire_mbps": float(last["bytes"] - first["bytes"]) * 8 / span / 1e6 if span > 0 else None,
+            "wire_mbps_min": _rate_min(first, last)}
+
+
+def _rate_min(first, last) -> float | None:
+    """The lowest rate the two samples allow: their bytes over the longest span between the reads
+    (each read happened between its `time` and its `time_after`). What a 'not above the link's
+    rate' check judges, so a slow `tc` start cannot pass for a fast link."""
+    span = float(last.get("time_after", last["time"]) - first["time"])
+    return float(last["bytes"] - first["bytes"]) * 8 / span / 1e6 if span > 0 else None
 
 
 QDISC_COUNTERS = ("packets", "bytes", "drops", "backlog", "qlen")
@@ -249,6 +262,9 @@ def parse_qdisc(text: str):
         if line.startswith("@ "):
             now = float(line[2:])
             continue
+        if line.startswith("= ") and rows and "time_after" not in rows[-1]:
+            rows[-1]["time_after"] = float(line[2:])  # when the read had certainly happened
+            continue
         if not line.strip().startswith("[") or now is None:
             continue
         try:
@@ -259,7 +275,9 @@ def parse_qdisc(text: str):
         if root is not None:
             rows.append({"time": now, "kind": root.get("kind"), **{k: int(root.get(k, 0)) for k in QDISC_COUNTERS}})
         now = None
-    return pd.DataFrame(rows, columns=["time", "kind", *QDISC_COUNTERS])
+    table = pd.DataFrame(rows, columns=["time", "time_after", "kind", *QDISC_COUNTERS])
+    table["time_after"] = table["time_after"].fillna(table["time"])
+    return table
 
 
 # ---------------------------------------------------------------- tracefs

@@ -66,12 +66,13 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
         row["tcp_steady_mbps"] = round(r.steady_mbps(warmup), 2)
         row["steady_after_s"] = round(warmup, 3)
         row["reader_backlog_max"] = r.reader_backlog_max()  # bytes received but not yet read (a late reader)
-        row["emulator_wire_mbps"] = qdisc_window(q.table, (r.t0 + warmup, r.t_end))["wire_mbps"]
+        emu = qdisc_window(q.table, (r.t0 + warmup, r.t_end))
+        row["emulator_wire_mbps"], row["emulator_wire_mbps_min"] = emu["wire_mbps"], emu["wire_mbps_min"]
         if p.link.rate_bps:
             # Goodput counts only TCP payload; the link also carries 66 bytes of headers per segment.
             util = row["tcp_steady_mbps"] * 1e6 / GOODPUT_SHARE / p.link.rate_bps
             row["link_utilisation"] = round(util, 4)
-            wire = row["emulator_wire_mbps"]
+            wire = row["emulator_wire_mbps_min"]
             row["tcp_ok"] = judged(physics.judge_link(p.name, row["tcp_steady_mbps"] * 1e6, p.link.rate_bps,
                                                       min_utilisation, None if wire is None else wire * 1e6))
             if not row["tcp_ok"]:

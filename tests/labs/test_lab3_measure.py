@@ -193,3 +193,15 @@ def test_models_get_the_kernel_srtt_and_every_rtt_is_kept():
     _, old = lm.measure(pk, (100.0, 102.0))  # without ss: tshark's ack_rtt, as before
     assert old["rtt"] == pytest.approx(RTT) and old["rtt_source"] == "tshark ack_rtt"
     assert old["loss_events_per_flow"] == 2
+
+
+def test_qdisc_rate_bounds_take_the_time_a_read_may_have_taken():
+    """Under TCG starting `tc` takes a while: the sample's read happened between `time` and
+    `time_after`, so the lowest rate the samples allow divides by the longest span."""
+    from mptcplab.observe import parse_qdisc
+    text = ("@ 10.0\n[{\"kind\":\"netem\",\"root\":true,\"packets\":0,\"bytes\":0,\"drops\":0}]\n= 10.2\n"
+            "@ 12.0\n[{\"kind\":\"netem\",\"root\":true,\"packets\":900,\"bytes\":1375000,\"drops\":0}]\n= 12.5\n")
+    q = parse_qdisc(text)
+    assert list(q["time_after"]) == [10.2, 12.5]
+    w = qdisc_window(q, (9.0, 13.0))
+    assert w["wire_mbps"] == pytest.approx(5.5) and w["wire_mbps_min"] == pytest.approx(4.4)

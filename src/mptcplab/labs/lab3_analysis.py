@@ -40,7 +40,8 @@ RUN_COLUMNS = ["run", "scenario", "n", "rep", "loss_cfg", "capacity_mbps", "base
                "retransmissions", "loss_events_per_flow", "loss_events_cumulative", "timeouts", "timeouts_nstat",
                "p", "p_e",
                "p_r", "p_r_emulator", "rtt", "rtt_source", "srtt", "min_rtt", "ack_rtt", "T", "b", "model_b",
-               "pps", "goodput_pps", "mbps", "mbps_transfer", "emulator_wire_mbps", "capture_dropped"]
+               "pps", "goodput_pps", "mbps", "mbps_transfer", "emulator_wire_mbps", "emulator_wire_mbps_min",
+               "capture_dropped"]
 
 
 # ---------------------------------------------------------------- predictions

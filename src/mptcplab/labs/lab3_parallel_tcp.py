@@ -136,6 +136,7 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
         "mbps": round(r.window_mbps(*window), 3), "mbps_transfer": round(r.mbps, 3),
         "per_flow_mbps": [round(f["mbps"], 3) for f in r.flows],
         "p_r_emulator": emu["p_r_emulator"], "emulator_wire_mbps": emu["wire_mbps"],
+        "emulator_wire_mbps_min": emu["wire_mbps_min"],
         "emulator": {"window": emu, "transfer": whole,
                      "qdisc": qdisc.table["kind"].iloc[-1] if len(qdisc.table) else None},
         "capture_dropped": capture_note.get("dropped by kernel"),

@@ -13,6 +13,7 @@ import platform
 
 from . import latency, physics
 from .errors import ExperimentFailed
+from .links import LinkSpec
 from .observe import Capture, Counters, QdiscSampler, qdisc_window
 from .physics import TCP_PAYLOAD, WIRE_BYTES
 from .topology import EMULATOR
@@ -108,6 +109,10 @@ def describe(checks: dict) -> str:
     lines = []
     for name, row in checks.get("paths", {}).items():
         util = f", {row['link_utilisation']:.1%} of the link" if "link_utilisation" in row else ""
+        if row.get("link_utilisation", 0) > 1 and row.get("emulator_wire_mbps_min"):
+            # more than the link over the window: bytes that crossed it before, released in order
+            util += (f" (in order; the emulator sent at most {row['emulator_wire_mbps_min']:.2f} Mbit/s of "
+                     f"{LinkSpec.parse(row['link']).rate_bps / 1e6:g}: a loss repaired at the window's start)")
         own = row.get("own_latency") or {}
         took = (f", {own['own_rtt_ms']:.2f} ms of the place's own taken out of netem's delay"
                 if own.get("compensated") else "")

@@ -9,10 +9,11 @@ where it is more than OWN_LATENCY_FLOOR_MS (0.25 ms: five times what native and 
 taken out of the path's netem delay, half per direction, never below 0. Below it nothing
 changes (native, UML): the measurement is only recorded. (It used to be taken out only above the
 RTT check's slack; a VM adding 1.10 ms on a 60 ms path, within the 1.2 ms slack, was then left
-with 0.1 ms for its own jitter, and the check refused it at +1.54 ms a minute later.) Every later delay of the path
-(`Network.set_link`, Lab 2's mobility) is compensated by the same measurement. Where the place
-adds more than the path's configured delay can give up (a 0 ms path under TCG), nothing is
-hidden: the RTT check refuses, and its message names the place's latency as the cause.
+with 0.1 ms for its own jitter, and the check refused it at +1.54 ms a minute later.) Every
+later delay of the path (`Network.set_link`, Lab 2's mobility) is compensated by the same
+measurement. Where the place adds more than the path's configured delay can give up (a 0 ms path
+under TCG), nothing is hidden: the RTT check refuses, and its message names the place's latency
+as the cause.
 
 How it is measured: ping over the path with its emulation reduced to its configured delay
 alone (netem with that delay and no rate, jitter or loss; pfifo where there is no netem), the

@@ -221,9 +221,9 @@ class QdiscSampler:
 
 
 def qdisc_window(qdisc, window: tuple[float, float]) -> dict:
-    """An emulator qdisc over a measurement window (Lab 3's bottleneck, the setup check's paths), from its sampled counters
-    (observe.QdiscSampler: time, packets, bytes, drops): the first and the last sample inside the
-    window, so warm-up and the drain after it are left out. p_r_emulator = dropped / (sent + dropped);
+    """An emulator qdisc over a measurement window (Lab 3's bottleneck, the setup check's paths),
+    from its sampled counters (QdiscSampler: time, packets, bytes, drops): the first and the last
+    sample inside the window, so warm-up and the drain after it are left out. p_r_emulator = dropped / (sent + dropped);
     wire_mbps = the bytes it sent per second (headers included: what its rate limit counts).
     Empty values when fewer than two samples fall inside the window."""
     out = {"sent": None, "dropped": None, "span_s": None, "p_r_emulator": None, "wire_mbps": None,

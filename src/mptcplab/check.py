@@ -160,7 +160,7 @@ def check_run_dir(run: Path) -> list[physics.Verdict]:
         for conn, k in (kern.get("connections") or {}).items():
             if summary.get("proto") == "mptcp" or not k.get("sk_sndbuf") or "inflight_bytes_max" not in k:
                 continue
-            path = by_addr.get(conn.split("->")[0].rsplit(":", 1)[0].split("%")[0])
+            path = by_addr.get(conn.split("->")[0].rsplit(":", 1)[0])  # parse_ss dropped any %device
             if path and not physics.window_limited(int(k["sk_sndbuf"]), path["rtt_s"], path["rate_bps"]):
                 continue
             bound = physics.unacked_bound_bytes(int(k["sk_sndbuf"]))

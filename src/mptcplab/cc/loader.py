@@ -121,6 +121,8 @@ def build(algos: list[Algorithm] | None = None, record: bool = False, kdir: Path
     out_dir.mkdir(parents=True, exist_ok=True)
     vmlinux_h = (kdir or kernel_dir()) / "vmlinux.h"
     if not vmlinux_h.exists():
+        if kdir is not None:  # only its own kernel's BTF can be dumped here, never into a guest's folder
+            raise EnvironmentProblem(f"no vmlinux.h in {kdir}: that kernel's first run writes it")
         dump = _run(["bpftool", "btf", "dump", "file", str(BTF), "format", "c"])
         _atomic_write(vmlinux_h, dump.stdout.encode())
     objects = {}

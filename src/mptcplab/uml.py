@@ -260,23 +260,30 @@ def _memory_dir(fallback: Path) -> str:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else str(fallback)
 
 
-def _chunks(proc: subprocess.Popen, deadline: float | None):
-    """Yield output as it comes (progress bars redraw with \r); stop when the deadline passes."""
+class Silent(EnvironmentProblem):
+    """The guest printed nothing for longer than the caller's quiet limit (a hung guest)."""
+
+
+def _chunks(proc: subprocess.Popen, deadline: float | None, quiet_limit_s: float | None = None):
+    """Yield output as it comes (progress bars redraw with \r); stop when the deadline passes,
+    or with `Silent` when nothing came for `quiet_limit_s`."""
     import codecs
     import selectors
 
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    last = time.monotonic()
     while True:
-        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if deadline is not None and wait == 0:
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
             raise EnvironmentProblem("the command inside UML timed out")
-        if not sel.select(timeout=wait if wait is not None else 1.0):
+        if quiet_limit_s is not None and now - last >= quiet_limit_s:
+            raise Silent(f"nothing printed for {now - last:.0f} s")
+        if not sel.select(timeout=1.0):
             continue
         chunk = os.read(proc.stdout.fileno(), 65536)
         if not chunk:
             return
+        last = time.monotonic()
         yield decoder.decode(chunk)
-
-

@@ -91,6 +91,28 @@ def test_vng_command_line(monkeypatch):
     assert lifetime.guarded(["vng"])[:4] == ["unshare", "--pid", "--fork", "--kill-child=SIGKILL"]
 
 
+def test_a_silent_guest_is_stopped_and_its_kernel_quoted(tmp_path):
+    import subprocess
+
+    from mptcplab.uml import Silent, _chunks
+
+    proc = subprocess.Popen(["sh", "-c", "echo started; sleep 30"], stdout=subprocess.PIPE)
+    got, t0 = [], time.monotonic()
+    with pytest.raises(Silent):
+        for chunk in _chunks(proc, None, quiet_limit_s=1.5):
+            got.append(chunk)
+    proc.kill()
+    assert got == ["started\n"] and time.monotonic() - t0 < 10
+    console = tmp_path / vm.CONSOLE_LOG
+    console.write_text("==== boot 1\n[    1.000000] old boot\n==== boot 2\nlab2: 10/25 mobility-cs218-r1\n"
+                       "[  812.345678] watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [ss:4242]\n")
+    msg = vm.hung_message("nothing printed for 600 s", console)
+    assert "soft lockup - CPU#0 stuck for 22s! [ss:4242]" in msg and "old boot" not in msg
+    assert "resumes" in msg and str(console) in msg
+    console.write_text("==== boot 1\nlab2: 10/25\n")
+    assert "printed no warning" in vm.hung_message("x", console)
+
+
 def test_writable_dirs_collapse_to_the_outermost(tmp_path):
     a, b, c = tmp_path / "a", tmp_path / "a" / "b", tmp_path / "c"
     assert vm._outermost([b, a, c, a]) == [a, c]

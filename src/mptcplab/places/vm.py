@@ -37,6 +37,10 @@ from . import lifetime
 NAME = "vm"
 MARKER = f"{PREFIX}-vm-"  # guest name: QEMU's `-name`, the guest's hostname; `clean` finds it
 KVM_BOOT_TIMEOUT_S = 90.0  # a KVM guest boots to its command in seconds; TCG here in ~20-40 s
+# A lab prints a line per run (the longest, Lab 3's, takes 70 s of guest time), its setup check a
+# line per step: a guest that prints nothing for this long has hung (MPTCPLAB_VM_QUIET_LIMIT_S).
+QUIET_LIMIT_S = 600.0
+CONSOLE_LOG = "vm-console.log"  # in the results directory: every boot's whole console, kernel lines too
 CAPABILITY_NAMES = ("netem", "tbf", "kprobes", "bpf_struct_ops")
 
 
@@ -123,16 +127,22 @@ def vng_argv(kimg: Path, script: Path, name: str, writable: list[Path], accel: s
         argv.append("--disable-kvm")
     for d in writable:
         argv += ["--rwdir", str(d)]
-    # Quiet console; the command's output comes back on vng's stdout.
-    argv += ["--append", "quiet loglevel=3", "--exec", f"sh {shlex.quote(str(script))}"]
+    # The command's output comes back on vng's stdout, with the kernel's warnings and worse
+    # (loglevel 4: soft lockups, RCU stalls, hung tasks, WARN_ON): the terminal drops kernel lines
+    # (_quiet), the console log keeps them.
+    argv += ["--append", "quiet loglevel=4", "--exec", f"sh {shlex.quote(str(script))}"]
     return argv
 
 
 # ---------------------------------------------------------------- boot and run
 
 def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | None = None,
-         accel: str | None = None, timeout: float | None = None, stream=None, kimg: Path | None = None) -> int:
-    """Boot the stock kernel, run `command` inside as root, return its exit status."""
+         accel: str | None = None, timeout: float | None = None, stream=None, kimg: Path | None = None,
+         console: Path | None = None, quiet_limit_s: float | None = None) -> int:
+    """Boot the stock kernel, run `command` inside as root, return its exit status.
+
+    `console`: append the whole console (kernel lines included) to this file. `quiet_limit_s`:
+    stop the guest as hung when it prints nothing for that long, and say what its kernel said."""
     ok, why = available()
     if not ok:
         raise EnvironmentProblem(f"the VM place is not available: {why}")
@@ -164,13 +174,24 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
     # Recorded once it has a pid (as UML's kernel is); before that, `clean` finds it by its name.
     proc_item = TRACKER.add("process", pgid=proc.pid, what=f"VM {name}")
     deadline = time.monotonic() + timeout if timeout else None
+    log_file = None
+    if console is not None:
+        log_file = open(console, "a", encoding="utf-8")
+        log_file.write(f"==== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {name}: kernel "
+                       f"{release(kimg)}, {accel_label(accel)}, {cpus} vCPU, {memory}\n")
     try:
-        from ..uml import _chunks  # the same streaming reader as UML's console
+        from ..uml import Silent, _chunks  # the same streaming reader as UML's console
 
         try:
-            for chunk in _chunks(proc, deadline):
-                stream.write(_quiet(chunk.replace("\r\n", "\n")))
+            for chunk in _chunks(proc, deadline, quiet_limit_s):
+                text = chunk.replace("\r\n", "\n")
+                if log_file:
+                    log_file.write(text)
+                    log_file.flush()
+                stream.write(_quiet(text))
                 stream.flush()
+        except Silent as exc:
+            raise EnvironmentProblem(hung_message(str(exc), console)) from None
         except EnvironmentProblem:
             raise EnvironmentProblem(f"the command inside the VM did not finish within {timeout:.0f} s") from None
         proc.wait(timeout=60)
@@ -179,6 +200,8 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
                                      f"{proc.returncode}; see output above)")
         return int(status.read_text().strip() or 1)
     finally:
+        if log_file:
+            log_file.close()
         kill_process_group(proc.pid)
         lifetime.wait_gone(lifetime.guest_pids(name.encode()))
         TRACKER.discard(proc_item)
@@ -199,12 +222,36 @@ def _quiet(text: str) -> str:
     return _NOISE.sub("", text)
 
 
+_KERNEL_LINE = re.compile(r"^\[\s*\d+\.\d+\] (.*)$", re.M)
+
+
+def hung_message(what: str, console: Path | None) -> str:
+    """One paragraph for a guest that stopped printing: what happened, the kernel's last lines
+    (a soft lockup, RCU stall or hung task says where it stuck), where the whole console is."""
+    msg = (f"the VM stopped responding ({what}) and was stopped. A run's results are written when it "
+           f"ends, so the finished runs are kept and the same command resumes after them.")
+    if console is None or not console.exists():
+        return msg
+    text = console.read_text(errors="replace")
+    last_boot = text[text.rfind("==== "):]
+    said = _KERNEL_LINE.findall(last_boot)[-12:]
+    if said:
+        msg += "\nThe guest kernel's last lines:\n  " + "\n  ".join(said)
+    else:
+        msg += "\nThe guest kernel printed no warning (no soft lockup, RCU stall or hung task)."
+    return msg + f"\nWhole console: {console}"
+
+
 def run(argv: list[str], writable: list) -> int:
     kimg = kernel()
     acc = accelerator()
     log.get().info("running in a VM: kernel %s (%s), via virtme-ng", release(kimg), accel_label(acc))
+    console = Path(writable[0]) / CONSOLE_LOG if writable else None
+    if console:
+        console.parent.mkdir(parents=True, exist_ok=True)
     return boot([sys.executable, "-m", "mptcplab", *argv], writable=[*writable, paths.cache_dir()],
-                env={"MPTCPLAB_VM_KERNEL": release(kimg), "MPTCPLAB_VM_ACCEL": acc, "PYTHONUNBUFFERED": "1"})
+                env={"MPTCPLAB_VM_KERNEL": release(kimg), "MPTCPLAB_VM_ACCEL": acc, "PYTHONUNBUFFERED": "1"},
+                console=console, quiet_limit_s=float(os.environ.get("MPTCPLAB_VM_QUIET_LIMIT_S", QUIET_LIMIT_S)))
 
 
 def prepare(needs: tuple[str, ...]) -> None:

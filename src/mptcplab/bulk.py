@@ -126,7 +126,8 @@ def serve(bind: str, port: int, proto: str, flows: int, interval: float, timeout
 
 # ---------------------------------------------------------------- sender
 
-SENDER_COMM = "mlab-send"  # tracing selects the sender's threads by this name (see observe.py)
+SENDER_COMM = "mlab-send"
+STARTED = "mlab-bulk-started"  # the sender's line on stderr once every flow is connected  # tracing selects the sender's threads by this name (see observe.py)
 
 
 def send(connect: str, port: int, proto: str, flows: int, duration: float, sndbuf: int | None,
@@ -151,6 +152,9 @@ def send(connect: str, port: int, proto: str, flows: int, duration: float, sndbu
     results: list[dict] = [None] * flows  # type: ignore[list-item]
     start = time.time()
     stop_at = start + duration
+    # Connected: the transfer starts now. The caller may time events to it (Lab 2's mobility), since
+    # starting this interpreter can take seconds in an emulated CPU.
+    print(f"{STARTED} {start:.6f}", file=sys.stderr, flush=True)
 
     def pump(i: int, s: socket.socket) -> None:
         sent = 0

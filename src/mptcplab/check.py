@@ -7,8 +7,10 @@ Reads what the labs write, without re-running anything:
   under it) that gives each path's configured RTT and rate;
 - `runs.csv` (Lab 3: `mbps`, the receiver's goodput of all n flows together over the steady window,
   over a bottleneck of `capacity_mbps`; `emulator_wire_mbps`, what the bottleneck itself sent);
+- `throughput.csv` (Lab 2: `mbps` of each MPTCP run against `ceiling_mbps`, its paths' ceilings);
 - run directories whose `summary.json` carries `kernel_tcp` (the `ss` view every sampled run
-  records): bytes in flight against the window bound of the buffer the kernel reported.
+  records): bytes in flight against the window bound of the buffer the kernel reported; and MPTCP
+  runs' goodput against what all their paths together could carry (mptcp_ceiling_bps).
 
 Single-path TCP above its window bound, or any goodput above its link's ceiling, is a finding.
 """
@@ -121,6 +123,10 @@ def check_runs_table(table: Path) -> list[physics.Verdict]:
     out = []
     with open(table, newline="") as f:
         for row in csv.DictReader(f):
+            if row.get("ceiling_mbps") and row.get("mbps"):  # Lab 2: MPTCP over every path (mptcp_ceiling_bps)
+                mbps, bound = float(row["mbps"]), float(row["ceiling_mbps"]) * (1 + physics.MEASUREMENT_SLACK)
+                out.append(physics.Verdict(f"{table.parent.name}/{row.get('run', '?')}: MPTCP goodput vs its "
+                                           "paths' ceilings", mbps, bound, "Mbit/s", mbps <= bound))
             if not row.get("capacity_mbps"):
                 continue
             where, rate = f"{table.parent.name}/{row.get('run', '?')}", float(row["capacity_mbps"]) * 1e6
@@ -147,6 +153,36 @@ def _path_by_address(run: Path) -> dict[str, dict]:
             if p.get("a_addr") and p["name"] in paths}
 
 
+def mptcp_ceiling_bps(manifest: dict, summary: dict) -> float:
+    """The most an MPTCP transfer over every path of the run's network could carry, averaged over
+    its span (physics.paths_ceiling_bps), with the path changes it recorded (`mobility_applied`:
+    when each began and ended) or, for runs made before that was recorded, as scheduled."""
+    rates = {name: p["rate_bps"] for name, p in paths_of(manifest).items()}
+    span = summary.get("span_s") or summary.get("duration_s") or 0.0
+    applied = summary.get("mobility_applied")
+    if applied is None:
+        duration = (manifest.get("parameters") or {}).get("duration_s", span)
+        applied = [{**m, "begun_s": float(m["at"]) * duration, "done_s": float(m["at"]) * duration}
+                   for m in (manifest.get("parameters") or {}).get("mobility") or []]
+    changes = [{"path": m["path"], "rate_bps": LinkSpec.parse(m["link"]).rate_bps, "begun_s": m["begun_s"],
+                "done_s": m["done_s"]} for m in applied if LinkSpec.parse(m["link"]).rate_bps]
+    return physics.paths_ceiling_bps(rates, float(span), changes)
+
+
+def _mptcp_ceiling(run: Path, summary: dict) -> list[physics.Verdict]:
+    if summary.get("proto") != "mptcp" or "mbps" not in summary:
+        return []
+    try:
+        manifest = json.loads((run / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return []
+    bound = mptcp_ceiling_bps(manifest, summary) * (1 + physics.MEASUREMENT_SLACK) / 1e6
+    if bound == float("inf"):
+        return []
+    return [physics.Verdict(f"{run.name}: MPTCP goodput vs its paths' ceilings", summary["mbps"], bound, "Mbit/s",
+                            summary["mbps"] <= bound, "every path's link over the transfer, path changes included")]
+
+
 def check_run_dir(run: Path) -> list[physics.Verdict]:
     """A run's own kernel view (`kernel_tcp` in summary.json) against the window bound, for each
     connection that is window-limited on its path (physics.window_limited)."""
@@ -155,7 +191,7 @@ def check_run_dir(run: Path) -> list[physics.Verdict]:
     except (OSError, ValueError):
         return []
     by_addr = _path_by_address(run)
-    out = []
+    out = _mptcp_ceiling(run, summary)
     for name, kern in (summary.get("kernel_tcp") or {}).items():
         for conn, k in (kern.get("connections") or {}).items():
             if summary.get("proto") == "mptcp" or not k.get("sk_sndbuf") or "inflight_bytes_max" not in k:
@@ -176,7 +212,7 @@ def check_results(root: Path | str) -> list[physics.Verdict]:
     out = []
     for table in sorted(root.rglob("sweep.csv")):
         out += check_sweep(table)
-    for table in sorted(root.rglob("runs.csv")):
+    for table in [*sorted(root.rglob("runs.csv")), *sorted(root.rglob("throughput.csv"))]:
         out += check_runs_table(table)
     for summary in sorted(root.rglob("summary.json")):
         if not summary.parent.name.endswith(".partial"):

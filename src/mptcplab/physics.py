@@ -109,6 +109,26 @@ def link_ceiling_bps(rate_bps: float) -> float:
     return rate_bps * TCP_PAYLOAD / WIRE_BYTES
 
 
+def paths_ceiling_bps(rates_bps: dict[str, float], span_s: float, changes: list[dict] = ()) -> float:
+    """The most payload several paths together can carry, as a mean over `span_s` seconds, when
+    `changes` (dicts: path, rate_bps, begun_s, done_s; s after the start) change their rates on
+    the way (Lab 2's mobility). A change counts from when it began where it raised the rate and
+    from when it was done where it lowered it: the bound never assumes less capacity than was
+    there. Paths without a rate are unbounded (inf)."""
+    if span_s <= 0 or any(not r for r in rates_bps.values()):
+        return float("inf")
+    total = 0.0
+    for path, rate in rates_bps.items():
+        carried, t, now = 0.0, 0.0, rate
+        for c in sorted((c for c in changes if c["path"] == path), key=lambda c: c["begun_s"]):
+            new = c["rate_bps"]
+            at = min(span_s, max(t, c["begun_s"] if new > now else c["done_s"]))
+            carried += link_ceiling_bps(now) * (at - t)
+            t, now = at, new
+        total += carried + link_ceiling_bps(now) * (span_s - t)
+    return total / span_s
+
+
 def sk_sndbuf_for(so_sndbuf: int | None = None, wmem_max: int = 212992, tcp_wmem_max: int | None = None) -> int:
     """The sk_sndbuf the kernel uses: SO_SNDBUF doubled (capped by wmem_max), else tcp_wmem[2]."""
     if so_sndbuf is not None:

@@ -18,8 +18,10 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from . import process
+from .bulk import STARTED
 from .errors import EnvironmentProblem, ExperimentFailed, UsageError
 
 @dataclass
@@ -72,15 +74,18 @@ class BulkResult:
 
     def summary(self) -> dict:
         return {"tool": self.tool, "proto": self.proto, "duration_s": self.duration, "t0": self.t0,
-                "mbps": round(self.mbps, 3), "flows": len(self.flows), "reader_backlog_max": self.reader_backlog_max(),
+                "mbps": round(self.mbps, 3), "span_s": round(self.t_end - self.t0, 3), "flows": len(self.flows),
+                "reader_backlog_max": self.reader_backlog_max(),
                 "subflows": max((f.get("subflows") or 1) for f in self.flows),
                 "per_flow_mbps": [round(f["mbps"], 3) for f in self.flows], **self.extra}
 
 
 def bulk(net, src: str, dst: str, path: str, proto: str = "tcp", duration: float = 10.0, flows: int = 1,
          sndbuf: int | None = None, cc: str | None = None, interval: float = 0.1,
-         port: int = 5201, expect_subflows: int | None = None) -> BulkResult:
-    """Bulk transfer src -> dst, to dst's address on `path` (MPTCP adds the other subflows)."""
+         port: int = 5201, expect_subflows: int | None = None,
+         on_start: Callable[[float], None] | None = None) -> BulkResult:
+    """Bulk transfer src -> dst, to dst's address on `path` (MPTCP adds the other subflows).
+    `on_start(t)` is called with the sender's clock once every flow is connected."""
     if proto not in ("tcp", "mptcp"):
         raise UsageError(f"proto {proto!r}: choose tcp or mptcp")
     if flows < 1 or duration <= 0:
@@ -88,7 +93,7 @@ def bulk(net, src: str, dst: str, path: str, proto: str = "tcp", duration: float
     if proto == "mptcp" and expect_subflows is None:
         expect_subflows = net.topo.mptcp_subflows or 1
     addr = net.address(dst, path)
-    result = _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port)
+    result = _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port, on_start)
     if proto == "mptcp":
         verify_mptcp_flows(result, expect_subflows)
     return result
@@ -110,7 +115,8 @@ def _py(role: str, *args) -> list[str]:
     return [sys.executable, "-m", "mptcplab.bulk", role, *[str(a) for a in args]]
 
 
-def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port) -> BulkResult:
+def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port,
+              on_start: Callable[[float], None] | None = None) -> BulkResult:
     server = net.popen(dst, _py("server", "--bind", addr, "--port", port, "--proto", proto, "--flows", flows,
                                 "--interval", interval, "--timeout", duration + 60),
                        what="bulk server", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -122,12 +128,24 @@ def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval,
         args += ["--sndbuf", sndbuf]
     if cc:
         args += ["--cc", cc]
-    client_out = net.run(src, _py("client", *args), timeout=duration + 90)
+    client = net.popen(src, _py("client", *args), what="bulk client", stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    said = client.stderr.readline()  # STARTED once connected, or why it could not connect
+    if said.startswith(STARTED) and on_start is not None:
+        on_start(float(said.split()[1]))
+    try:
+        c_out, c_err = client.communicate(timeout=duration + 90)
+    except subprocess.TimeoutExpired:
+        net.stop(client)
+        raise EnvironmentProblem(f"bulk client in {src} did not finish within {duration + 90:.0f} s") from None
+    if client.returncode != 0 or not said.startswith(STARTED):
+        raise EnvironmentProblem(f"bulk client in {src} failed ({client.returncode}): {(said + c_err)[-1500:]}")
+    net.stop(client)
     srv_out, srv_err = server.communicate(timeout=60)
     net.stop(server)
     if server.returncode not in (0, None) or not srv_out.strip():
         raise EnvironmentProblem(f"bulk server in {dst} failed: {srv_err[-1500:]}")
-    return bulk_result(json.loads(client_out.stdout), json.loads(srv_out), addr, port, proto, duration, interval)
+    return bulk_result(json.loads(c_out), json.loads(srv_out), addr, port, proto, duration, interval)
 
 
 def bulk_result(client: dict, srv: dict, addr: str, port: int, proto: str, duration: float,

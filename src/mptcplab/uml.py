@@ -231,9 +231,13 @@ def run(command: list[str], mem: str = "2G", timeout: float | None = None,
     proc_item = TRACKER.add("process", pgid=proc.pid, what=f"UML kernel {umid}")
     deadline = time.monotonic() + timeout if timeout else None
     try:
+        seen = ""
         for chunk in _chunks(proc, deadline):
             stream.write(_quiet(chunk.replace("\r\n", "\n")))
             stream.flush()
+            seen = (seen + chunk)[-4096:]
+            if panic := panic_line(seen):  # a panicked UML kernel does not exit: stop it
+                raise EnvironmentProblem(f"the UML kernel panicked ({panic}; its trace is above). {RESUMES}")
         proc.wait(timeout=30)
         if not status_file.exists():
             raise EnvironmentProblem("the UML kernel stopped before the command finished (see output above)")
@@ -260,8 +264,22 @@ def _memory_dir(fallback: Path) -> str:
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else str(fallback)
 
 
+PANIC = "Kernel panic - not syncing"
+RESUMES = "Finished runs are kept; the same command resumes after them."
+
+
+def panic_line(text: str) -> str | None:
+    """The kernel's panic line in a guest's console output, if it panicked."""
+    i = text.find(PANIC)
+    return text[i:].splitlines()[0].strip() if i >= 0 else None
+
+
 class Silent(EnvironmentProblem):
     """The guest printed nothing for longer than the caller's quiet limit (a hung guest)."""
+
+
+class TimedOut(EnvironmentProblem):
+    """The command inside the guest passed its deadline."""
 
 
 def _chunks(proc: subprocess.Popen, deadline: float | None, quiet_limit_s: float | None = None):
@@ -277,7 +295,7 @@ def _chunks(proc: subprocess.Popen, deadline: float | None, quiet_limit_s: float
     while True:
         now = time.monotonic()
         if deadline is not None and now >= deadline:
-            raise EnvironmentProblem("the command inside UML timed out")
+            raise TimedOut("the command inside UML timed out")
         if quiet_limit_s is not None and now - last >= quiet_limit_s:
             raise Silent(f"nothing printed for {now - last:.0f} s")
         if not sel.select(timeout=1.0):

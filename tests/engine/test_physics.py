@@ -141,3 +141,26 @@ def test_the_link_is_judged_not_above_its_rate_on_the_emulators_own_count():
     assert not physics.judge_link("p4", 5.1e6, 5e6, 0.9).ok  # no emulator count: the goodput decides
     assert not physics.judge_link("p4", 4.7e6, 5e6, 0.9, wire_bps=5.6e6).ok  # the emulator sent too much
     assert not physics.judge_link("p4", 3.0e6, 5e6, 0.9, wire_bps=3.1e6).ok  # the place cannot fill it
+
+
+def test_mptcp_goodput_is_held_to_what_all_its_paths_could_carry():
+    five = {p: 5e6 for p in ("p1", "p2", "p3", "p4")}
+    assert math.isclose(physics.paths_ceiling_bps(five, 8.0), physics.link_ceiling_bps(20e6))
+    # Lab 2's mobility over 8 s: p1 5 -> 1 Mbit/s at 2.4 s and back at 5.6 s, p4 5 -> 8 at 4 s:
+    # 19.9 Mbit/s of link on average
+    nominal = [{"path": "p1", "rate_bps": 1e6, "begun_s": 2.4, "done_s": 2.4},
+               {"path": "p4", "rate_bps": 8e6, "begun_s": 4.0, "done_s": 4.0},
+               {"path": "p1", "rate_bps": 5e6, "begun_s": 5.6, "done_s": 5.6}]
+    assert math.isclose(physics.paths_ceiling_bps(five, 8.0, nominal), physics.link_ceiling_bps(19.9e6))
+    # a change that took 0.8 s to apply: a cut counts from when it was done, a rise from when it began
+    slow = [{**c, "done_s": c["begun_s"] + 0.8} for c in nominal]
+    assert math.isclose(physics.paths_ceiling_bps(five, 8.0, slow), physics.link_ceiling_bps(20.3e6))
+    assert physics.paths_ceiling_bps({"p1": 5e6, "p2": None}, 8.0) == math.inf
+
+
+def test_checker_catches_mobility_timed_from_before_the_transfer_started():
+    # A Lab 2 quick run in the VM (TCG) whose path changes were timed from before the sender had
+    # started (seconds of interpreter start-up): 21.3 Mbit/s where the schedule allows 19.2.
+    bad = [v for v in check_results(FIXTURES / "lab2-vm-misaligned") if not v.ok]
+    assert [v.check for v in bad] == ["mobility-uncoupled-r1: MPTCP goodput vs its paths' ceilings"]
+    assert bad[0].measured == 21.298 and 19.1 < bad[0].bound < 19.3

@@ -222,3 +222,11 @@ def test_vm_prepares_bpf_on_the_host_only_for_labs_that_load_it(monkeypatch):
     assert asked == []
     vm.prepare(("bpf_struct_ops",))
     assert asked == ["6.12.117+deb12-amd64"]
+
+
+def test_a_guest_kernel_panic_is_recognised():
+    from mptcplab.uml import panic_line
+
+    out = "lab3: 26/130 ...\nKernel panic - not syncing: Kernel mode fault at addr 0x40e, ip 0x6002a216\nCPU: 0"
+    assert panic_line(out) == "Kernel panic - not syncing: Kernel mode fault at addr 0x40e, ip 0x6002a216"
+    assert panic_line("lab3: 27/130 random-0.5pct-n07-r1: 1551.4 pkt/s") is None

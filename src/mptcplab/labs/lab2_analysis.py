@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import cctrace, results
+from .. import cctrace, check, results
 from ..links import LinkSpec
 
 # The report's tables (Mbit/s, mean of 10 runs; ns-3, 5 Mbit/s links, UDP cross traffic).
@@ -170,8 +170,10 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
             fair.append({k: s[k] for k in ("algo", "rep", "mptcp_mbps", "tcp_mbps", "mptcp_share_on_shared",
                                             "mptcp_on_shared_mbps")})
         elif "variant" in s:
+            # what all paths together could carry in this run (`mptcp_ceiling_bps`): `mptcplab check` holds mbps to it
+            ceiling = check.mptcp_ceiling_bps(json.loads((d / "manifest.json").read_text()), s) / 1e6
             tp.append({"run": d.name, "algo": s["algo"], "variant": s["variant"], "rep": s["rep"],
-                       "mbps": s["mbps"], "subflows": s["subflows"], "cc": s["cc"],
+                       "mbps": s["mbps"], "ceiling_mbps": round(ceiling, 3), "subflows": s["subflows"], "cc": s["cc"],
                        "subflow_ccs": ",".join(s["subflow_ccs"])})
             for path, pk in sorted(s["packets_per_subflow"].items()):
                 subs.append({"algo": s["algo"], "variant": s["variant"], "rep": s["rep"], "path": path,
@@ -185,8 +187,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
                 if s["algo"] == "cs218":
                     dwnd.append(cctrace.delay_window_table(rp.rows).assign(variant=s["variant"], rep=s["rep"]))
     tables = {
-        "throughput": pd.DataFrame(tp, columns=["run", "algo", "variant", "rep", "mbps", "subflows", "cc",
-                                                "subflow_ccs"]),
+        "throughput": pd.DataFrame(tp, columns=["run", "algo", "variant", "rep", "mbps", "ceiling_mbps", "subflows",
+                                                "cc", "subflow_ccs"]),
         "subflows": pd.DataFrame(subs, columns=["algo", "variant", "rep", "path", "packets", "bytes_retrans"]),
         "fairness": pd.DataFrame(fair, columns=["algo", "rep", "mptcp_mbps", "tcp_mbps", "mptcp_share_on_shared",
                                                 "mptcp_on_shared_mbps"]),

@@ -79,10 +79,19 @@ def algorithms(params: dict) -> list[cc.Algorithm]:
 
 # ---------------------------------------------------------------- one transfer
 
-def _schedule_mobility(net, params: dict, duration: float, netem: bool) -> list[threading.Timer]:
+def _schedule_mobility(net, params: dict, duration: float, netem: bool, t0: float,
+                       applied: list[dict]) -> list[threading.Timer]:
+    """Timers that change the paths at `at` x duration after the transfer started (t0, the sender's
+    clock), each appending when its change began and ended (s after t0) to `applied`."""
+    def change(m: dict) -> None:
+        begun = time.time() - t0
+        net.set_link(m["path"], link_spec(m, netem))
+        applied.append({"path": m["path"], "link": m["link"], "delay": m.get("delay"), "at_s": float(m["at"]) * duration,
+                        "begun_s": round(begun, 3), "done_s": round(time.time() - t0, 3)})
+
     timers = []
     for m in params.get("mobility", []):
-        t = threading.Timer(float(m["at"]) * duration, net.set_link, (m["path"], link_spec(m, netem)))
+        t = threading.Timer(max(0.0, float(m["at"]) * duration - (time.time() - t0)), change, (m,))
         t.daemon = True
         timers.append(t)
     for t in timers:
@@ -98,7 +107,9 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
     cross = []
     for i, (path, c) in enumerate(params.get("cross", {}).items()):
         cross.append(udp_onoff(net, "snd", "rcv", path, c["rate"], on_s=float(c["on_s"]), off_s=float(c["off_s"]),
-                               duration=duration + 3, seed=rep * 100 + i, port=CROSS_PORT + i))
+                               # stopped when the transfer ends: it must outlast however long the
+                               # sender takes to start (seconds in an emulated CPU)
+                               duration=duration + 60, seed=rep * 100 + i, port=CROSS_PORT + i))
     time.sleep(0.5)  # cross traffic first, as in the report (its UDP flows run throughout)
     timers = []
     try:
@@ -108,12 +119,16 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
                 o.__enter__()
             record = detail and params.get("record_events", False)
             recorder = cc.recording(algo.name) if record else contextlib.nullcontext()
-            try:
+            applied: list[dict] = []
+
+            def on_start(t0: float) -> None:  # mobility is timed from the transfer's start
                 if variant == "mobility":
-                    timers = _schedule_mobility(net, params, duration, netem)
+                    timers.extend(_schedule_mobility(net, params, duration, netem, t0, applied))
+
+            try:
                 with recorder as rec:
                     r = bulk(net, "snd", "rcv", net.topo.paths[0].name, "mptcp", duration=duration, cc=algo.name,
-                             port=PORT)
+                             port=PORT, on_start=on_start)
             finally:
                 for o in reversed(observers):
                     o.__exit__(None, None, None)
@@ -139,6 +154,8 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
     if record:  # every callback of the BPF program during the transfer (the differential test's input)
         cctrace.save(cctrace.compact(rec.events, algo.key), rd.file("cc-trace.csv.gz"))
         rd.summary["cc_events"] = {"recorded": len(rec.events), "dropped": rec.dropped}
+    if variant == "mobility":  # when each change really began and ended (s after the transfer's start)
+        rd.summary["mobility_applied"] = sorted(applied, key=lambda m: m["begun_s"])
     rd.summary.update({"algo": algo.key, "cc": algo.name, "variant": variant, "rep": rep, "detail": detail,
                        **r.summary(), "subflow_ccs": sorted({s["cc"] for s in established}),
                        "packets_per_subflow": {f"p{s['path_index']}": s["data_segs_out"] for s in established},

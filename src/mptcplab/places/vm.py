@@ -180,9 +180,10 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
         log_file.write(f"==== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {name}: kernel "
                        f"{release(kimg)}, {accel_label(accel)}, {cpus} vCPU, {memory}\n")
     try:
-        from ..uml import Silent, _chunks  # the same streaming reader as UML's console
+        from ..uml import RESUMES, Silent, TimedOut, _chunks, panic_line  # the same reader as UML's
 
         try:
+            seen = ""
             for chunk in _chunks(proc, deadline, quiet_limit_s):
                 text = chunk.replace("\r\n", "\n")
                 if log_file:
@@ -190,9 +191,13 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
                     log_file.flush()
                 stream.write(_quiet(text))
                 stream.flush()
+                seen = (seen + text)[-4096:]
+                if panic := panic_line(seen):
+                    raise EnvironmentProblem(f"the VM's kernel panicked ({panic}). {RESUMES}"
+                                             + (f" Whole console: {console}" if console else ""))
         except Silent as exc:
             raise EnvironmentProblem(hung_message(str(exc), console)) from None
-        except EnvironmentProblem:
+        except TimedOut:
             raise EnvironmentProblem(f"the command inside the VM did not finish within {timeout:.0f} s") from None
         proc.wait(timeout=60)
         if not status.exists():
@@ -228,8 +233,9 @@ _KERNEL_LINE = re.compile(r"^\[\s*\d+\.\d+\] (.*)$", re.M)
 def hung_message(what: str, console: Path | None) -> str:
     """One paragraph for a guest that stopped printing: what happened, the kernel's last lines
     (a soft lockup, RCU stall or hung task says where it stuck), where the whole console is."""
-    msg = (f"the VM stopped responding ({what}) and was stopped. A run's results are written when it "
-           f"ends, so the finished runs are kept and the same command resumes after them.")
+    from ..uml import RESUMES
+
+    msg = f"the VM stopped responding ({what}) and was stopped. {RESUMES}"
     if console is None or not console.exists():
         return msg
     text = console.read_text(errors="replace")

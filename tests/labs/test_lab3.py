@@ -187,14 +187,16 @@ def test_report_makes_no_claim_about_the_papers_simulated_tcp(sweep):
     assert "SACK" not in setup.split("real uploads")[0] and "does not say which TCP variant" in setup
 
 
-def test_runs_with_a_queue_under_random_loss_are_not_graded(sweep):
+def test_runs_the_place_limited_are_not_graded(sweep):
     runs = la.compact(sweep)["runs"]
     assert runs.base_rtt.eq(0.06).all() and not runs.queued.any()
     runs.loc[runs.run == "random-1pct-n04-r1", "rtt"] = 0.2  # the guest could not keep up
+    dt = runs[runs.scenario == "droptail"].iloc[0]  # ... or could not fill the DropTail link
+    runs.loc[runs.run == dt.run, "emulator_wire_mbps"] = 0.8 * dt.capacity_mbps
     runs = la.predict(runs)
-    assert runs.set_index("run").loc["random-1pct-n04-r1", "queued"]
-    assert "random-1pct-n04-r1" not in set(la.within_band(runs).run)
-    assert la.error_summary(runs).set_index("runs").loc["random, queue built up", "count"] == 1
+    assert set(runs[runs.queued].run) == {"random-1pct-n04-r1", dt.run}
+    assert not {"random-1pct-n04-r1", dt.run} & set(la.within_band(runs).run)
+    assert la.error_summary(runs).set_index("runs").loc["queued: the place limited the flows", "count"] == 2
 
 
 def test_predict_leaves_lossless_runs_without_a_model():

@@ -130,8 +130,15 @@ SENDER_COMM = "mlab-send"
 STARTED = "mlab-bulk-started"  # the sender's line on stderr once every flow is connected  # tracing selects the sender's threads by this name (see observe.py)
 
 
+def sleep_until(epoch: float | None) -> None:
+    """Wait for an agreed start (several senders started one after another in a slow, emulated CPU
+    still begin together); at once when it has passed or none was given."""
+    if epoch is not None:
+        time.sleep(max(0.0, epoch - time.time()))
+
+
 def send(connect: str, port: int, proto: str, flows: int, duration: float, sndbuf: int | None,
-         cc: str | None, bind: str | None) -> dict:
+         cc: str | None, bind: str | None, start_at: float | None = None) -> dict:
     try:  # threads started below inherit the name
         with open("/proc/self/comm", "w") as f:
             f.write(SENDER_COMM)
@@ -146,8 +153,10 @@ def send(connect: str, port: int, proto: str, flows: int, duration: float, sndbu
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
         if bind:
             s.bind((bind, 0))
-        s.connect((connect, port))
         socks.append(s)
+    sleep_until(start_at)
+    for s in socks:
+        s.connect((connect, port))
     payload = memoryview(bytes(CHUNK))
     results: list[dict] = [None] * flows  # type: ignore[list-item]
     start = time.time()
@@ -177,19 +186,20 @@ def send(connect: str, port: int, proto: str, flows: int, duration: float, sndbu
         t.start()
     for t in threads:
         t.join()
-    return {"role": "client", "start": start, "duration": duration, "flows": results}
+    return {"role": "client", "start": start, "start_at": start_at, "duration": duration, "flows": results}
 
 
 # ---------------------------------------------------------------- UDP cross traffic
 
 def udp_onoff(connect: str, port: int, rate_bps: float, on_s: float, off_s: float, duration: float,
-              seed: int, size: int = 1200) -> dict:
+              seed: int, size: int = 1200, start_at: float | None = None) -> dict:
     """Send UDP at `rate_bps` during exponentially distributed on periods (mean on_s), silent for
     exponentially distributed off periods (mean off_s). Seeded, so runs are repeatable."""
     rng = random.Random(seed)
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     payload = bytes(size)
     gap = size * 8 / rate_bps
+    sleep_until(start_at)
     start = time.time()
     end = start + duration
     periods, sent = [], 0
@@ -236,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--sndbuf", type=int, default=None, help="setsockopt(SO_SNDBUF) before connect")
     c.add_argument("--cc", default=None, help="setsockopt(TCP_CONGESTION) before connect")
     c.add_argument("--bind", default=None)
+    c.add_argument("--start-at", type=float, default=None, help="epoch s to connect at (sleep until then)")
     u = sub.add_parser("udp")
     u.add_argument("--connect", required=True)
     u.add_argument("--port", type=int, default=5301)
@@ -244,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     u.add_argument("--off", type=float, default=1.0)
     u.add_argument("--duration", type=float, default=10)
     u.add_argument("--seed", type=int, default=1)
+    u.add_argument("--start-at", type=float, default=None, help="epoch s to start at (sleep until then)")
     k = sub.add_parser("udp-sink")
     k.add_argument("--bind", required=True)
     k.add_argument("--port", type=int, default=5301)
@@ -251,9 +263,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.role == "server":
         out = serve(a.bind, a.port, a.proto, a.flows, a.interval, a.timeout)
     elif a.role == "client":
-        out = send(a.connect, a.port, a.proto, a.flows, a.duration, a.sndbuf, a.cc, a.bind)
+        out = send(a.connect, a.port, a.proto, a.flows, a.duration, a.sndbuf, a.cc, a.bind, a.start_at)
     elif a.role == "udp":
-        out = udp_onoff(a.connect, a.port, a.rate, a.on, a.off, a.duration, a.seed)
+        out = udp_onoff(a.connect, a.port, a.rate, a.on, a.off, a.duration, a.seed, start_at=a.start_at)
     else:
         udp_sink(a.bind, a.port)
         return 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -83,9 +84,13 @@ class BulkResult:
 def bulk(net, src: str, dst: str, path: str, proto: str = "tcp", duration: float = 10.0, flows: int = 1,
          sndbuf: int | None = None, cc: str | None = None, interval: float = 0.1,
          port: int = 5201, expect_subflows: int | None = None,
-         on_start: Callable[[float], None] | None = None) -> BulkResult:
+         on_start: Callable[[float], None] | None = None,
+         start_at: Callable[[], float] | None = None) -> BulkResult:
     """Bulk transfer src -> dst, to dst's address on `path` (MPTCP adds the other subflows).
-    `on_start(t)` is called with the sender's clock once every flow is connected."""
+
+    `start_at()` is called once the receiver listens and returns the epoch time the sender is to
+    connect at (start_time() gives one far enough ahead); `on_start(t)` is called with the
+    sender's clock once every flow is connected."""
     if proto not in ("tcp", "mptcp"):
         raise UsageError(f"proto {proto!r}: choose tcp or mptcp")
     if flows < 1 or duration <= 0:
@@ -93,7 +98,7 @@ def bulk(net, src: str, dst: str, path: str, proto: str = "tcp", duration: float
     if proto == "mptcp" and expect_subflows is None:
         expect_subflows = net.topo.mptcp_subflows or 1
     addr = net.address(dst, path)
-    result = _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port, on_start)
+    result = _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port, on_start, start_at)
     if proto == "mptcp":
         verify_mptcp_flows(result, expect_subflows)
     return result
@@ -115,8 +120,22 @@ def _py(role: str, *args) -> list[str]:
     return [sys.executable, "-m", "mptcplab.bulk", role, *[str(a) for a in args]]
 
 
+def start_time(net, host: str, senders: int) -> float:
+    """An epoch time far enough ahead for `senders` of the kit's senders, started now in `host`, to
+    be waiting for it: each takes what one start of the interpreter and the sender's imports took
+    in this place (measured once per network: 0.1 s natively, seconds in an emulated CPU, where
+    processes started together also start one after another), plus 0.2 s."""
+    cost = getattr(net, "sender_start_s", None)
+    if cost is None:
+        t = time.monotonic()
+        net.run(host, _py("--help"), timeout=120)
+        cost = net.sender_start_s = time.monotonic() - t
+    return time.time() + senders * cost + 0.2
+
+
 def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port,
-              on_start: Callable[[float], None] | None = None) -> BulkResult:
+              on_start: Callable[[float], None] | None = None,
+              start_at: Callable[[], float] | None = None) -> BulkResult:
     server = net.popen(dst, _py("server", "--bind", addr, "--port", port, "--proto", proto, "--flows", flows,
                                 "--interval", interval, "--timeout", duration + 60),
                        what="bulk server", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -128,6 +147,8 @@ def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval,
         args += ["--sndbuf", sndbuf]
     if cc:
         args += ["--cc", cc]
+    if start_at is not None:
+        args += ["--start-at", f"{start_at():.6f}"]
     client = net.popen(src, _py("client", *args), what="bulk client", stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True)
     said = client.stderr.readline()  # STARTED once connected, or why it could not connect
@@ -176,9 +197,11 @@ def bulk_result(client: dict, srv: dict, addr: str, port: int, proto: str, durat
             rows += [{"time": round(t, 6), "flow": f["flow"], "bytes": float(b), "mbps": b * 8 / interval / 1e6}
                      for t, b in zip(edges[:-1], got) if b > 0]
     intervals = pd.DataFrame(rows, columns=["time", "flow", "bytes", "mbps"])
+    extra = {"counted": sorted({f.get("counted", "reads") for f in srv["flows"]})}
+    if client.get("start_at"):  # how late the sender started after the agreed instant (start_time)
+        extra["start_late_s"] = round(client["start"] - client["start_at"], 3)
     return BulkResult("mptcplab.bulk", proto, duration, t0, t_end, flows_out, intervals, interval=interval,
-                      samples=[f["samples"] for f in srv["flows"]],
-                      extra={"counted": sorted({f.get("counted", "reads") for f in srv["flows"]})})
+                      samples=[f["samples"] for f in srv["flows"]], extra=extra)
 
 
 def verify_capture(pcap: Path, expect_subflows: int) -> dict:
@@ -221,10 +244,11 @@ def verify_capture(pcap: Path, expect_subflows: int) -> dict:
 # ---------------------------------------------------------------- UDP cross traffic
 
 def udp_onoff(net, src: str, dst: str, path: str, rate: str, on_s: float = 1.0, off_s: float = 1.0,
-              duration: float = 10.0, seed: int = 1, port: int = 5301):
+              duration: float = 10.0, seed: int = 1, port: int = 5301, start_at: float | None = None):
     """Start UDP on/off cross traffic src -> dst over `path`; returns the sender process.
 
-    Rate while on is `rate` (e.g. "2mbit"); on and off periods are exponential with the given means.
+    Rate while on is `rate` (e.g. "2mbit"); on and off periods are exponential with the given means,
+    from `start_at` (epoch s; see start_time) or as soon as the sender runs.
     """
     from .links import LinkSpec
 
@@ -233,5 +257,6 @@ def udp_onoff(net, src: str, dst: str, path: str, rate: str, on_s: float = 1.0, 
     net.popen(dst, _py("udp-sink", "--bind", addr, "--port", port), what="udp sink",
               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return net.popen(src, _py("udp", "--connect", addr, "--port", port, "--rate", bps, "--on", on_s,
-                              "--off", off_s, "--duration", duration, "--seed", seed),
+                              "--off", off_s, "--duration", duration, "--seed", seed,
+                              *(["--start-at", f"{start_at:.6f}"] if start_at is not None else [])),
                      what="udp on/off", stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

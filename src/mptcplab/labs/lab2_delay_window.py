@@ -24,7 +24,7 @@ from ..lab import Lab, Point, RunContext
 from ..links import LinkSpec
 from ..observe import SsSampler, Tracing
 from ..topology import NetPath, Topology
-from ..traffic import bulk, udp_onoff
+from ..traffic import bulk, start_time, udp_onoff
 from . import lab2_analysis
 from .lab2_measure import subflow_table
 
@@ -32,6 +32,7 @@ _log = log.get("lab2")
 PORT = 5201
 TCP_PORT = 5202
 CROSS_PORT = 5301
+CROSS_FIRST_S = 0.5  # the cross traffic starts this long before the MPTCP sender, as in the report
 
 
 def _netem() -> bool:
@@ -104,14 +105,19 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
     """One MPTCP transfer with cross traffic (and mobility); fills rd.summary, returns it."""
     duration = float(params["duration_s"])
     originals = {p.name: (p.link, p.reverse) for p in net.topo.paths}
-    cross = []
-    for i, (path, c) in enumerate(params.get("cross", {}).items()):
-        cross.append(udp_onoff(net, "snd", "rcv", path, c["rate"], on_s=float(c["on_s"]), off_s=float(c["off_s"]),
-                               # stopped when the transfer ends: it must outlast however long the
-                               # sender takes to start (seconds in an emulated CPU)
-                               duration=duration + 60, seed=rep * 100 + i, port=CROSS_PORT + i))
-    time.sleep(0.5)  # cross traffic first, as in the report (its UDP flows run throughout)
-    timers = []
+    cross, timers = [], []
+
+    def go() -> float:
+        """The receiver listens: start the seeded cross traffic and the sender from one agreed
+        instant, so that run r meets the same pattern under every algorithm however long the
+        processes take to start (seconds in an emulated CPU)."""
+        t = start_time(net, "snd", len(params.get("cross", {})) + 1)
+        for i, (path, c) in enumerate(params.get("cross", {}).items()):
+            cross.append(udp_onoff(net, "snd", "rcv", path, c["rate"], on_s=float(c["on_s"]),
+                                   off_s=float(c["off_s"]), duration=duration + 60,  # stopped at the end
+                                   seed=rep * 100 + i, port=CROSS_PORT + i, start_at=t))
+        return t + CROSS_FIRST_S
+
     try:
         with SsSampler(net, "snd", rd, PORT, interval=0.05 if detail else 0.25) as sampler:
             observers = [Tracing(net, rd, PORT)] if detail else []
@@ -128,7 +134,7 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
             try:
                 with recorder as rec:
                     r = bulk(net, "snd", "rcv", net.topo.paths[0].name, "mptcp", duration=duration, cc=algo.name,
-                             port=PORT, on_start=on_start)
+                             port=PORT, start_at=go, on_start=on_start)
             finally:
                 for o in reversed(observers):
                     o.__exit__(None, None, None)
@@ -180,10 +186,12 @@ def together(net, flows: list[dict], duration: float) -> list[dict]:
         if "ready" not in srv.stderr.readline():
             raise ExperimentFailed(f"bulk server for {f} did not start: {srv.stderr.read()[-500:]}")
         servers.append(srv)
+    t = start_time(net, "snd", len(flows))  # both senders connect at once, however slowly they start
     for f in flows:
         addr = net.address("rcv", f["path"])
         clients.append(net.popen("snd", _bulk_cmd("client", "--connect", addr, "--port", f["port"], "--proto",
-                                                  f["proto"], "--duration", duration, "--cc", f["cc"]),
+                                                  f["proto"], "--duration", duration, "--cc", f["cc"],
+                                                  "--start-at", f"{t:.6f}"),
                                  what="bulk client", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     out = []
     for f, c, s in zip(flows, clients, servers):
@@ -197,6 +205,7 @@ def together(net, flows: list[dict], duration: float) -> list[dict]:
         span = (server["last"] - server["first"]) if server["first"] else 0
         mptcp = client.get("mptcp")
         out.append({**f, "mbps": server["bytes"] * 8 / span / 1e6 if span > 0 else 0.0, "bytes": server["bytes"],
+                    "start_late_s": round(json.loads(c_out)["start"] - t, 3),
                     "cc_seen": client["cc"], "subflows": mptcp["subflows"] if mptcp else (None if f["proto"] == "mptcp" else 1)})
     return out
 
@@ -219,6 +228,7 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
     rd.write_json("subflows.json", subs)
     rd.summary.update({"algo": algo.key, "cc": algo.name, "rep": rep, "duration_s": duration,
                        "mptcp_mbps": round(m["mbps"], 3), "tcp_mbps": round(t["mbps"], 3),
+                       "start_late_s": {"mptcp": m["start_late_s"], "tcp": t["start_late_s"]},
                        "mptcp_share_on_shared": round(on_shared / total, 4),
                        "mptcp_on_shared_mbps": round(m["mbps"] * on_shared / total, 3)})
     return rd.summary

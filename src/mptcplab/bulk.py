@@ -126,8 +126,8 @@ def serve(bind: str, port: int, proto: str, flows: int, interval: float, timeout
 
 # ---------------------------------------------------------------- sender
 
-SENDER_COMM = "mlab-send"
-STARTED = "mlab-bulk-started"  # the sender's line on stderr once every flow is connected  # tracing selects the sender's threads by this name (see observe.py)
+SENDER_COMM = "mlab-send"  # tracing selects the sender's threads by this name (see observe.py)
+STARTED = "mlab-bulk-started"  # the sender's line on stderr once every flow is connected
 
 
 def sleep_until(epoch: float | None) -> None:

@@ -123,8 +123,8 @@ def _py(role: str, *args) -> list[str]:
 def start_time(net, host: str, senders: int) -> float:
     """An epoch time far enough ahead for `senders` of the kit's senders, started now in `host`, to
     be waiting for it: each takes what one start of the interpreter and the sender's imports took
-    in this place (measured once per network: 0.1 s natively, seconds in an emulated CPU, where
-    processes started together also start one after another), plus 0.2 s."""
+    in this place (measured once per network, `net.sender_start_s`: 0.05 s natively here, more in an
+    emulated CPU, where processes started together also start one after another), plus 0.2 s."""
     cost = getattr(net, "sender_start_s", None)
     if cost is None:
         t = time.monotonic()

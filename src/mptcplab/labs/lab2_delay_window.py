@@ -160,6 +160,7 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
     if record:  # every callback of the BPF program during the transfer (the differential test's input)
         cctrace.save(cctrace.compact(rec.events, algo.key), rd.file("cc-trace.csv.gz"))
         rd.summary["cc_events"] = {"recorded": len(rec.events), "dropped": rec.dropped}
+    rd.summary["sender_start_s"] = round(net.sender_start_s, 3)  # what start_time allowed per process
     if variant == "mobility":  # when each change really began and ended (s after the transfer's start)
         rd.summary["mobility_applied"] = sorted(applied, key=lambda m: m["begun_s"])
     rd.summary.update({"algo": algo.key, "cc": algo.name, "variant": variant, "rep": rep, "detail": detail,

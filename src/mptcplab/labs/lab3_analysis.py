@@ -237,7 +237,8 @@ def _label(r: pd.DataFrame) -> pd.Series:
 
 
 def fig_throughput(runs: pd.DataFrame, scenario: str = "random"):
-    """Measured throughput and each model's prediction against the loss event rate (Figs 3, 9, 16, 17)."""
+    """Measured throughput and each model's prediction against the loss event rate (Figs 3, 9, 16, 17);
+    runs the place limited (`queued`) drawn open."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -249,15 +250,19 @@ def fig_throughput(runs: pd.DataFrame, scenario: str = "random"):
             g = r[r.n == n]
             colour = f"hsl({int(300 * j / max(1, len(ns) - 1))},70%,45%)"
             x = g.p_e if col in ("model2", "n_pftk_pe") else g.p
-            fig.add_trace(go.Scatter(x=x, y=g.pps, mode="markers", marker=dict(color=colour, size=8),
-                                     name=f"n={n} measured", legendgroup=f"n{n}", showlegend=i == 1), 1, i)
+            open_ = g.queued.astype(bool) if "queued" in g else pd.Series(False, index=g.index)
+            fig.add_trace(go.Scatter(x=x, y=g.pps, mode="markers", name=f"n={n} measured", legendgroup=f"n{n}",
+                                     marker=dict(color=colour, size=8,
+                                                 symbol=np.where(open_, "circle-open", "circle")),
+                                     showlegend=i == 1), 1, i)
             fig.add_trace(go.Scatter(x=x, y=g[col], mode="lines+markers", marker=dict(symbol="x", color=colour),
                                      line=dict(dash="dot", color=colour), name=f"n={n} model",
                                      legendgroup=f"n{n}", showlegend=i == 1), 1, i)
         fig.update_xaxes(type="log", title_text="p_e" if col in ("model2", "n_pftk_pe") else "p", row=1, col=i)
     fig.update_yaxes(type="log", title_text="throughput (packets/s)", row=1, col=1)
     # No fixed width: the figure takes its column's (the site's is ~570 px); legend below the panels.
-    fig.update_layout(title=f"{scenario}: measured (dots) vs model (dotted)", height=520, legend=LEGEND_BELOW)
+    fig.update_layout(title=f"{scenario}: measured (dots; open: limited by the place, not graded) vs model (dotted)",
+                      height=520, legend=LEGEND_BELOW)
     return fig
 
 
@@ -279,13 +284,16 @@ def fig_scatter(runs: pd.DataFrame):
         fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(color="grey"), showlegend=False), 1, i)
         for scen, symbol in (("random", "circle"), ("droptail", "diamond")):
             g = r[r.scenario == scen]
+            queued = g.queued.astype(bool) if "queued" in g else pd.Series(False, index=g.index)
             fig.add_trace(go.Scatter(x=g.pps, y=g[col], mode="markers",
-                                     marker=dict(symbol=symbol, color=np.log10(g.p_r), coloraxis="coloraxis"),
+                                     marker=dict(symbol=np.where(queued, f"{symbol}-open", symbol),
+                                                 color=np.log10(g.p_r), coloraxis="coloraxis"),
                                      text=g.label + ", n=" + g.n.astype(str), name=scen, showlegend=i == 1), 1, i)
         fig.update_xaxes(type="log", title_text="measured (packets/s)", row=1, col=i)
         fig.update_yaxes(type="log", row=1, col=i)
     fig.update_yaxes(title_text="model (packets/s)", row=1, col=1)
-    fig.update_layout(title="Model vs measured (colour: log10 packet loss rate p_r)", height=480, legend=LEGEND_BELOW,
+    fig.update_layout(title="Model vs measured (colour: log10 packet loss rate p_r; open: limited by the place)",
+                      height=480, legend=LEGEND_BELOW,
                       coloraxis=dict(colorscale="Viridis", colorbar=dict(title="log10 p_r")))
     return fig
 

@@ -76,3 +76,28 @@ def test_qdisc_samples_keep_the_root_counters_and_skip_a_cut_line():
     assert q.time.tolist() == [1000.0, 1000.2]  # the last sample was cut short by the stop
     assert q.packets.tolist() == [100, 200] and q.drops.tolist() == [3, 5] and q.bytes.tolist() == [151400, 302800]
     assert set(q.kind) == {"netem"} and q.qlen.tolist() == [2, 0]
+
+
+def test_a_sampler_leaves_by_itself_instead_of_being_signalled(tmp_path):
+    # A signal landing while the sampler's shell forks made the UML kernel panic: stop() must end
+    # the loop through its stop file, so the shell exits with status 0, not by SIGTERM (-15).
+    import subprocess
+
+    from mptcplab.observe import _Loop
+
+    class Host:  # the network's two calls the loop makes, without namespaces
+        def popen(self, host, argv, what="", **kw):
+            return subprocess.Popen(argv, **kw)
+
+        def stop(self, proc):
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait()
+
+    loop = _Loop(Host(), "snd", tmp_path / "s.txt", "echo sample", 0.05, "test sampler")
+    import time
+
+    time.sleep(0.3)
+    loop.stop()
+    assert loop.proc.returncode == 0
+    assert (tmp_path / "s.txt").read_text().count("sample") >= 2 and not loop.flag.exists()

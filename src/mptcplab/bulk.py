@@ -16,6 +16,7 @@ each connection really stayed MPTCP (MPTCP_INFO) and how many subflows it had.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import socket
@@ -95,22 +96,26 @@ def serve(bind: str, port: int, proto: str, flows: int, interval: float, timeout
         total, first, last, samples, key = 0, None, None, [], None
         counted = "kernel" if kernel_bytes_received(conn) is not None else "reads"
         conn.settimeout(timeout)
-        while True:
-            n = conn.recv_into(view)
-            if not n:
-                break
-            now = time.time()
-            first = first or now
-            last = now
-            total += n
-            if int(now / interval) != key:  # one sample per interval: time, bytes received by then, bytes read
-                key = int(now / interval)
-                samples.append([now, kernel_bytes_received(conn) if counted == "kernel" else total, total])
+        error = None
+        try:
+            while True:
+                n = conn.recv_into(view)
+                if not n:
+                    break
+                now = time.time()
+                first = first or now
+                last = now
+                total += n
+                if int(now / interval) != key:  # one sample per interval: time, bytes received by then, bytes read
+                    key = int(now / interval)
+                    samples.append([now, kernel_bytes_received(conn) if counted == "kernel" else total, total])
+        except OSError as exc:  # reset or silent too long: a flow starved by timeouts at heavy loss
+            error = f"{type(exc).__name__}: {exc}"
         if last is not None:
             samples.append([last, total, total])  # every byte had arrived by the last read
         results[i] = {"flow": i, "peer": f"{peer[0]}:{peer[1]}", "bytes": total, "first": first, "last": last,
                       "protocol": conn.getsockopt(socket.SOL_SOCKET, socket.SO_PROTOCOL),
-                      "counted": counted, "samples": samples}
+                      "counted": counted, "samples": samples, "error": error}
         conn.close()
 
     for i in range(flows):
@@ -166,19 +171,22 @@ def send(connect: str, port: int, proto: str, flows: int, duration: float, sndbu
     print(f"{STARTED} {start:.6f}", file=sys.stderr, flush=True)
 
     def pump(i: int, s: socket.socket) -> None:
-        sent = 0
-        info_mid = None
-        while time.time() < stop_at:
-            sent += s.send(payload)  # blocking: waits in sk_stream_wait_memory() when the buffer is full
-            if info_mid is None and time.time() > start + duration / 2:
-                info_mid = mptcp_info(s)  # mid-transfer: all subflows are up
+        sent, info_mid, error = 0, None, None
+        try:
+            while time.time() < stop_at:
+                sent += s.send(payload)  # blocking: waits in sk_stream_wait_memory() when the buffer is full
+                if info_mid is None and time.time() > start + duration / 2:
+                    info_mid = mptcp_info(s)  # mid-transfer: all subflows are up
+        except OSError as exc:  # the receiver gave the flow up (see serve): keep what it wrote
+            error = f"{type(exc).__name__}: {exc}"
         info_end = mptcp_info(s)
         cc_now = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 32).split(b"\0")[0].decode()
         results[i] = {"flow": i, "local": "%s:%d" % s.getsockname(), "bytes_written": sent,
                       "sndbuf": s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF), "cc": cc_now,
                       "protocol": s.getsockopt(socket.SOL_SOCKET, socket.SO_PROTOCOL),
-                      "mptcp": info_end or info_mid, "mptcp_mid": info_mid}
-        s.shutdown(socket.SHUT_WR)
+                      "mptcp": info_end or info_mid, "mptcp_mid": info_mid, "error": error}
+        with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_WR)
         s.close()
 
     threads = [threading.Thread(target=pump, args=(i, s), daemon=True) for i, s in enumerate(socks)]

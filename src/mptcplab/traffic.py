@@ -162,7 +162,8 @@ def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval,
     if client.returncode != 0 or not said.startswith(STARTED):
         raise EnvironmentProblem(f"bulk client in {src} failed ({client.returncode}): {(said + c_err)[-1500:]}")
     net.stop(client)
-    srv_out, srv_err = server.communicate(timeout=60)
+    # the receiver may wait out a starving flow's last retransmissions, up to its own --timeout
+    srv_out, srv_err = server.communicate(timeout=duration + 90)
     net.stop(server)
     if server.returncode not in (0, None) or not srv_out.strip():
         raise EnvironmentProblem(f"bulk server in {dst} failed: {srv_err[-1500:]}")
@@ -198,6 +199,12 @@ def bulk_result(client: dict, srv: dict, addr: str, port: int, proto: str, durat
                      for t, b in zip(edges[:-1], got) if b > 0]
     intervals = pd.DataFrame(rows, columns=["time", "flow", "bytes", "mbps"])
     extra = {"counted": sorted({f.get("counted", "reads") for f in srv["flows"]})}
+    # A flow the receiver or the sender gave up (reset, or silent past the timeout: a flow starved
+    # by retransmission timeouts at heavy loss) still counts with what it delivered; said here.
+    errors = [f"flow {f['flow']}: {f.get('error') or by_local.get(f['peer'], {}).get('error')}" for f in srv["flows"]
+              if f.get("error") or by_local.get(f["peer"], {}).get("error")]
+    if errors:
+        extra["flow_errors"] = errors
     if client.get("start_at"):  # how late the sender started after the agreed instant (start_time)
         extra["start_late_s"] = round(client["start"] - client["start_at"], 3)
     return BulkResult("mptcplab.bulk", proto, duration, t0, t_end, flows_out, intervals, interval=interval,

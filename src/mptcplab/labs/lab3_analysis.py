@@ -37,9 +37,9 @@ GRADED_MAX_LOSS = 0.02  # the bands are for loss rates up to 2%
 # sent them), so the flows were not limited by the loss rate alone.
 QUEUE_LIMIT = 1.25
 # A DropTail bottleneck with a queue of one BDP never idles (Reno's halved window still fills it):
-# its qdisc sends at the configured rate (98-99% measured at 2 and 8 Mbit/s, headers included).
-# Well below, the flows were held back before they reached it (in UML: the guest forwards ~20
-# Mbit/s with this lab's capture and samplers), so its queue never made the losses.
+# its qdisc sends at the configured rate (96-100% on the wire in all 60 DropTail runs of the UML
+# reference, 1-32 Mbit/s). Well below, the flows were held back before they reached it, so its
+# queue never made the losses.
 FILL_MIN = 0.9
 BANDS = {"model1": 0.25, "model2": 0.35}
 RUN_COLUMNS = ["run", "scenario", "n", "rep", "loss_cfg", "capacity_mbps", "base_rtt", "window_s", "packets", "mss",

@@ -164,8 +164,8 @@ def mptcp_ceiling_bps(manifest: dict, summary: dict) -> float:
         duration = (manifest.get("parameters") or {}).get("duration_s", span)
         applied = [{**m, "begun_s": float(m["at"]) * duration, "done_s": float(m["at"]) * duration}
                    for m in (manifest.get("parameters") or {}).get("mobility") or []]
-    changes = [{"path": m["path"], "rate_bps": LinkSpec.parse(m["link"]).rate_bps, "begun_s": m["begun_s"],
-                "done_s": m["done_s"]} for m in applied if LinkSpec.parse(m["link"]).rate_bps]
+    changes = [{"path": m["path"], "rate_bps": rate, "begun_s": m["begun_s"], "done_s": m["done_s"]}
+               for m in applied if (rate := LinkSpec.parse(m["link"]).rate_bps)]
     return physics.paths_ceiling_bps(rates, float(span), changes)
 
 

@@ -286,6 +286,7 @@ class Network:
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
         self._procs: list[tuple[subprocess.Popen, dict]] = []
+        self.sender_start_s: float | None = None  # traffic.start_time: one sender's start-up, measured once
 
     def address(self, host: str, path: str) -> str:
         return self.topo.address(host, path)

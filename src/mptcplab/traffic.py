@@ -125,7 +125,7 @@ def start_time(net, host: str, senders: int) -> float:
     be waiting for it: each takes what one start of the interpreter and the sender's imports took
     in this place (measured once per network, `net.sender_start_s`: 0.05 s natively here, more in an
     emulated CPU, where processes started together also start one after another), plus 0.2 s."""
-    cost = getattr(net, "sender_start_s", None)
+    cost = net.sender_start_s
     if cost is None:
         t = time.monotonic()
         net.run(host, _py("--help"), timeout=120)
@@ -201,8 +201,8 @@ def bulk_result(client: dict, srv: dict, addr: str, port: int, proto: str, durat
     extra = {"counted": sorted({f.get("counted", "reads") for f in srv["flows"]})}
     # A flow the receiver or the sender gave up (reset, or silent past the timeout: a flow starved
     # by retransmission timeouts at heavy loss) still counts with what it delivered; said here.
-    errors = [f"flow {f['flow']}: {f.get('error') or by_local.get(f['peer'], {}).get('error')}" for f in srv["flows"]
-              if f.get("error") or by_local.get(f["peer"], {}).get("error")]
+    errors = [f"flow {f['flow']}: {e}" for f in srv["flows"]
+              if (e := f.get("error") or by_local.get(f["peer"], {}).get("error"))]
     if errors:
         extra["flow_errors"] = errors
     if client.get("start_at"):  # how late the sender started after the agreed instant (start_time)

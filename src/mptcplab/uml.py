@@ -231,13 +231,12 @@ def run(command: list[str], mem: str = "2G", timeout: float | None = None,
     proc_item = TRACKER.add("process", pgid=proc.pid, what=f"UML kernel {umid}")
     deadline = time.monotonic() + timeout if timeout else None
     try:
-        seen = ""
-        for chunk in _chunks(proc, deadline):
-            stream.write(_quiet(chunk.replace("\r\n", "\n")))
-            stream.flush()
-            seen = (seen + chunk)[-4096:]
-            if panic := panic_line(seen):  # a panicked UML kernel does not exit: stop it
-                raise EnvironmentProblem(f"the UML kernel panicked ({panic}; its trace is above). {RESUMES}")
+        try:
+            for chunk in _chunks(proc, deadline):
+                stream.write(_quiet(chunk.replace("\r\n", "\n")))
+                stream.flush()
+        except Panicked as exc:  # a panicked UML kernel does not exit: stop it
+            raise EnvironmentProblem(f"the UML kernel panicked ({exc}; its trace is above). {RESUMES}") from None
         proc.wait(timeout=30)
         if not status_file.exists():
             raise EnvironmentProblem("the UML kernel stopped before the command finished (see output above)")
@@ -282,16 +281,21 @@ class TimedOut(EnvironmentProblem):
     """The command inside the guest passed its deadline."""
 
 
+class Panicked(EnvironmentProblem):
+    """The guest's kernel panicked (the message is its panic line); a panicked kernel never exits."""
+
+
 def _chunks(proc: subprocess.Popen, deadline: float | None, quiet_limit_s: float | None = None):
     """Yield output as it comes (progress bars redraw with \r); stop when the deadline passes,
-    or with `Silent` when nothing came for `quiet_limit_s`."""
+    with `Silent` when nothing came for `quiet_limit_s`, or with `Panicked` once the chunk that
+    holds a kernel panic has been yielded (so the caller has shown and kept it)."""
     import codecs
     import selectors
 
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    last = time.monotonic()
+    last, seen = time.monotonic(), ""
     while True:
         now = time.monotonic()
         if deadline is not None and now >= deadline:
@@ -304,4 +308,8 @@ def _chunks(proc: subprocess.Popen, deadline: float | None, quiet_limit_s: float
         if not chunk:
             return
         last = time.monotonic()
-        yield decoder.decode(chunk)
+        text = decoder.decode(chunk)
+        yield text
+        seen = (seen + text)[-4096:]  # a panic line may arrive split across chunks
+        if panic := panic_line(seen):
+            raise Panicked(panic)

@@ -230,3 +230,19 @@ def test_a_guest_kernel_panic_is_recognised():
     out = "lab3: 26/130 ...\nKernel panic - not syncing: Kernel mode fault at addr 0x40e, ip 0x6002a216\nCPU: 0"
     assert panic_line(out) == "Kernel panic - not syncing: Kernel mode fault at addr 0x40e, ip 0x6002a216"
     assert panic_line("lab3: 27/130 random-0.5pct-n07-r1: 1551.4 pkt/s") is None
+
+
+def test_the_console_reader_stops_a_panicked_guest_after_showing_its_panic():
+    import subprocess
+
+    from mptcplab.uml import Panicked, _chunks
+
+    # a panicked kernel prints its panic and then never exits
+    proc = subprocess.Popen(["sh", "-c", "echo 'lab3: 27/130'; echo 'Kernel panic - not syncing: Kernel mode fault'; "
+                             "sleep 30"], stdout=subprocess.PIPE)
+    got, t0 = [], time.monotonic()
+    with pytest.raises(Panicked, match="Kernel mode fault"):
+        for chunk in _chunks(proc, None):
+            got.append(chunk)
+    proc.kill()
+    assert "Kernel panic" in "".join(got) and time.monotonic() - t0 < 10

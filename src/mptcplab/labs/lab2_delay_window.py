@@ -202,11 +202,12 @@ def together(net, flows: list[dict], duration: float) -> list[dict]:
         net.stop(s)
         if not c_out.strip() or not s_out.strip():
             raise ExperimentFailed(f"transfer {f} failed: {c_err[-500:]} {s_err[-500:]}")
-        client, server = json.loads(c_out)["flows"][0], json.loads(s_out)["flows"][0]
+        sent = json.loads(c_out)
+        client, server = sent["flows"][0], json.loads(s_out)["flows"][0]
         span = (server["last"] - server["first"]) if server["first"] else 0
         mptcp = client.get("mptcp")
         out.append({**f, "mbps": server["bytes"] * 8 / span / 1e6 if span > 0 else 0.0, "bytes": server["bytes"],
-                    "start_late_s": round(json.loads(c_out)["start"] - t, 3),
+                    "start_late_s": round(sent["start"] - t, 3),
                     "cc_seen": client["cc"], "subflows": mptcp["subflows"] if mptcp else (None if f["proto"] == "mptcp" else 1)})
     return out
 

@@ -250,10 +250,9 @@ def fig_throughput(runs: pd.DataFrame, scenario: str = "random"):
             g = r[r.n == n]
             colour = f"hsl({int(300 * j / max(1, len(ns) - 1))},70%,45%)"
             x = g.p_e if col in ("model2", "n_pftk_pe") else g.p
-            open_ = g.queued.astype(bool) if "queued" in g else pd.Series(False, index=g.index)
             fig.add_trace(go.Scatter(x=x, y=g.pps, mode="markers", name=f"n={n} measured", legendgroup=f"n{n}",
                                      marker=dict(color=colour, size=8,
-                                                 symbol=np.where(open_, "circle-open", "circle")),
+                                                 symbol=np.where(g.queued.astype(bool), "circle-open", "circle")),
                                      showlegend=i == 1), 1, i)
             fig.add_trace(go.Scatter(x=x, y=g[col], mode="lines+markers", marker=dict(symbol="x", color=colour),
                                      line=dict(dash="dot", color=colour), name=f"n={n} model",
@@ -284,9 +283,8 @@ def fig_scatter(runs: pd.DataFrame):
         fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(color="grey"), showlegend=False), 1, i)
         for scen, symbol in (("random", "circle"), ("droptail", "diamond")):
             g = r[r.scenario == scen]
-            queued = g.queued.astype(bool) if "queued" in g else pd.Series(False, index=g.index)
             fig.add_trace(go.Scatter(x=g.pps, y=g[col], mode="markers",
-                                     marker=dict(symbol=np.where(queued, f"{symbol}-open", symbol),
+                                     marker=dict(symbol=np.where(g.queued.astype(bool), f"{symbol}-open", symbol),
                                                  color=np.log10(g.p_r), coloraxis="coloraxis"),
                                      text=g.label + ", n=" + g.n.astype(str), name=scen, showlegend=i == 1), 1, i)
         fig.update_xaxes(type="log", title_text="measured (packets/s)", row=1, col=i)

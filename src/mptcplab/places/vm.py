@@ -180,10 +180,9 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
         log_file.write(f"==== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {name}: kernel "
                        f"{release(kimg)}, {accel_label(accel)}, {cpus} vCPU, {memory}\n")
     try:
-        from ..uml import RESUMES, Silent, TimedOut, _chunks, panic_line  # the same reader as UML's
+        from ..uml import RESUMES, Panicked, Silent, TimedOut, _chunks  # the same reader as UML's
 
         try:
-            seen = ""
             for chunk in _chunks(proc, deadline, quiet_limit_s):
                 text = chunk.replace("\r\n", "\n")
                 if log_file:
@@ -191,10 +190,9 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
                     log_file.flush()
                 stream.write(_quiet(text))
                 stream.flush()
-                seen = (seen + text)[-4096:]
-                if panic := panic_line(seen):
-                    raise EnvironmentProblem(f"the VM's kernel panicked ({panic}). {RESUMES}"
-                                             + (f" Whole console: {console}" if console else ""))
+        except Panicked as exc:
+            raise EnvironmentProblem(f"the VM's kernel panicked ({exc}). {RESUMES}"
+                                     + (f" Whole console: {console}" if console else "")) from None
         except Silent as exc:
             raise EnvironmentProblem(hung_message(str(exc), console)) from None
         except TimedOut:
@@ -252,9 +250,7 @@ def run(argv: list[str], writable: list) -> int:
     kimg = kernel()
     acc = accelerator()
     log.get().info("running in a VM: kernel %s (%s), via virtme-ng", release(kimg), accel_label(acc))
-    console = Path(writable[0]) / CONSOLE_LOG if writable else None
-    if console:
-        console.parent.mkdir(parents=True, exist_ok=True)
+    console = Path(writable[0]) / CONSOLE_LOG if writable else None  # boot() creates the directory
     return boot([sys.executable, "-m", "mptcplab", *argv], writable=[*writable, paths.cache_dir()],
                 env={"MPTCPLAB_VM_KERNEL": release(kimg), "MPTCPLAB_VM_ACCEL": acc, "PYTHONUNBUFFERED": "1"},
                 console=console, quiet_limit_s=float(os.environ.get("MPTCPLAB_VM_QUIET_LIMIT_S", QUIET_LIMIT_S)))

@@ -133,24 +133,68 @@ def start_time(net, host: str, senders: int) -> float:
     return time.time() + senders * cost + 0.2
 
 
+@dataclass
+class Transfer:
+    """One of several transfers started at the same instant (concurrent)."""
+    src: str
+    dst: str
+    path: str  # the receiver's address on this path is the one connected to
+    proto: str = "tcp"
+    cc: str | None = None
+    port: int = 5201
+    flows: int = 1
+    sndbuf: int | None = None
+
+
+def concurrent(net, transfers: list[Transfer], duration: float, interval: float = 0.1) -> list[BulkResult]:
+    """Several transfers whose senders all connect at one agreed instant (start_time), however
+    slowly each process starts: e.g. an MPTCP connection and a TCP flow competing from the start."""
+    addrs = [net.address(t.dst, t.path) for t in transfers]
+    servers = [_receiver(net, t.dst, a, t.proto, duration, t.flows, interval, t.port)
+               for t, a in zip(transfers, addrs)]
+    at = start_time(net, transfers[0].src, len(transfers))
+    clients = [_sender(net, t.src, a, t.proto, duration, t.flows, t.sndbuf, t.cc, t.port, at)
+               for t, a in zip(transfers, addrs)]
+    return [_collect(net, t.src, t.dst, c, s, a, t.port, t.proto, duration, interval)
+            for t, a, c, s in zip(transfers, addrs, clients, servers)]
+
+
 def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval, port,
               on_start: Callable[[float], None] | None = None,
               start_at: Callable[[], float] | None = None) -> BulkResult:
+    server = _receiver(net, dst, addr, proto, duration, flows, interval, port)
+    client = _sender(net, src, addr, proto, duration, flows, sndbuf, cc, port,
+                     start_at() if start_at is not None else None)
+    return _collect(net, src, dst, client, server, addr, port, proto, duration, interval, on_start)
+
+
+def _receiver(net, dst, addr, proto, duration, flows, interval, port) -> subprocess.Popen:
+    """The receiver, once it listens."""
     server = net.popen(dst, _py("server", "--bind", addr, "--port", port, "--proto", proto, "--flows", flows,
                                 "--interval", interval, "--timeout", duration + 60),
                        what="bulk server", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ready = server.stderr.readline()
     if "ready" not in ready:
         raise EnvironmentProblem(f"bulk server in {dst} failed: {ready}{server.stderr.read()[-1000:]}")
+    return server
+
+
+def _sender(net, src, addr, proto, duration, flows, sndbuf, cc, port, at: float | None) -> subprocess.Popen:
+    """The sender, connecting at epoch time `at` (at once if None)."""
     args = ["--connect", addr, "--port", port, "--proto", proto, "--flows", flows, "--duration", duration]
     if sndbuf:
         args += ["--sndbuf", sndbuf]
     if cc:
         args += ["--cc", cc]
-    if start_at is not None:
-        args += ["--start-at", f"{start_at():.6f}"]
-    client = net.popen(src, _py("client", *args), what="bulk client", stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True)
+    if at is not None:
+        args += ["--start-at", f"{at:.6f}"]
+    return net.popen(src, _py("client", *args), what="bulk client", stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True)
+
+
+def _collect(net, src, dst, client, server, addr, port, proto, duration, interval,
+             on_start: Callable[[float], None] | None = None) -> BulkResult:
+    """Wait for a sender and its receiver to finish; their result."""
     said = client.stderr.readline()  # STARTED once connected, or why it could not connect
     if said.startswith(STARTED) and on_start is not None:
         on_start(float(said.split()[1]))

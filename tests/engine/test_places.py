@@ -113,6 +113,17 @@ def test_a_silent_guest_is_stopped_and_its_kernel_quoted(tmp_path):
     assert "printed no warning" in vm.hung_message("x", console)
 
 
+def test_a_guest_command_killed_by_a_signal_is_named_with_the_kernels_line(tmp_path):
+    console = tmp_path / vm.CONSOLE_LOG
+    console.write_text("==== boot 1\n[   1.0] python3[9]: segfault at 1 ip 2 sp 3 error 4 in old.so\n"
+                       "==== boot 2\nlab2: 125/125 fair-cs218-r5\nSegmentation fault\n"
+                       "[ 4321.5] python3[77]: segfault at 0 ip 00007f sp 00007e error 4 in libfoo.so[7f+1000]\n")
+    msg = vm.crash_message(11, console)
+    assert "killed by SIGSEGV" in msg and "libfoo.so" in msg and "old.so" not in msg
+    assert "resumes" in msg and str(console) in msg
+    assert "dmesg" in vm.GUEST_SCRIPT  # the guest prints the kernel's line after a crash
+
+
 def test_writable_dirs_collapse_to_the_outermost(tmp_path):
     a, b, c = tmp_path / "a", tmp_path / "a" / "b", tmp_path / "c"
     assert vm._outermost([b, a, c, a]) == [a, c]

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
-import sys
 import threading
 import time
 
@@ -24,7 +22,7 @@ from ..lab import Lab, Point, RunContext
 from ..links import LinkSpec
 from ..observe import SsSampler, Tracing
 from ..topology import NetPath, Topology
-from ..traffic import bulk, start_time, udp_onoff
+from ..traffic import Transfer, bulk, concurrent, start_time, udp_onoff
 from . import lab2_analysis
 from .lab2_measure import subflow_table
 
@@ -172,43 +170,15 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
 
 # ---------------------------------------------------------------- fairness: MPTCP + one TCP flow
 
-def _bulk_cmd(role: str, *args) -> list[str]:
-    return [sys.executable, "-m", "mptcplab.bulk", role, *[str(a) for a in args]]
-
-
 def together(net, flows: list[dict], duration: float) -> list[dict]:
     """Start several bulk transfers at once (each: proto, path, cc, port); per-flow results."""
-    servers, clients = [], []
-    for f in flows:
-        addr = net.address("rcv", f["path"])
-        srv = net.popen("rcv", _bulk_cmd("server", "--bind", addr, "--port", f["port"], "--proto", f["proto"],
-                                         "--flows", 1, "--interval", 0.1, "--timeout", duration + 60),
-                        what="bulk server", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if "ready" not in srv.stderr.readline():
-            raise ExperimentFailed(f"bulk server for {f} did not start: {srv.stderr.read()[-500:]}")
-        servers.append(srv)
-    t = start_time(net, "snd", len(flows))  # both senders connect at once, however slowly they start
-    for f in flows:
-        addr = net.address("rcv", f["path"])
-        clients.append(net.popen("snd", _bulk_cmd("client", "--connect", addr, "--port", f["port"], "--proto",
-                                                  f["proto"], "--duration", duration, "--cc", f["cc"],
-                                                  "--start-at", f"{t:.6f}"),
-                                 what="bulk client", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    results = concurrent(net, [Transfer("snd", "rcv", f["path"], f["proto"], f["cc"], f["port"]) for f in flows],
+                         duration)
     out = []
-    for f, c, s in zip(flows, clients, servers):
-        c_out, c_err = c.communicate(timeout=duration + 90)
-        s_out, s_err = s.communicate(timeout=60)
-        net.stop(c)
-        net.stop(s)
-        if not c_out.strip() or not s_out.strip():
-            raise ExperimentFailed(f"transfer {f} failed: {c_err[-500:]} {s_err[-500:]}")
-        sent = json.loads(c_out)
-        client, server = sent["flows"][0], json.loads(s_out)["flows"][0]
-        span = (server["last"] - server["first"]) if server["first"] else 0
-        mptcp = client.get("mptcp")
-        out.append({**f, "mbps": server["bytes"] * 8 / span / 1e6 if span > 0 else 0.0, "bytes": server["bytes"],
-                    "start_late_s": round(sent["start"] - t, 3),
-                    "cc_seen": client["cc"], "subflows": mptcp["subflows"] if mptcp else (None if f["proto"] == "mptcp" else 1)})
+    for f, r in zip(flows, results):
+        flow = r.flows[0]
+        out.append({**f, "mbps": r.mbps, "bytes": flow["bytes"], "start_late_s": r.extra.get("start_late_s"),
+                    "cc_seen": flow["cc"], "subflows": flow["subflows"]})
     return out
 
 

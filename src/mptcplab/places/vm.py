@@ -23,6 +23,7 @@ import platform
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -114,7 +115,11 @@ mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 export HOME={home} PATH={path} MPTCPLAB_WHERE=vm {env}
 cd {cwd} 2>/dev/null || cd /
 {command} </dev/null 2>&1
-echo $? > {status}
+rc=$?
+# Killed by a signal (exit 128+N): the kernel's line on it (a segfault's address and library),
+# which loglevel 4 keeps off the console.
+[ "$rc" -gt 128 ] && dmesg | grep -E "segfault|general protection|trap" | tail -n 5
+echo $rc > {status}
 """
 
 
@@ -201,7 +206,10 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
         if not status.exists():
             raise EnvironmentProblem(f"the VM stopped before the command finished (vng exit status "
                                      f"{proc.returncode}; see output above)")
-        return int(status.read_text().strip() or 1)
+        rc = int(status.read_text().strip() or 1)
+        if rc > 128:  # the shell's 128 + signal number
+            raise EnvironmentProblem(crash_message(rc - 128, console))
+        return rc
     finally:
         if log_file:
             log_file.close()
@@ -228,6 +236,24 @@ def _quiet(text: str) -> str:
 _KERNEL_LINE = re.compile(r"^\[\s*\d+\.\d+\] (.*)$", re.M)
 
 
+def crash_message(signo: int, console: Path | None) -> str:
+    """The command in the guest was killed by a signal (a segfault): say so, with the kernel's line
+    on it, rather than return a bare exit status."""
+    from ..uml import RESUMES
+
+    try:
+        name = signal.Signals(signo).name
+    except ValueError:
+        name = f"signal {signo}"
+    msg = f"the command inside the VM was killed by {name}. {RESUMES}"
+    text = console.read_text(errors="replace") if console and console.exists() else ""
+    said = [line for line in _KERNEL_LINE.findall(text[text.rfind("==== "):])
+            if re.search(r"segfault|general protection|trap", line)]
+    if said:
+        msg += "\nThe guest kernel said:\n  " + "\n  ".join(said[-3:])
+    return msg + (f"\nWhole console (with the Python traceback, PYTHONFAULTHANDLER): {console}" if console else "")
+
+
 def hung_message(what: str, console: Path | None) -> str:
     """One paragraph for a guest that stopped printing: what happened, the kernel's last lines
     (a soft lockup, RCU stall or hung task says where it stuck), where the whole console is."""
@@ -252,7 +278,8 @@ def run(argv: list[str], writable: list) -> int:
     log.get().info("running in a VM: kernel %s (%s), via virtme-ng", release(kimg), accel_label(acc))
     console = Path(writable[0]) / CONSOLE_LOG if writable else None  # boot() creates the directory
     return boot([sys.executable, "-m", "mptcplab", *argv], writable=[*writable, paths.cache_dir()],
-                env={"MPTCPLAB_VM_KERNEL": release(kimg), "MPTCPLAB_VM_ACCEL": acc, "PYTHONUNBUFFERED": "1"},
+                env={"MPTCPLAB_VM_KERNEL": release(kimg), "MPTCPLAB_VM_ACCEL": acc, "PYTHONUNBUFFERED": "1",
+                     "PYTHONFAULTHANDLER": "1"},  # a crash in the guest leaves its Python traceback
                 console=console, quiet_limit_s=float(os.environ.get("MPTCPLAB_VM_QUIET_LIMIT_S", QUIET_LIMIT_S)))
 
 

@@ -682,6 +682,15 @@ def fig10(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:
 
 # ---------------------------------------------------------------- the control runs and the cost of tracing
 
+def _paths_full_mbps(manifest: dict, config: str | None) -> float:
+    """The payload the paths a run used carry when full, from the run's own links (MPTCP: all of
+    them; tcp-fast / tcp-slow: that path); the lab's 100 Mbit/s where the manifest has no rate."""
+    rates = {name: p["rate_bps"] for name, p in paths_of(manifest).items()}
+    used = list(rates) if config == "mptcp" else [str(config).removeprefix("tcp-")]
+    full = [physics.link_ceiling_bps(rates[n]) / 1e6 if rates.get(n) else GOODPUT_LIMIT for n in used]
+    return sum(full) if full else GOODPUT_LIMIT
+
+
 def wait_table(details: list[Detail], sweep: pd.DataFrame) -> pd.DataFrame:
     """The detailed runs side by side: goodput, send-buffer waits (count, median length, share of
     the time blocked), how full the paths it used were, and the cost of tracing: the traced run's
@@ -695,11 +704,11 @@ def wait_table(details: list[Detail], sweep: pd.DataFrame) -> pd.DataFrame:
         same = sweep[(sweep["method"] == s.get("method", "wmem")) & (sweep["buffer_bytes"] == s.get("buffer_bytes"))
                      & (sweep["config"] == s.get("config"))]
         untraced = float(same["mbps"].mean()) if len(same) else np.nan
-        links = 2 if s.get("config") == "mptcp" else 1
+        full = _paths_full_mbps(d.manifest, s.get("config"))
         rows.append({
             "run": d.path.name, "label": d.label, "control": d.control, "config": s.get("config"),
             "buffer_bytes": s.get("buffer_bytes"), "duration_s": d.duration, "mbps": s.get("mbps"),
-            "paths_full_mbps": links * GOODPUT_LIMIT, "utilisation": s.get("mbps", np.nan) / (links * GOODPUT_LIMIT),
+            "paths_full_mbps": full, "utilisation": s.get("mbps", np.nan) / full,
             "waits": len(d.waits),
             "median_wait_ms": float(d.waits["duration_s"].median() * 1e3) if len(d.waits) else np.nan,
             "blocked_share": d.blocked_share, "wait_method": d.method,

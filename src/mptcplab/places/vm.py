@@ -117,7 +117,8 @@ cd {cwd} 2>/dev/null || cd /
 {command} </dev/null 2>&1
 rc=$?
 # Killed by a signal (exit 128+N): the kernel's line on it (a segfault's address and library),
-# which loglevel 4 keeps off the console.
+# which loglevel 4 keeps off the console. Not for the kit's Python: its fault handler
+# (PYTHONFAULTHANDLER) prints the traceback instead, and a handled fault is not logged.
 [ "$rc" -gt 128 ] && dmesg | grep -E "segfault|general protection|trap" | tail -n 5
 echo $rc > {status}
 """
@@ -242,6 +243,12 @@ def _quiet(text: str) -> str:
 _KERNEL_LINE = re.compile(r"^\[\s*\d+\.\d+\] (.*)$", re.M)
 
 
+def _kernel_lines(console: Path | None) -> list[str]:
+    """The guest kernel's lines in the console log, from its last boot only."""
+    text = console.read_text(errors="replace") if console and console.exists() else ""
+    return _KERNEL_LINE.findall(text[text.rfind("==== "):])
+
+
 def crash_message(signo: int, console: Path | None) -> str:
     """The command in the guest was killed by a signal (a segfault): say so, with the kernel's line
     on it, rather than return a bare exit status."""
@@ -252,9 +259,7 @@ def crash_message(signo: int, console: Path | None) -> str:
     except ValueError:
         name = f"signal {signo}"
     msg = f"the command inside the VM was killed by {name}. {RESUMES}"
-    text = console.read_text(errors="replace") if console and console.exists() else ""
-    said = [line for line in _KERNEL_LINE.findall(text[text.rfind("==== "):])
-            if re.search(r"segfault|general protection|trap", line)]
+    said = [line for line in _kernel_lines(console) if re.search(r"segfault|general protection|trap", line)]
     if said:
         msg += "\nThe guest kernel said:\n  " + "\n  ".join(said[-3:])
     return msg + (f"\nWhole console (with the Python traceback, PYTHONFAULTHANDLER): {console}" if console else "")
@@ -268,9 +273,7 @@ def hung_message(what: str, console: Path | None) -> str:
     msg = f"the VM stopped responding ({what}) and was stopped. {RESUMES}"
     if console is None or not console.exists():
         return msg
-    text = console.read_text(errors="replace")
-    last_boot = text[text.rfind("==== "):]
-    said = _KERNEL_LINE.findall(last_boot)[-12:]
+    said = _kernel_lines(console)[-12:]
     if said:
         msg += "\nThe guest kernel's last lines:\n  " + "\n  ".join(said)
     else:

@@ -11,7 +11,7 @@ venv=${MPTCPLAB_VENV:-$here/.venv}
 
 apt_pkgs=(
   iproute2 iputils-ping ethtool kmod procps tcpdump tshark iperf3 mptcpd   # experiments
-  bc flex bison libelf-dev build-essential xz-utils                        # UML kernel build
+  bc flex bison patch libelf-dev build-essential xz-utils                      # UML kernel build
   clang llvm libbpf-dev bpftool                                            # Lab 2 BPF congestion controls
   shellcheck                                                               # CI lint of provisioning
   python3-venv python3-pip

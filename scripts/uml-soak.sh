@@ -15,7 +15,8 @@ while [ "$j" -lt "$LOAD" ]; do
     hogs="$hogs $!"
     j=$((j + 1))
 done
-trap '[ -n "$hogs" ] && kill $hogs 2>/dev/null' EXIT INT TERM
+trap '[ -n "$hogs" ] && kill $hogs 2>/dev/null' EXIT
+trap 'exit 130' INT TERM  # stop the loop too, not just the busy loops
 N=${1:-20}
 OUT=${2:-results/uml-soak}
 MPTCPLAB=${MPTCPLAB:-mptcplab}

@@ -43,8 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (UsageError, EnvironmentProblem, ExperimentFailed) as exc:
-        kind = {UsageError: "error", EnvironmentProblem: "cannot run here", ExperimentFailed: "experiment failed"}
-        say.error("%s: %s", kind[type(exc)], exc)
+        # isinstance, not type(exc): subclasses (uml.TimedOut, a place's refusals) say the same
+        kind = next(text for cls, text in ((UsageError, "error"), (EnvironmentProblem, "cannot run here"),
+                                           (ExperimentFailed, "experiment failed")) if isinstance(exc, cls))
+        say.error("%s: %s", kind, exc)
         return exc.exit_status
     except KeyboardInterrupt:
         say.error("interrupted; everything the run created was removed")

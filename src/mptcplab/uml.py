@@ -2,7 +2,7 @@
 
 For hosts without netem or virtualisation (lab PCs, containers, CI). `build()` compiles it once
 from the distribution's `linux-source-6.*` package with the config fragment in
-`vagrant/uml/mptcplab.config` and caches it; `run()` boots it with the host's root filesystem
+`vagrant/uml/mptcplab.config` and the patches beside it (`vagrant/uml/*.patch`) and caches it; `run()` boots it with the host's root filesystem
 over hostfs, runs one command inside as root, and returns its exit status.
 """
 
@@ -27,6 +27,9 @@ from .state import PREFIX, TRACKER, kill_process_group
 
 _log = log.get("uml build")
 CONFIG_FRAGMENT = paths.data("vagrant/uml/mptcplab.config")
+# Fixes to the distribution's source that no config option gives (each says why in its header);
+# applied in name order, and part of the cache key like the fragment.
+PATCHES = sorted(paths.data("vagrant/uml").glob("*.patch"))
 # Options that UML cannot have; the fragment does not ask for them, and they are reported as absent.
 UML_LACKS = ("KPROBES", "BPF_JIT", "DEBUG_INFO_BTF")
 
@@ -60,9 +63,9 @@ def config_options() -> list[str]:
 
 
 def kernel_dir() -> Path:
-    """Cache directory keyed by source version and config fragment hash."""
+    """Cache directory keyed by source version and the hash of the config fragment and patches."""
     tarball, version = find_source()
-    digest = hashlib.sha256(CONFIG_FRAGMENT.read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in [CONFIG_FRAGMENT, *PATCHES])).hexdigest()[:12]
     safe = re.sub(r"[^A-Za-z0-9.+-]", "_", version)
     return cache_root() / f"{tarball.name.removesuffix('.tar.xz')}-{safe}-{digest}"
 
@@ -77,11 +80,11 @@ def kernel_path() -> Path | None:
 
 
 def _need_tools() -> None:
-    missing = [t for t in ("make", "gcc", "flex", "bison", "bc") if not shutil.which(t)]
+    missing = [t for t in ("make", "gcc", "flex", "bison", "bc", "patch") if not shutil.which(t)]
     if missing:
         raise EnvironmentProblem(
             f"building the UML kernel needs {', '.join(missing)}: "
-            "`apt-get install build-essential flex bison bc libelf-dev` (or scripts/install-deps.sh)"
+            "`apt-get install build-essential flex bison bc patch libelf-dev` (or scripts/install-deps.sh)"
         )
 
 
@@ -104,6 +107,9 @@ def build(jobs: int | None = None, quiet: bool = False) -> Path:
         with tarfile.open(tarball) as tar:
             tar.extractall(work, filter="fully_trusted")
         src = next(p for p in work.iterdir() if p.is_dir())
+        for patch in PATCHES:
+            say(f"patching: {patch.name}")
+            process.run(["patch", "-p1", "--forward", "--batch", "-d", str(src), "-i", str(patch)])
         make = ["make", "-C", str(src), "ARCH=um"]
         say("configuring: defconfig + vagrant/uml/mptcplab.config")
         process.run(make + ["defconfig"])

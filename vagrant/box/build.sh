@@ -3,6 +3,8 @@
 #
 #   vagrant/box/build.sh [--arch amd64|arm64] [--out DIR] [--version V] [--stage rootfs|image|boxes|all]
 #   vagrant/box/build.sh --simulate [--arch A]   resolve the package list against the archive, build nothing
+#   vagrant/box/build.sh --plain ...    a plain Debian base box (no lab tools, no kit): what
+#                                       `vagrant up` provisions from scratch, like a public box
 #
 # Stages (each reuses the previous stage's output in DIR, so a failed late stage is cheap to redo):
 #   rootfs  mmdebstrap of Debian 13 (trixie) into DIR/rootfs-ARCH.tar, pre-provisioned in the chroot
@@ -28,6 +30,7 @@ ARCH=amd64
 OUT=$repo/build/box
 STAGE=all
 SIMULATE=0
+PLAIN=0
 VERSION=$(date -u +%Y.%m.%d)
 MIRROR=${MPTCPLAB_BOX_MIRROR:-http://deb.debian.org/debian}
 SUITE=${MPTCPLAB_BOX_SUITE:-trixie}
@@ -47,11 +50,14 @@ while [ $# -gt 0 ]; do
     --version) VERSION=$2; shift ;;
     --stage) STAGE=$2; shift ;;
     --simulate) SIMULATE=1 ;;
+    --plain) PLAIN=1 ;;
     -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (try --help)" ;;
   esac
   shift
 done
+BOX_NAME=mptcplab/debian-13
+[ "$PLAIN" = 1 ] && BOX_NAME=mptcplab/debian-13-plain
 case $ARCH in amd64|arm64) ;; *) die "--arch $ARCH: choose amd64 or arm64" ;; esac
 case $STAGE in rootfs|image|boxes|all) ;; *) die "--stage $STAGE: choose rootfs, image, boxes or all" ;; esac
 [[ $VERSION =~ ^[0-9]+(\.[0-9]+)*$ ]] || die "--version $VERSION: Vagrant wants digits and dots, e.g. 2026.11.23"
@@ -63,7 +69,11 @@ base_packages() {
        "linux-image-$ARCH"
   if [ "$ARCH" = amd64 ]; then echo grub-pc; else echo grub-efi-arm64; fi
 }
-lab_packages() { MPTCPLAB_OS_ID=debian bash "$repo/vagrant/provision.sh" --list-packages; }
+lab_packages() {
+  [ "$PLAIN" = 1 ] && return 0
+  MPTCPLAB_OS_ID=debian bash "$repo/vagrant/provision.sh" --list-packages
+}
+include() { echo "$(base_packages) $(lab_packages)" | xargs | tr ' ' ','; }
 
 # The chroot gets a clean environment (the host's PIP_*, SSL_* settings name host paths), plus
 # the proxy settings, if any, that the downloads need.
@@ -87,12 +97,12 @@ stage_rootfs() {
   # shellcheck disable=SC2016  # the hooks are expanded by mmdebstrap, with $1 = the new root
   mmdebstrap --mode=root --variant=apt --arch="$ARCH" --format=tar \
     --components=main --aptopt='Acquire::Retries "3"' \
-    --include="$(base_packages | tr ' ' ','),$(lab_packages | tr ' ' ',')" \
+    --include="$(include)" \
     --essential-hook='echo "wireshark-common wireshark-common/install-setuid boolean true" | chroot "$1" debconf-set-selections' \
     --customize-hook="mkdir -p \"\$1/opt/mptcplab\" && cp -a $src \"\$1/opt/mptcplab/src\"" \
     --customize-hook="cp $here/customize.sh \"\$1/tmp/customize.sh\"" \
     --customize-hook="if [ -s '$CA_BUNDLE' ]; then cp '$CA_BUNDLE' \"\$1/tmp/build-ca.crt\"; fi" \
-    --customize-hook="chroot \"\$1\" env -i $(chroot_env) bash /tmp/customize.sh" \
+    --customize-hook="chroot \"\$1\" env -i $(chroot_env) MPTCPLAB_BOX_PLAIN=$PLAIN bash /tmp/customize.sh" \
     --customize-hook='rm -f "$1/tmp/customize.sh" "$1/tmp/build-ca.crt"' \
     "$SUITE" "$tar.part" "$MIRROR"
   rm -rf "$src"
@@ -177,8 +187,8 @@ stage_boxes() {
   mv "$OUT/mptcplab-$ARCH-libvirt.box.part" "$OUT/mptcplab-$ARCH-libvirt.box"
   rm -rf "$dir"
   # metadata.json now and again after each further box: the libvirt box is usable meanwhile.
-  python3 "$here/metadata.py" write --dir "$OUT" --version "$VERSION" --base-url "$BASE_URL"
-  if [ "$ARCH" = amd64 ]; then
+  python3 "$here/metadata.py" write --dir "$OUT" --version "$VERSION" --base-url "$BASE_URL" --name "$BOX_NAME"
+  if [ "$ARCH" = amd64 ] && [ "$PLAIN" = 0 ]; then  # a plain box is a provisioning test: libvirt only
     # VirtualBox: OVF + streamOptimized VMDK, what `VBoxManage import` (and so Vagrant) reads.
     dir=$(mktemp -d)
     qemu-img convert -O vmdk -o subformat=streamOptimized "$qcow" "$dir/mptcplab-disk001.vmdk"
@@ -191,7 +201,7 @@ stage_boxes() {
     mv "$OUT/mptcplab-$ARCH-virtualbox.box.part" "$OUT/mptcplab-$ARCH-virtualbox.box"
     rm -rf "$dir"
   fi
-  python3 "$here/metadata.py" write --dir "$OUT" --version "$VERSION" --base-url "$BASE_URL"
+  python3 "$here/metadata.py" write --dir "$OUT" --version "$VERSION" --base-url "$BASE_URL" --name "$BOX_NAME"
   say "boxes:"; ls -l "$OUT"/*.box "$OUT/metadata.json"
 }
 
@@ -200,7 +210,7 @@ command -v mmdebstrap >/dev/null || die "mmdebstrap missing: apt-get install mmd
 if [ "$SIMULATE" = 1 ]; then
   # Resolves every package (and its dependencies) against the real archive; downloads no .deb.
   exec mmdebstrap --simulate --mode=root --variant=apt --arch="$ARCH" --components=main \
-    --include="$(base_packages | tr ' ' ','),$(lab_packages | tr ' ' ',')" "$SUITE" /dev/null "$MIRROR"
+    --include="$(include)" "$SUITE" /dev/null "$MIRROR"
 fi
 command -v qemu-img >/dev/null || die "qemu-img missing: apt-get install qemu-utils"
 mkdir -p "$OUT"

@@ -8,8 +8,13 @@ if [ -s /tmp/build-ca.crt ]; then export PIP_CERT=/tmp/build-ca.crt; fi
 
 # The kit, exactly as `vagrant up` provisions it, minus what needs the VM's own kernel running
 # (modprobe, sysctl -p, starting services): provision.sh --image writes those to take effect at boot.
-MPTCPLAB_SRC=/opt/mptcplab/src MPTCPLAB_JUPYTER_DIR=/vagrant \
-  bash /opt/mptcplab/src/vagrant/provision.sh --image
+# A plain box (build.sh --plain) skips this: `vagrant up` provisions it from scratch.
+if [ "${MPTCPLAB_BOX_PLAIN:-0}" = 1 ]; then
+  rm -rf /opt/mptcplab
+else
+  MPTCPLAB_SRC=/opt/mptcplab/src MPTCPLAB_JUPYTER_DIR=/vagrant \
+    bash /opt/mptcplab/src/vagrant/provision.sh --image
+fi
 
 # vagrant user: password "vagrant", passwordless sudo, Vagrant's published insecure keys (RSA for
 # Vagrant < 2.4, ed25519 for newer); Vagrant replaces them with a per-machine key on first `up`.

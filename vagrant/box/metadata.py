@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 
 NAME = "mptcplab/debian-13"
+DESCRIPTION = {NAME: "mptcplab: Debian 13 with the kit pre-provisioned",
+               NAME + "-plain": "mptcplab: plain Debian 13 base box (vagrant up provisions the kit)"}
 BOX_FILE = re.compile(r"^mptcplab-(?P<arch>amd64|arm64)-(?P<provider>libvirt|virtualbox)\.box$")
 
 
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.command == "write":
         if not re.fullmatch(r"\d+(\.\d+)*", a.version):
             sys.exit(f"metadata.py: --version {a.version!r}: digits and dots, e.g. 2026.11.23")
-        meta = {"name": a.name, "description": "mptcplab: Debian 13 with the kit pre-provisioned",
+        meta = {"name": a.name, "description": DESCRIPTION.get(a.name, "mptcplab box"),
                 "versions": [{"version": a.version, "providers": providers(a.dir, base_url(a.dir, a.base_url))}]}
     else:
         meta = json.loads(meta_path.read_text())

@@ -259,3 +259,34 @@ def test_the_console_reader_stops_a_panicked_guest_after_showing_its_panic():
             got.append(chunk)
     proc.kill()
     assert "Kernel panic" in "".join(got) and time.monotonic() - t0 < 10
+
+
+def test_a_guest_in_its_own_session_under_a_live_run_is_not_an_orphan(tmp_path, monkeypatch):
+    """UML's kernel calls setsid() under `unshare --fork`: the kit records the group of the process
+    it started, and the guest below it must still count as owned (an experiment once killed a live
+    `mptcplab uml run` beside it)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from mptcplab import state
+
+    monkeypatch.setattr(state, "STATE_DIR", tmp_path)
+    code = ("import os, subprocess, sys, time\n"
+            "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)', 'umid=mlab-test0001'],"
+            " start_new_session=True)\n"
+            "print(c.pid, flush=True); time.sleep(30)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        guest = int(parent.stdout.readline())
+        assert os.getpgid(guest) != parent.pid
+        (tmp_path / "1.json").write_text(json.dumps({"owner": os.getpid(), "items": [
+            {"kind": "process", "pgid": parent.pid}]}))
+        assert guest not in lifetime.orphan_guests()
+        (tmp_path / "1.json").write_text(json.dumps({"owner": os.getpid(), "items": []}))
+        assert guest in lifetime.orphan_guests()
+    finally:
+        os.killpg(parent.pid, 9)
+        subprocess.run(["pkill", "-9", "-f", "umid=mlab-test0001"], check=False)
+        parent.wait()

@@ -83,15 +83,22 @@ def orphan_guests() -> list[int]:
             continue
         if _pid_alive(st.get("owner", 0)):
             owned |= {i["pgid"] for i in st.get("items", []) if i.get("kind") == "process" and i.get("pgid")}
-    orphans = []
-    for marker in GUEST_MARKERS:
-        for pid in guest_pids(marker):
-            try:
-                if os.getpgid(pid) not in owned:
-                    orphans.append(pid)
-            except ProcessLookupError:
-                pass
-    return orphans
+    return [pid for marker in GUEST_MARKERS for pid in guest_pids(marker) if not _descends_from(pid, owned)]
+
+
+def _descends_from(pid: int, groups: set[int]) -> bool:
+    """Whether pid, or a process it descends from, is in one of these process groups. By ancestry,
+    not the pid's own group: a guest calls setsid() (UML's kernel does, under `unshare --fork`), so
+    its group is not the one the kit recorded, and a live `mptcplab uml run` was killed as an
+    orphan by an experiment starting beside it."""
+    while pid > 1:
+        try:
+            if os.getpgid(pid) in groups:
+                return True
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])  # ppid
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
 
 
 def reap_orphan_guests(timeout: float = 15.0) -> list[int]:

@@ -13,7 +13,9 @@
 # MPTCPLAB_USER (vagrant), MPTCPLAB_JUPYTER_PORT (8888), MPTCPLAB_JUPYTER_TOKEN (mptcplab),
 # MPTCPLAB_ETC (/etc; tests point it elsewhere), MPTCPLAB_APT_UPDATE (auto|always|never),
 # MPTCPLAB_JUPYTER_DIR (what JupyterLab serves; default MPTCPLAB_SRC), MPTCPLAB_OS_ID (ubuntu|debian:
-# the distribution --list-packages answers for; default this machine's).
+# the distribution --list-packages answers for; default this machine's), MPTCPLAB_CA_BUNDLE (a PEM
+# file pip trusts instead of its own CAs: a network whose proxy inspects TLS; the Vagrantfile copies
+# the host's MPTCPLAB_CA_BUNDLE in).
 set -euo pipefail
 
 SRC=${MPTCPLAB_SRC:-/vagrant}
@@ -29,6 +31,7 @@ CHECK=0
 IMAGE=0
 STEPS=""
 export DEBIAN_FRONTEND=noninteractive
+if [ -s "${MPTCPLAB_CA_BUNDLE:-}" ]; then export PIP_CERT=$MPTCPLAB_CA_BUNDLE; fi
 
 say() { printf '\033[1m[mptcplab provision]\033[0m %s\n' "$*"; }
 die() { printf '\n\033[1;31m[mptcplab provision] FAILED: %s\033[0m\n\n' "$*" >&2; exit 1; }

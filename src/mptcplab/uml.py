@@ -27,7 +27,7 @@ from .state import PREFIX, TRACKER, kill_process_group
 
 _log = log.get("uml build")
 CONFIG_FRAGMENT = paths.data("vagrant/uml/mptcplab.config")
-# Fixes to the distribution's source that no config option gives (each says why in its header);
+# Fixes to the distribution's source that no config option gives (why: vagrant/uml/README.md);
 # applied in name order, and part of the cache key like the fragment.
 PATCHES = sorted(paths.data("vagrant/uml").glob("*.patch"))
 # Options that UML cannot have; the fragment does not ask for them, and they are reported as absent.

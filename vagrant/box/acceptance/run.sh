@@ -71,7 +71,7 @@ nothing_left() {
 # no first-boot work) through the whole start sequence: sync, wait, forward ports, provision.
 up() {
   vagrant up --provider=libvirt --no-destroy-on-error && return 0
-  echo "=== no DHCP lease within vagrant-libvirt's wait; the VM is kept: vagrant reload"
+  echo "=== vagrant up failed (above: in software emulation, usually vagrant-libvirt's DHCP wait); the VM is kept: vagrant reload"
   vagrant reload
 }
 step "vagrant up (libvirt)" up

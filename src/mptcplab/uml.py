@@ -2,8 +2,9 @@
 
 For hosts without netem or virtualisation (lab PCs, containers, CI). `build()` compiles it once
 from the distribution's `linux-source-6.*` package with the config fragment in
-`vagrant/uml/mptcplab.config` and the patches beside it (`vagrant/uml/*.patch`) and caches it; `run()` boots it with the host's root filesystem
-over hostfs, runs one command inside as root, and returns its exit status.
+`vagrant/uml/mptcplab.config` and the patches beside it (`vagrant/uml/*.patch`), and caches it;
+`run()` boots it with the host's root filesystem over hostfs, runs one command inside as root,
+and returns its exit status.
 """
 
 from __future__ import annotations

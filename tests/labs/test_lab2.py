@@ -117,6 +117,9 @@ def test_report_from_compact_tables(tmp_path):
     assert "15 recorded callbacks in 2 runs, **mismatches in {'static-lia-r1': 2}**" in md
     ft = la.fairness_table(pd.read_csv(tmp_path / "fairness.csv"))
     assert ft.tcp_share_of_shared.iloc[0] == pytest.approx(0.7)
+    _tp().iloc[:0].to_csv(tmp_path / "throughput.csv", index=False)  # a fairness-only run (variants = [])
+    md = la.report(tmp_path)
+    assert "Runs per algorithm and variant: 0." in md and "| CS218 ALGO | 25.04 | — |" in md
 
 
 def test_load_refuses_an_empty_directory(tmp_path):

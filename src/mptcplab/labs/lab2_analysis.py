@@ -251,8 +251,8 @@ def throughput_table(tp: pd.DataFrame) -> pd.DataFrame:
         m, ci, n = mean_ci(g.mbps)
         rows.append({"algo": algo, "variant": variant, "mean_mbps": m, "ci95_mbps": ci, "runs": n})
     t = pd.DataFrame(rows, columns=["algo", "variant", "mean_mbps", "ci95_mbps", "runs"])
-    if t.empty:
-        return t
+    if t.empty:  # a fairness-only run (variants = []): the same columns, no rows
+        return t.assign(vs_uncoupled=pd.Series(dtype=float))
     base = t[t.algo == "uncoupled"].set_index("variant").mean_mbps
     t["vs_uncoupled"] = t.apply(lambda r: r.mean_mbps / base.get(r.variant, math.nan), axis=1)
     t["order"] = t.algo.map({a: i for i, a in enumerate(ORDER)})

@@ -493,3 +493,13 @@ def test_compact_copy_of_a_control_run_loads_without_packets(tmp_path):
     d = la.Detail.load_run(tmp_path / "ref" / run.name)
     assert d.control == "tcp-fast" and d.packets.empty and list(d.probe["path"]) == ["fast"]
     assert d.blocked_share == pytest.approx(0.05) and d.counters == {}
+
+
+def test_a_full_path_comes_from_the_runs_own_links():
+    """A run with `--set` paths of 10 Mbit/s draws and reports 10 Mbit/s paths, not the lab's 100."""
+    m = {"network": {"paths": [{"name": "fast", "link": "rate=10mbit,delay=5ms", "rtt_ms_configured": 10},
+                               {"name": "slow", "link": "rate=10mbit,delay=40ms", "rtt_ms_configured": 80}]}}
+    full, rate = la.full_path_mbps(m)
+    assert rate == "10 Mbit/s" and full == pytest.approx(9.564, abs=1e-3)
+    assert la.full_path_mbps(None) == (pytest.approx(95.64, abs=0.01), "100 Mbit/s")
+    assert la.slow_path_bdp(m) == pytest.approx(full * 1e6 / 8 * 0.080)

@@ -178,8 +178,10 @@ def describe_bounds(bounds: pd.DataFrame, limit: int = 8) -> str:
     if bad.empty:
         worst = (judged["mbps"] / judged["window_mbps"]).max() if len(judged) else np.nan
         tail = (f"; the closest to its window bound reached {worst:.0%} of it" if worst == worst else "")
+        ceilings = sorted({round(c, 1) for c in bounds["ceiling_mbps"] if c == c})
+        link = " / ".join(f"{c:.1f}" for c in ceilings) or f"{GOODPUT_LIMIT:.1f}"
         return (f"Physics check: all {len(bounds)} single-path runs are within their bounds (window: "
-                f"(sk_sndbuf + 64 KiB) / RTT; link: {GOODPUT_LIMIT:.1f} Mbit/s of payload){tail}.")
+                f"(sk_sndbuf + 64 KiB) / RTT; link: {link} Mbit/s of payload){tail}.")
     lines = [f"Physics check: {len(bad)} of {len(bounds)} single-path runs carried more than physics allows:"]
     for r in bad.head(limit).itertuples():
         if r.above_window:
@@ -322,6 +324,7 @@ def fig_throughput(sweep: pd.DataFrame, error: str = "sd", manifest: dict | None
         raise ValueError("error is 'sd' or 'ci95'")
     t = throughput_table(sweep)
     bounds = window_bounds(sweep, manifest) if manifest else None
+    full, full_rate = full_path_mbps(manifest)
     methods = [m for m in ("wmem", "sndbuf") if m in set(t["method"])]
     titles = {"wmem": "sysctl net.ipv4.tcp_wmem = \"B B B\"", "sndbuf": "setsockopt(SO_SNDBUF, B)"}
     fig = make_subplots(rows=1, cols=len(methods), shared_yaxes=True, horizontal_spacing=0.06,
@@ -371,12 +374,12 @@ def fig_throughput(sweep: pd.DataFrame, error: str = "sd", manifest: dict | None
                            text=f"MPTCP < single-path TCP<br>{_kib(min(bad))} to {_kib(max(bad))}" if bad
                            else "no buffer size with<br>MPTCP < single-path TCP",
                            font=dict(color="darkorange", size=12))
-        fig.add_hline(y=GOODPUT_LIMIT, line=dict(color="grey", dash="dot", width=1), row=1, col=col)
+        fig.add_hline(y=full, line=dict(color="grey", dash="dot", width=1), row=1, col=col)
         fig.update_xaxes(type="log", title_text="send buffer B (bytes)", row=1, col=col)
-    fig.add_annotation(x=0, xref="paper", y=GOODPUT_LIMIT, yref="y", text="one full 100 Mbit/s path",
+    fig.add_annotation(x=0, xref="paper", y=full, yref="y", text=f"one full {full_rate} path",
                        showarrow=False, xanchor="left", yanchor="bottom", font=dict(color="grey", size=10))
     top = float((t["mean"] + t[err_col].fillna(0)).max())
-    fig.update_yaxes(range=[0, max(top, GOODPUT_LIMIT) * 1.15])
+    fig.update_yaxes(range=[0, max(top, full) * 1.15])
     fig.update_yaxes(title_text="goodput at the receiver (Mbit/s)", row=1, col=1)
     n = int(sweep.groupby(["method", "buffer_bytes", "config"]).size().max())
     n_bad = int(bounds["above"].sum()) if bounds is not None else 0
@@ -393,7 +396,7 @@ def slow_path_bdp(manifest: dict | None = None, rtt_ms: float = 80.0) -> float:
     """Bytes in flight that keep the slow path full: its goodput limit x its RTT (from the manifest)."""
     if manifest:
         rtt_ms = max(p.get("rtt_ms_configured", 0) for p in manifest["network"]["paths"])
-    return GOODPUT_LIMIT * 1e6 / 8 * rtt_ms / 1000
+    return full_path_mbps(manifest, "slow")[0] * 1e6 / 8 * rtt_ms / 1000
 
 
 def fig_effective_buffer(sweep: pd.DataFrame, manifest: dict | None = None) -> go.Figure:
@@ -682,6 +685,16 @@ def fig10(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:
 
 # ---------------------------------------------------------------- the control runs and the cost of tracing
 
+def full_path_mbps(manifest: dict | None, path: str | None = None) -> tuple[float, str]:
+    """Payload one full path carries, and its rate as text: `path`'s link in the run's manifest
+    (None: the fastest path), else the lab's 100 Mbit/s."""
+    rates = {name: p["rate_bps"] for name, p in paths_of(manifest).items() if p.get("rate_bps")} if manifest else {}
+    rate = rates.get(path) if path else max(rates.values(), default=None)
+    if not rate:
+        return GOODPUT_LIMIT, f"{LINK_MBPS:g} Mbit/s"
+    return physics.link_ceiling_bps(rate) / 1e6, f"{rate / 1e6:g} Mbit/s"
+
+
 def _paths_full_mbps(manifest: dict, config: str | None) -> float:
     """The payload the paths a run used carry when full, from the run's own links (MPTCP: all of
     them; tcp-fast / tcp-slow: that path); the lab's 100 Mbit/s where the manifest has no rate."""
@@ -849,7 +862,7 @@ def report(sweep_dir: Path | str) -> str:
          f"(here {eff_ratio:.2g} x B), so 1 MiB is already past the region" if eff_ratio == eff_ratio else
          "upstream gives the MPTCP socket tcp_wmem[0] + the subflows' buffers"),
         ("Single-path TCP on the fast path", "about 100 Mbit/s link", f"{fast:.1f} Mbit/s goodput (mean over buffers)",
-         f"goodput excludes headers: {GOODPUT_LIMIT:.1f} Mbit/s is a full 100 Mbit/s link"),
+         "goodput excludes headers: {:.1f} Mbit/s is a full {} link".format(*full_path_mbps(d.manifest, "fast"))),
         ("Buffer sizes where MPTCP < single-path TCP (tcp_wmem)", "1 MiB (medium buffers in refs [16, 17])",
          ", ".join(_kib(b) for b in deg.get("wmem", [])) or "none in this sweep",
          "the degradation exists upstream but at smaller buffers"),

@@ -77,7 +77,9 @@ if [ "${LIST:-0}" = 1 ]; then packages_list; exit 0; fi
 
 step_packages() {
   local pkgs absent=()
-  read -r -a pkgs <<<"$(packages_list)"
+  # packages_list prints more than one line: read them all (`read` alone took the first, so
+  # bpftool, and on Ubuntu linux-tools and linux-modules-extra, were never installed).
+  read -r -a pkgs <<<"$(packages_list | tr '\n' ' ')"
   for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || absent+=("$p")
   done

@@ -154,7 +154,8 @@ def test_package_step_is_idempotent(tmp_path):
     first = _provision(tmp_path, "--only", "packages")
     assert first.returncode == 0, first.stdout + first.stderr
     again = _provision(tmp_path, "--only", "packages")
-    assert again.returncode == 0 and "already installed" in again.stdout
+    listed = _provision(tmp_path, "--list-packages").stdout.split()  # more than one line of them
+    assert again.returncode == 0 and f"all {len(listed)} already installed" in again.stdout, again.stdout
     check = _provision(tmp_path, "--check", "--only", "packages")
     assert check.returncode == 0 and "MISSING" not in check.stdout
 

@@ -70,7 +70,8 @@ nothing_left() {
 # the VM is kept (--no-destroy-on-error) and `vagrant reload` boots it again (a second boot has
 # no first-boot work) through the whole start sequence: sync, wait, forward ports, provision.
 up() {
-  vagrant up --provider=libvirt --no-destroy-on-error && return 0
+  # --provision: a VM kept from an earlier attempt is provisioned again (a fresh one is anyway).
+  vagrant up --provider=libvirt --no-destroy-on-error --provision && return 0
   echo "=== vagrant up failed (above: in software emulation, usually vagrant-libvirt's DHCP wait); the VM is kept: vagrant reload"
   vagrant reload
 }

@@ -51,7 +51,7 @@ while [ $# -gt 0 ]; do
     --stage) STAGE=$2; shift ;;
     --simulate) SIMULATE=1 ;;
     --plain) PLAIN=1 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^set/!p}' "$0"; exit 0 ;;  # the header comment
     *) die "unknown argument $1 (try --help)" ;;
   esac
   shift

@@ -5,9 +5,9 @@
 #
 # BOX_DIR holds build.sh's metadata.json and .box files. Steps: `vagrant box add` (checks the
 # SHA-256), `vagrant up --provider=libvirt`, `mptcplab doctor` and `mptcplab example` in the VM,
-# JupyterLab on the forwarded port (HTTP 200 and a headless-Chromium screenshot of Lab 1's
-# notebook, screenshot.py), `vagrant provision` again (idempotent), `vagrant destroy`, then what libvirt still
-# holds. Writes OUT_DIR (default vagrant/box/acceptance/) /run.log, /timings.txt, /jupyterlab.png.
+# JupyterLab on the forwarded port (HTTP 200 and, through screenshot.py, a headless-Chromium
+# screenshot of Lab 1's notebook), `vagrant provision` again (idempotent), `vagrant destroy`, then
+# what libvirt still holds. Writes OUT_DIR (default vagrant/box/acceptance/) /run.log, /timings.txt, /jupyterlab.png.
 set -uo pipefail
 boxdir=$(cd "${1:?usage: run.sh BOX_DIR [OUT_DIR]}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)

@@ -698,10 +698,8 @@ def full_path_mbps(manifest: dict | None, path: str | None = None) -> tuple[floa
 def _paths_full_mbps(manifest: dict, config: str | None) -> float:
     """The payload the paths a run used carry when full, from the run's own links (MPTCP: all of
     them; tcp-fast / tcp-slow: that path); the lab's 100 Mbit/s where the manifest has no rate."""
-    rates = {name: p["rate_bps"] for name, p in paths_of(manifest).items()}
-    used = list(rates) if config == "mptcp" else [str(config).removeprefix("tcp-")]
-    full = [physics.link_ceiling_bps(rates[n]) / 1e6 if rates.get(n) else GOODPUT_LIMIT for n in used]
-    return sum(full) if full else GOODPUT_LIMIT
+    used = list(paths_of(manifest)) if config == "mptcp" else [str(config).removeprefix("tcp-")]
+    return sum(full_path_mbps(manifest, n)[0] for n in used) if used else GOODPUT_LIMIT
 
 
 def wait_table(details: list[Detail], sweep: pd.DataFrame) -> pd.DataFrame:

@@ -98,6 +98,19 @@ def test_build_refuses_bad_arguments_by_name(args, message):
     assert r.returncode != 0 and message in r.stderr
 
 
+@pytest.mark.parametrize("args,message", [
+    (["--arch", "riscv64"], "--arch riscv64: choose amd64 or arm64"),
+    (["--as", "hyperv"], "--as hyperv: choose libvirt or virtualbox"),
+    (["--speed", "9"], "unknown argument --speed"),
+])
+def test_boot_disk_refuses_bad_arguments_by_name(tmp_path, args, message):
+    disk = tmp_path / "disk.qcow2"
+    disk.write_bytes(b"")
+    r = subprocess.run(["bash", str(BOX / "acceptance" / "boot-disk.sh"), str(disk), *args],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and message in r.stderr
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mmdebstrap"),
                     reason="needs root and mmdebstrap (apt-get install mmdebstrap)")
 def test_package_list_resolves_against_debian_13():

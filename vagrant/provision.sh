@@ -197,6 +197,10 @@ RestartSec=5
 [Install]
 WantedBy=multi-user.target
 UNIT
+    # JupyterLab 4 asks each new user, over the notebook, whether to fetch Jupyter's news: not in a
+    # classroom VM. The announcements plugin is turned off for the kit's venv (idempotent).
+    "$VENV/bin/jupyter" labextension disable --level=sys_prefix "@jupyterlab/apputils-extension:announcements" \
+      >/dev/null 2>&1 || say "note: could not turn off JupyterLab's news prompt"
     if [ "$IMAGE" = 1 ]; then systemctl enable mptcplab-jupyter.service; return 0; fi
     systemctl daemon-reload
     systemctl enable mptcplab-jupyter.service

@@ -16,7 +16,7 @@
 #   boxes   DIR/mptcplab-ARCH-libvirt.box (qcow2) and, for amd64, DIR/mptcplab-ARCH-virtualbox.box
 #           (OVF + streamOptimized VMDK); DIR/metadata.json lists them with their SHA-256
 #
-# Needs root, and: apt-get install mmdebstrap qemu-utils fdisk dosfstools e2fsprogs
+# Needs root, and: apt-get install mmdebstrap qemu-utils fdisk dosfstools e2fsprogs (arm64: also mtools)
 # (arm64 on an amd64 host also: qemu-user-static binfmt-support, with binfmt_misc mounted).
 # Environment: MPTCPLAB_BOX_MIRROR (http://deb.debian.org/debian), MPTCPLAB_BOX_SUITE (trixie),
 # MPTCPLAB_BOX_DISK_GB (20), MPTCPLAB_BOX_BASE_URL (URL prefix of the .box files in metadata.json;
@@ -122,6 +122,7 @@ part_dev() { # part_dev LOOP N: the node of partition N, made if the kernel's sc
 stage_image() {
   local tar=$OUT/rootfs-$ARCH.tar raw=$OUT/disk-$ARCH.raw rootpart esp=""
   [ -f "$tar" ] || die "$tar missing: run --stage rootfs first"
+  [ "$ARCH" = amd64 ] || command -v mcopy >/dev/null || die "mtools missing (the arm64 ESP): apt-get install mtools"
   rm -f "$raw"; truncate -s "${DISK_GB}G" "$raw"
   if [ "$ARCH" = amd64 ]; then
     printf 'label: dos\nstart=2048, type=83, bootable\n' | sfdisk -q "$raw"
@@ -150,14 +151,27 @@ stage_image() {
   printf 'UUID=%s / ext4 errors=remount-ro 0 1\n' "$uuid" >"$mnt/etc/fstab"
   if [ -n "$esp" ]; then
     mkfs.vfat -F 32 -n EFI "$esp" >/dev/null
-    mkdir -p "$mnt/boot/efi"; mount "$esp" "$mnt/boot/efi"
+    mkdir -p "$mnt/boot/efi"
     printf 'UUID=%s /boot/efi vfat umask=0077 0 1\n' "$(blkid -s UUID -o value "$esp")" >>"$mnt/etc/fstab"
   fi
   for m in dev dev/pts proc sys; do mount --bind "/$m" "$mnt/$m"; done
   if [ "$ARCH" = amd64 ]; then
     chroot "$mnt" grub-install --target=i386-pc "$loop"
-  else # --removable: EFI/BOOT/BOOTAA64.EFI, found by firmware without NVRAM entries
-    chroot "$mnt" grub-install --target=arm64-efi --efi-directory=/boot/efi --removable --no-nvram
+  else
+    # What `grub-install --target=arm64-efi --removable` does, by hand: grub-install wants the ESP
+    # mounted, and some build hosts' kernels have no vfat (this kit's build machine, a microVM;
+    # containers). So: GRUB's modules into /boot/grub, a core image whose embedded config finds
+    # the root file system by UUID (grub-install's own load.cfg), and that image written into the
+    # ESP as EFI/BOOT/BOOTAA64.EFI (found by firmware without NVRAM entries) with mtools, unmounted.
+    mkdir -p "$mnt/boot/grub/arm64-efi"
+    cp "$mnt"/usr/lib/grub/arm64-efi/*.mod "$mnt"/usr/lib/grub/arm64-efi/*.lst "$mnt/boot/grub/arm64-efi/"
+    # shellcheck disable=SC2016  # $root is GRUB's variable
+    printf 'search.fs_uuid %s root\nset prefix=($root)/boot/grub\n' "$uuid" >"$mnt/boot/grub/load.cfg"
+    chroot "$mnt" grub-mkimage -O arm64-efi -c /boot/grub/load.cfg -p /boot/grub -o /boot/grub/BOOTAA64.EFI \
+      part_gpt ext2 search_fs_uuid
+    MTOOLS_SKIP_CHECK=1 mmd -i "$esp" ::/EFI ::/EFI/BOOT
+    MTOOLS_SKIP_CHECK=1 mcopy -i "$esp" "$mnt/boot/grub/BOOTAA64.EFI" ::/EFI/BOOT/BOOTAA64.EFI
+    rm "$mnt/boot/grub/BOOTAA64.EFI"
   fi
   # GRUB writes root=UUID=... only if udev's /dev/disk/by-uuid link exists; without udev (a
   # container, a chroot build host), make that one link for the time of update-grub.

@@ -152,7 +152,9 @@ stage_image() {
   if [ -n "$esp" ]; then
     mkfs.vfat -F 32 -n EFI "$esp" >/dev/null
     mkdir -p "$mnt/boot/efi"
-    printf 'UUID=%s /boot/efi vfat umask=0077 0 1\n' "$(blkid -s UUID -o value "$esp")" >>"$mnt/etc/fstab"
+    # nofail: the running VM never needs its ESP (only a GRUB update writes it); without it, an
+    # emulated first boot whose udev is still busy after 90 s stopped in emergency mode (root locked).
+    printf 'UUID=%s /boot/efi vfat umask=0077,nofail 0 1\n' "$(blkid -s UUID -o value "$esp")" >>"$mnt/etc/fstab"
   fi
   for m in dev dev/pts proc sys; do mount --bind "/$m" "$mnt/$m"; done
   if [ "$ARCH" = amd64 ]; then

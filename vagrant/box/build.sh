@@ -161,8 +161,8 @@ stage_image() {
     chroot "$mnt" grub-install --target=i386-pc "$loop"
   else
     # What `grub-install --target=arm64-efi --removable` does, by hand: grub-install wants the ESP
-    # mounted, and some build hosts' kernels have no vfat (this kit's build machine, a microVM;
-    # containers). So: GRUB's modules into /boot/grub, a core image whose embedded config finds
+    # mounted, and some build hosts' kernels have no vfat (the kit's own build machine's, many
+    # containers'). So: GRUB's modules into /boot/grub, a core image whose embedded config finds
     # the root file system by UUID (grub-install's own load.cfg), and that image written into the
     # ESP as EFI/BOOT/BOOTAA64.EFI (found by firmware without NVRAM entries) with mtools, unmounted.
     mkdir -p "$mnt/boot/grub/arm64-efi"

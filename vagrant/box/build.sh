@@ -133,7 +133,7 @@ stage_image() {
   loop=$(losetup -fP --show "$raw")
   cleanup_image() { # globals mnt, loop: the EXIT trap runs after this function's locals are gone
     [ -n "${uuid_link_kept:-}" ] || rm -f "/dev/disk/by-uuid/${uuid:-none}"
-    for m in dev/pts dev proc sys boot/efi ""; do umount "$mnt/$m" 2>/dev/null || true; done
+    for m in dev/pts dev proc sys ""; do umount "$mnt/$m" 2>/dev/null || true; done
     losetup -d "$loop" || say "could not detach $loop: losetup -d $loop"
   }
   trap cleanup_image EXIT

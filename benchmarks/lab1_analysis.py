@@ -7,7 +7,7 @@
 
 Three ways to get from the capture to the numbers behind the figures, each in a fresh process,
 timed (wall clock) with the peak memory of its whole process tree (tshark included):
-  1. ours:    mptcplab.labs.lab1_analysis -> Detail.load + Figures 4, 5, 6/9, 10 (objects built)
+  1. ours:    mptcplab.labs.lab1.analysis -> Detail.load + Figures 4, 5, 6/9, 10 (objects built)
   2. tshark:  `tshark -T fields` of the same fields with the same preferences, to /dev/null
   3. pyshark: a naive loop over pyshark.FileCapture reading the same fields per packet
 Targets (issue #3): ours <= 1.5x bare tshark, >= 10x faster than naive pyshark, < 1 GiB.
@@ -28,13 +28,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
 from mptcplab.tshark import MPTCP_PREFS  # noqa: E402
-from mptcplab.labs.lab1_analysis import PACKET_FIELDS  # noqa: E402
+from mptcplab.labs.lab1.analysis import PACKET_FIELDS  # noqa: E402
 
 FILTER = "tcp.len > 0 && tcp.dstport == 5201"
 
 OURS = """
 import sys
-from mptcplab.labs import lab1_analysis as la
+from mptcplab.labs.lab1 import analysis as la
 d = la.Detail.load(sys.argv[1])
 w = d.busiest_window()
 figs = [la.fig4(d), la.fig5(d, w), la.fig6(d, w), la.fig10(d, w)]
@@ -115,7 +115,7 @@ def tshark_argv(pcap: Path) -> list[str]:
 def record(out: Path) -> Path:
     """A 10 s MPTCP transfer with a large buffer (both paths busy), observed as in Lab 1's detailed run."""
     from mptcplab.lab import get_lab
-    from mptcplab.labs.lab1_send_buffer import _detail_run, topology
+    from mptcplab.labs.lab1.experiment import _detail_run, topology
     from mptcplab.results import Sweep, experiment_lock
     from mptcplab.state import signals_unwind
 

@@ -182,7 +182,9 @@ def all_labs() -> dict[str, Lab]:
 
     found = {}
     for info in pkgutil.iter_modules(labs.__path__):
-        module = importlib.import_module(f"{labs.__name__}.{info.name}")
+        if not info.ispkg:
+            continue
+        module = importlib.import_module(f"{labs.__name__}.{info.name}.experiment")
         lab = getattr(module, "LAB", None)
         if isinstance(lab, Lab):
             found[lab.id] = lab

@@ -235,7 +235,7 @@ def _sweep_by_prefix() -> list[str]:
 
     removed += vm.clean()  # the VM place's private directories (its processes went above)
     with contextlib.suppress(ImportError):
-        from . import cc  # Lab 2's BPF congestion controls (mlab_*)
+        from .labs.lab2 import cc  # Lab 2's BPF congestion controls (mlab_*)
 
         removed += [f"BPF congestion control {name}" for name in cc.unload_all()]
     return removed

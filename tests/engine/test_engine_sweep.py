@@ -8,7 +8,7 @@ import pytest
 from mptcplab import engine
 from mptcplab.cli import main
 from mptcplab.lab import Lab, Point, RunContext, get_lab
-from mptcplab.labs import lab1_send_buffer as l1
+from mptcplab.labs.lab1 import experiment as l1
 from mptcplab.results import Sweep
 
 

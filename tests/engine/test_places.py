@@ -226,7 +226,7 @@ def test_die_with_parent(tmp_path):
 
 
 def test_vm_prepares_bpf_on_the_host_only_for_labs_that_load_it(monkeypatch):
-    from mptcplab.cc import loader
+    from mptcplab.labs.lab2.cc import loader
 
     asked = []
     monkeypatch.setattr(loader, "prebuild_for", lambda release: asked.append(release) or [])

@@ -66,7 +66,7 @@ def test_modules_rebind_only_to_themselves():
 
 def test_answer_keys_are_redacted(tmp_path):
     binds = answer_keys.redacted_files(tmp_path)
-    models = answer_keys.module_file("mptcplab.models")
+    models = answer_keys.module_file("mptcplab.labs.lab3.models")
     text = Path(binds[str(models)]).read_text()
     assert "24 * n * n" not in text and "AnswerKeyHidden" in text and "def pftk" in text
     ns: dict = {"__name__": "redacted_models"}
@@ -164,7 +164,7 @@ def test_gradescope_zip_carries_the_kit(tmp_path, fixture_ag):
     with zipfile.ZipFile(z) as zf:
         names = set(zf.namelist())
         env = zf.read("environment.yml").decode()
-    assert {"run_autograder", "tests/q1.py", "kit/pyproject.toml", "kit/src/mptcplab/models.py",
+    assert {"run_autograder", "tests/q1.py", "kit/pyproject.toml", "kit/src/mptcplab/labs/lab3/models.py",
             "kit/solutions/results/lab3/runs.csv"} <= names
     assert "-e /autograder/source/kit[notebooks]" in env
 

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 
-from mptcplab.labs import lab1_analysis as la
+from mptcplab.labs.lab1 import analysis as la
 from mptcplab.results import Sweep
 
 # The session's quick reproduction (every lab, ~30 min on a slow 2-core host) runs inside the

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab import cc
-from mptcplab.cc import loader
+from mptcplab.labs.lab2 import cc
+from mptcplab.labs.lab2.cc import loader
 from mptcplab.errors import UsageError
 
 SS_SAMPLE = """\

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mptcplab import ccref, cctrace
+from mptcplab.labs.lab2 import ccref, cctrace
 
 TRACES = sorted((Path(__file__).parent / "fixtures" / "cc-trace").glob("*.csv.*"))
 

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from mptcplab import cc, kernel, traffic
+from mptcplab import kernel, traffic
+from mptcplab.labs.lab2 import cc
 from mptcplab.results import experiment_lock
 from mptcplab.topology import NetPath, Topology
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from mptcplab import ccref
+from mptcplab.labs.lab2 import ccref
 
 
 def test_single_path_rules_reduce_to_reno():

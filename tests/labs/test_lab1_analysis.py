@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from mptcplab.lab import REPO_ROOT
-from mptcplab.labs import lab1_analysis as la
-from mptcplab.labs import lab1_measure as lm
+from mptcplab.labs.lab1 import analysis as la
+from mptcplab.labs.lab1 import measure as lm
 
 REF = REPO_ROOT / "solutions/results/lab1"
 has_tshark = shutil.which("tshark") is not None

@@ -19,9 +19,9 @@ from mptcplab import engine
 from mptcplab.check import check_results
 from mptcplab.errors import UsageError
 from mptcplab.lab import REPO_ROOT, Lab, RunContext, get_lab
-from mptcplab.labs import lab1_analysis as la
-from mptcplab.labs import lab1_measure as lm
-from mptcplab.labs import lab1_send_buffer as l1
+from mptcplab.labs.lab1 import analysis as la
+from mptcplab.labs.lab1 import measure as lm
+from mptcplab.labs.lab1 import experiment as l1
 from mptcplab.observe import parse_ss
 from mptcplab.results import Sweep
 from mptcplab.traffic import BulkResult

@@ -8,9 +8,9 @@ import pytest
 
 from mptcplab.errors import UsageError
 from mptcplab.lab import get_lab
-from mptcplab.labs import lab2_analysis as la
-from mptcplab.labs import lab2_delay_window as l2
-from mptcplab.labs import lab2_measure as l2m
+from mptcplab.labs.lab2 import analysis as la
+from mptcplab.labs.lab2 import experiment as l2
+from mptcplab.labs.lab2 import measure as l2m
 
 SS = """\
 @ 100.0

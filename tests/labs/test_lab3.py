@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mptcplab import models
+from mptcplab.labs.lab3 import models
 from mptcplab.errors import UsageError
 from mptcplab.lab import get_lab
-from mptcplab.labs import lab3_analysis as la
-from mptcplab.labs import lab3_measure as lm
-from mptcplab.labs import lab3_parallel_tcp as l3
+from mptcplab.labs.lab3 import analysis as la
+from mptcplab.labs.lab3 import measure as lm
+from mptcplab.labs.lab3 import experiment as l3
 
 
 def test_parameters_and_points():

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mptcplab.labs import lab3_measure as lm
+from mptcplab.labs.lab3 import measure as lm
 from mptcplab.observe import qdisc_window
 
 MSS = 1000
@@ -129,7 +129,7 @@ def test_read_capture_types_tshark_columns_like_the_untyped_reader():
     import json
 
     from mptcplab.lab import REPO_ROOT
-    from mptcplab.labs.lab1_analysis import find_detail
+    from mptcplab.labs.lab1.analysis import find_detail
     from mptcplab.tshark import fields
 
     d = find_detail(REPO_ROOT / "solutions/results/lab1")

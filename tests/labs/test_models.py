@@ -1,11 +1,11 @@
-"""mptcplab.models: properties of the equations and values worked out by hand from the paper."""
+"""mptcplab.labs.lab3.models: properties of the equations and values worked out by hand from the paper."""
 
 import math
 
 import numpy as np
 import pytest
 
-from mptcplab import models as m
+from mptcplab.labs.lab3 import models as m
 
 P = np.array([1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4])
 

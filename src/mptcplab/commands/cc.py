@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import cc
+from ..labs.lab2 import cc
 
 
 def register(sub) -> None:

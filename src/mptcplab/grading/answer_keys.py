@@ -20,10 +20,10 @@ from pathlib import Path
 from ..lab import REPO_ROOT
 
 FUNCTIONS = {  # module -> functions whose result a graded question asks the student to compute
-    "mptcplab.models": ("per_flow_terms", "parallel_per_flow", "cumulative_terms", "parallel_cumulative"),  # lab 3 q1, q2
-    "mptcplab.labs.lab3_notebook": ("model1_reference", "model2_reference", "loss_events_reference"),  # lab 3 q1-q3
-    "mptcplab.labs.lab3_measure": ("group_loss_events",),  # lab 3 q3
-    "mptcplab.labs.lab3_analysis": ("predict",),  # lab 3 q5
+    "mptcplab.labs.lab3.models": ("per_flow_terms", "parallel_per_flow", "cumulative_terms", "parallel_cumulative"),  # lab 3 q1, q2
+    "mptcplab.labs.lab3.notebook": ("model1_reference", "model2_reference", "loss_events_reference"),  # lab 3 q1-q3
+    "mptcplab.labs.lab3.measure": ("group_loss_events",),  # lab 3 q3
+    "mptcplab.labs.lab3.analysis": ("predict",),  # lab 3 q5
     # Not yet lab 2's ccref.cs218_increase (q1): its notebook falls back on it for q2 while q1 is
     # unfinished, so hiding it needs that fallback changed first.
 }

@@ -297,7 +297,7 @@ def prepare(needs: tuple[str, ...]) -> None:
     here on the host, for the guest's kernel (`cc.loader.prebuild_for`), not by clang under TCG."""
     if "bpf_struct_ops" not in needs:
         return
-    from ..cc import loader
+    from ..labs.lab2.cc import loader
 
     t0 = time.monotonic()
     if loader.prebuild_for(release(kernel())):

@@ -156,9 +156,9 @@ def _mlab_dump():
 def answer_key(nb):
     """3. Reach the kit's answer keys: call them, read their source, their bytecode, the answer columns."""
     nb.cells.insert(3, nbf.v4.new_code_cell(r"""import glob, inspect, os, importlib.util
-from mptcplab import models
-from mptcplab.labs import lab3_notebook as nb3
-from mptcplab.labs import lab3_analysis as la3
+from mptcplab.labs.lab3 import models
+from mptcplab.labs.lab3 import notebook as nb3
+from mptcplab.labs.lab3 import analysis as la3
 for f in (lambda: models.parallel_per_flow(2, 0.01, 0.1, 0.3), lambda: models.per_flow_terms(2, 0.01, 0.1, 0.3),
           lambda: models.parallel_cumulative(2, 0.01, 0.02, 0.1, 0.3), lambda: nb3.model1_reference(),
           lambda: nb3.loss_events_reference()):

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import cctrace, check, results
-from ..links import LinkSpec
+from ... import check, results
+from . import cctrace
+from ...links import LinkSpec
 
 # The report's tables (Mbit/s, mean of 10 runs; ns-3, 5 Mbit/s links, UDP cross traffic).
 # "Mobility": the Wi-Fi MANET with random mobility (first table); "static": no mobility (second).

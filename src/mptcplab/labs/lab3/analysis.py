@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import models, results
-from ..links import LinkSpec
+from ... import results
+from . import models
+from ...links import LinkSpec
 
 COMPACT = ("runs.csv", "flows.csv", "losses.csv", "lab3-manifest.json", "paper-vs-this-run.md")
 MODELS = {  # column -> label

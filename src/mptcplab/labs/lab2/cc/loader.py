@@ -36,8 +36,8 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from .. import paths, process
-from ..errors import EnvironmentProblem, UsageError
+from .... import paths, process
+from ....errors import EnvironmentProblem, UsageError
 
 PREFIX = "mlab_"
 SOURCE = Path(__file__).with_name("mlab_cc.bpf.c")

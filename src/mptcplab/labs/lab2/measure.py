@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .. import cc
+from . import cc
 
 
 def subflow_table(ss_text: str, want_cc: str) -> list[dict]:

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .. import models
+from . import models
 
 # (n, p, rtt, T, b) for model 1.
 GRID1 = [
@@ -154,7 +154,7 @@ def model2_problem(values) -> str | None:
 
 
 def loss_events_reference():
-    from .lab3_measure import group_loss_events
+    from .measure import group_loss_events
 
     return [len(group_loss_events(t, rtt)) for t, rtt in LOSS_CASES]
 

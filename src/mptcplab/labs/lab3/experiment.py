@@ -15,14 +15,14 @@ import time
 
 import pandas as pd
 
-from .. import log
-from ..errors import ExperimentFailed, UsageError
-from ..lab import Lab, Point, RunContext
-from ..links import WIRE_BYTES, LinkSpec
-from ..observe import Capture, Counters, QdiscSampler, SsSampler, qdisc_window
-from ..topology import EMULATOR, NetPath, Topology
-from ..traffic import bulk
-from . import lab3_analysis, lab3_measure
+from ... import log
+from ...errors import ExperimentFailed, UsageError
+from ...lab import Lab, Point, RunContext
+from ...links import WIRE_BYTES, LinkSpec
+from ...observe import Capture, Counters, QdiscSampler, SsSampler, qdisc_window
+from ...topology import EMULATOR, NetPath, Topology
+from ...traffic import bulk
+from . import analysis as lab3_analysis, measure as lab3_measure
 
 _log = log.get("lab3")
 PORT = 5201

@@ -30,10 +30,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import physics
-from ..check import paths_of, single_path_bounds
-from ..results import Sweep
-from .lab1_measure import cwnd_drops, packets_from_capture
+from ... import physics
+from ...check import paths_of, single_path_bounds
+from ...results import Sweep
+from .measure import cwnd_drops, packets_from_capture
 
 PAPER = {  # Kato et al. 2020, Section III-B and IV-B
     "mptcp_mbps_mean": 46.8, "mptcp_mbps_sd": 3.54, "mptcp_mbps_range": (42.4, 49.8),

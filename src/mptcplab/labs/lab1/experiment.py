@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import re
 
-from .. import log, physics, process
-from ..errors import UsageError
-from ..lab import Lab, Point, RunContext
-from ..observe import Capture, Counters, SsSampler, Tracing
-from ..results import Sweep
-from ..topology import NetPath, Topology
-from ..traffic import bulk, verify_capture
-from . import lab1_analysis
-from .lab1_measure import kernel_view
+from ... import log, physics, process
+from ...errors import UsageError
+from ...lab import Lab, Point, RunContext
+from ...observe import Capture, Counters, SsSampler, Tracing
+from ...results import Sweep
+from ...topology import NetPath, Topology
+from ...traffic import bulk, verify_capture
+from . import analysis as lab1_analysis
+from .measure import kernel_view
 
 _log = log.get("lab1")
 PORT = 5201

@@ -16,15 +16,15 @@ import json
 import threading
 import time
 
-from .. import cc, cctrace, kernel, log
-from ..errors import ExperimentFailed, UsageError
-from ..lab import Lab, Point, RunContext
-from ..links import LinkSpec
-from ..observe import SsSampler, Tracing
-from ..topology import NetPath, Topology
-from ..traffic import Transfer, bulk, concurrent, start_time, udp_onoff
-from . import lab2_analysis
-from .lab2_measure import subflow_table
+from ... import kernel, log
+from ...errors import ExperimentFailed, UsageError
+from ...lab import Lab, Point, RunContext
+from ...links import LinkSpec
+from ...observe import SsSampler, Tracing
+from ...topology import NetPath, Topology
+from ...traffic import Transfer, bulk, concurrent, start_time, udp_onoff
+from . import analysis as lab2_analysis, cc, cctrace
+from .measure import subflow_table
 
 _log = log.get("lab2")
 PORT = 5201

@@ -92,7 +92,7 @@ ALLOWED = frozenset({
     ("plotly._subplots", "SubplotRef"),  # a namedtuple in figures made by make_subplots / plotly.express
 })
 # Lab modules and the kit's data modules (never the grading, commands or anything that runs tools).
-KIT_CLASSES = re.compile(r"^mptcplab\.(labs\.\w+\.(analysis|measure|notebook|models|ccref)|results|lab)$")
+KIT_CLASSES = re.compile(r"^mptcplab\.(labs\.\w+\.(analysis|measure|notebook|models|ccref|detail)|results|lab)$")
 PLOTLY_MODULES = re.compile(r"^plotly\.graph_objs(\.[a-z_]+)*(\._[a-z_0-9]+)?$")  # figure and trace classes only
 
 

@@ -1,0 +1,101 @@
+"""Lab 1 analysis: the sweep of transfers: one row per run, and the goodput table with its confidence intervals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...results import Sweep
+
+PAPER = {  # Kato et al. 2020, Section III-B and IV-B
+    "mptcp_mbps_mean": 46.8, "mptcp_mbps_sd": 3.54, "mptcp_mbps_range": (42.4, 49.8),
+    "tcp_wmem": 1048576, "waits": 278, "penalisations": 28, "slow_cwnd_peak": 700, "slow_cwnd_drops": 20,
+    "duration_s": 10, "kernel": "multipath-tcp.org out-of-tree MPTCP (Ubuntu 16.04), minRTT scheduler + RP",
+}
+
+
+LINK_MBPS = 100.0  # each path's rate in the lab's topology
+
+
+GOODPUT_LIMIT = LINK_MBPS * 1448 / 1514  # TCP payload a full 100 Mbit/s link carries (timestamps on)
+
+
+def load_sweep(path: Path | str) -> pd.DataFrame:
+    """One row per sweep transfer (not the setup check, not the detailed run)."""
+    path = Path(path)
+    if (path / "sweep.csv").exists():  # the compact reference copy
+        table = pd.read_csv(path / "sweep.csv")
+    else:
+        table = Sweep(path).summaries()
+    if table.empty or "config" not in table:
+        raise FileNotFoundError(f"no completed lab1 transfers in {path}: run `sudo mptcplab run lab1 --quick`")
+    keep = table["config"].notna()
+    if "detail" in table:
+        keep &= table["detail"].isna() | (table["detail"] == False)  # noqa: E712
+    cols = ["run", "method", "buffer", "buffer_bytes", "config", "rep", "mbps", "subflows", "sndbuf_effective"]
+    kernel = [c for c in table.columns if c in KERNEL_COLUMNS or c.startswith(KERNEL_PER_PATH)]
+    out = table.loc[keep, [c for c in cols if c in table] + sorted(kernel)].reset_index(drop=True)
+    for c in ("buffer_bytes", "rep", "subflows", "sndbuf_effective"):
+        if c in out and out[c].notna().all():
+            out[c] = out[c].astype(np.int64)
+    return out
+
+
+# The kernel's view of each run (lab1_measure.kernel_view; runs made before the kit sampled ss have none).
+KERNEL_COLUMNS = ("ss_samples", "inflight_max", "sk_sndbuf_kernel", "wmem_queued_max")
+
+
+KERNEL_PER_PATH = ("srtt_ms_", "min_rtt_ms_", "inflight_max_", "sk_sndbuf_")
+
+
+def compact(out: Path | str) -> dict[str, pd.DataFrame]:
+    """The sweep's transfers as one table, written next to the runs (sweep.csv)."""
+    out = Path(out)
+    (out / "sweep.csv").unlink(missing_ok=True)  # rebuilt from the runs, never read back stale
+    table = load_sweep(out)
+    table.to_csv(out / "sweep.csv", index=False)
+    return {"sweep": table}
+
+
+def load(path: Path | str) -> dict[str, pd.DataFrame]:
+    """The compact tables of a sweep or of a reference copy (the detailed run: Detail.load)."""
+    return {"sweep": load_sweep(path)}
+
+
+# Two-sided 95% quantiles of Student's t for n-1 degrees of freedom (no scipy needed).
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+
+
+def t95(dof: int) -> float:
+    if dof < 1:
+        return float("nan")
+    keys = [k for k in _T95 if k <= dof]
+    return _T95[max(keys)] if dof <= 30 else 1.96
+
+
+def throughput_table(sweep: pd.DataFrame) -> pd.DataFrame:
+    """Per method, buffer and config: mean, sd, count and 95% CI half-width of the goodput; and,
+    per method and buffer, whether MPTCP is below single-path TCP on the fast path (`degraded`)."""
+    g = sweep.groupby(["method", "buffer_bytes", "config"])["mbps"].agg(["mean", "std", "count"]).reset_index()
+    g["ci95"] = [t95(n - 1) * s / np.sqrt(n) if n > 1 else np.nan for s, n in zip(g["std"], g["count"])]
+    wide = g.pivot_table(index=["method", "buffer_bytes"], columns="config", values="mean").reset_index()
+    if {"mptcp", "tcp-fast"} <= set(wide.columns):
+        wide["degraded"] = wide["mptcp"] < wide["tcp-fast"]
+        wide["mptcp_over_tcp_fast"] = wide["mptcp"] / wide["tcp-fast"]
+    else:
+        wide["degraded"], wide["mptcp_over_tcp_fast"] = False, np.nan
+    return g.merge(wide[["method", "buffer_bytes", "degraded", "mptcp_over_tcp_fast"]], on=["method", "buffer_bytes"])
+
+
+def degradation_region(sweep: pd.DataFrame, method: str = "wmem") -> list[int]:
+    """Buffer sizes (bytes, ascending) where MPTCP's mean goodput is below single-path TCP's on the fast path."""
+    t = throughput_table(sweep)
+    t = t[(t["method"] == method) & t["degraded"]]
+    return sorted(int(b) for b in t["buffer_bytes"].unique())
+
+
+def _kib(b: float) -> str:
+    return f"{b / 1048576:g} MiB" if b >= 1048576 else f"{b / 1024:g} KiB"

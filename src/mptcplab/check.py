@@ -1,13 +1,14 @@
 """`mptcplab check RESULTS_DIR`: judge recorded results against physics (see physics.py).
 
-Reads what the labs write, without re-running anything:
-- a sweep table `sweep.csv` (Lab 1: one row per run; `config` tcp-<path> is single-path TCP over
+Reads what the labs write, without re-running anything; each lab names its results tables and the
+judge of each (`Lab.results_checks`):
+- a sweep table (`check_sweep`: one row per run; `config` tcp-<path> is single-path TCP over
   that path, `sndbuf_effective` the sk_sndbuf the sender reported, and in runs that sampled `ss`
   `sk_sndbuf_kernel` and `inflight_max_<path>`) with a manifest next to it (or in a run directory
   under it) that gives each path's configured RTT and rate;
-- `runs.csv` (Lab 3: `mbps`, the receiver's goodput of all n flows together over the steady window,
-  over a bottleneck of `capacity_mbps`; `emulator_wire_mbps`, what the bottleneck itself sent);
-- `throughput.csv` (Lab 2: `mbps` of each MPTCP run against `ceiling_mbps`, its paths' ceilings);
+- a goodput table (`check_runs_table`: `mbps`, the receiver's goodput of all n flows together over the
+  steady window, over a bottleneck of `capacity_mbps`; `emulator_wire_mbps`, what the bottleneck
+  itself sent; or `mbps` of each MPTCP run against `ceiling_mbps`, its paths' ceilings);
 - run directories whose `summary.json` carries `kernel_tcp` (the `ss` view every sampled run
   records): bytes in flight against the window bound of the buffer the kernel reported; and MPTCP
   runs' goodput against what all their paths together could carry (mptcp_ceiling_bps).
@@ -123,7 +124,7 @@ def check_runs_table(table: Path) -> list[physics.Verdict]:
     out = []
     with open(table, newline="") as f:
         for row in csv.DictReader(f):
-            if row.get("ceiling_mbps") and row.get("mbps"):  # Lab 2: MPTCP over every path (mptcp_ceiling_bps)
+            if row.get("ceiling_mbps") and row.get("mbps"):  # MPTCP over every path (mptcp_ceiling_bps)
                 mbps, bound = float(row["mbps"]), float(row["ceiling_mbps"]) * (1 + physics.MEASUREMENT_SLACK)
                 out.append(physics.Verdict(f"{table.parent.name}/{row.get('run', '?')}: MPTCP goodput vs its "
                                            "paths' ceilings", mbps, bound, "Mbit/s", mbps <= bound))
@@ -208,12 +209,14 @@ def check_run_dir(run: Path) -> list[physics.Verdict]:
 
 def check_results(root: Path | str) -> list[physics.Verdict]:
     """Every verdict for the results under `root`."""
+    from .lab import all_labs
+
     root = Path(root)
     out = []
-    for table in sorted(root.rglob("sweep.csv")):
-        out += check_sweep(table)
-    for table in [*sorted(root.rglob("runs.csv")), *sorted(root.rglob("throughput.csv"))]:
-        out += check_runs_table(table)
+    for lab in all_labs().values():
+        for name, judge in lab.results_checks.items():
+            for table in sorted(root.rglob(name)):
+                out += judge(table)
     for summary in sorted(root.rglob("summary.json")):
         if not summary.parent.name.endswith(".partial"):
             out += check_run_dir(summary.parent)

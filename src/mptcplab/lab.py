@@ -1,12 +1,12 @@
 """What a lab is, to the engine: its parameters, its network, the points of its sweep, how one
 point is measured, and its analysis.
 
-Every lab has the same three modules in `mptcplab.labs`:
+Every lab is a package `mptcplab.labs.labN` with the same modules:
 
-- `labN_<name>.py`: parameters -> `topology(params)`, `points(params, sweep)` (the runs), and
+- `experiment.py`: parameters -> `topology(params)`, `points(params, sweep)` (the runs), and
   `measure(net, rd, point, params)` (one run); it defines `LAB = Lab(...)`;
-- `labN_measure.py`: pure functions from captures and traces to tables;
-- `labN_analysis.py`: `compact`, `load`, `report`, `figures`, `export_reference`.
+- `measure.py`: pure functions from captures and traces to tables;
+- `analysis.py`: `compact`, `load`, `report`, `figures`, `export_reference`.
 
 The engine (`mptcplab.engine`) owns the loop: it builds the network, runs the setup check once,
 applies each point's settings (`configure`), records the network, measures, resumes and shows
@@ -79,6 +79,12 @@ class Lab:
     parameters: Callable[[dict], None] | None = None  # checks beyond the generic ones (see check_params)
     renamed: dict[str, str] = field(default_factory=dict)  # old parameter name -> new one
     any_kind: tuple[str, ...] = ()  # parameters that take more than one kind of value (checked by the lab)
+    results_checks: dict[str, Callable[[Path], list]] = field(default_factory=dict)  # a results table's
+    #   file name -> its physics judge (a check.py function), for `mptcplab check`
+    clean: Callable[[], list[str]] | None = None  # removes what a killed run of this lab left in the
+    #   kernel (beyond namespaces and tracefs, which the engine removes); for `mptcplab clean`
+    prebuild: Callable[[str], object] | None = None  # (guest kernel release): host-side work before a
+    #   guest place boots (e.g. compiling BPF objects for that kernel); truthy when something was built
 
     @property
     def folder(self) -> Path:
@@ -178,8 +184,9 @@ def _merge(base: dict, over: dict) -> dict:
 
 
 def all_labs() -> dict[str, Lab]:
-    from . import labs
-
+    """Every lab package under mptcplab.labs (its `experiment` module defines LAB). Imported by name,
+    so the engine's modules never import a lab (the import contracts in pyproject.toml check that)."""
+    labs = importlib.import_module(f"{__package__}.labs")
     found = {}
     for info in pkgutil.iter_modules(labs.__path__):
         if not info.ispkg:

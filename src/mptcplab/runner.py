@@ -100,5 +100,5 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
 
     prepare = getattr(places.get(place), "prepare", None)
     if prepare and not places.inside_guest():
-        prepare(lab.needs)
+        prepare(lab)
     return in_place(place, argv, here, out=out, lab=lab.id)

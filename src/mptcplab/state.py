@@ -234,8 +234,9 @@ def _sweep_by_prefix() -> list[str]:
     from .places import vm
 
     removed += vm.clean()  # the VM place's private directories (its processes went above)
-    with contextlib.suppress(ImportError):
-        from .labs.lab2 import cc  # Lab 2's BPF congestion controls (mlab_*)
+    from .lab import all_labs
 
-        removed += [f"BPF congestion control {name}" for name in cc.unload_all()]
+    for lab in all_labs().values():  # what a lab loads into the kernel itself (Lab 2: BPF programs)
+        if lab.clean:
+            removed += lab.clean()
     return removed

@@ -225,16 +225,17 @@ def test_die_with_parent(tmp_path):
     assert lifetime.wait_gone([pid], 5) == [], "the child outlived its parent"
 
 
-def test_vm_prepares_bpf_on_the_host_only_for_labs_that_load_it(monkeypatch):
-    from mptcplab.labs.lab2.cc import loader
+def test_vm_prepares_on_the_host_only_for_labs_that_build_something(monkeypatch):
+    from mptcplab.lab import get_lab
 
     asked = []
-    monkeypatch.setattr(loader, "prebuild_for", lambda release: asked.append(release) or [])
     monkeypatch.setattr(vm, "kernel", lambda: Path("/boot/vmlinuz-6.12.117+deb12-amd64"))
-    vm.prepare(("netem",))
-    assert asked == []
-    vm.prepare(("bpf_struct_ops",))
+    vm.prepare(get_lab("lab1"))
+    lab2 = get_lab("lab2")
+    monkeypatch.setattr(lab2, "prebuild", lambda release: asked.append(release) or [])
+    vm.prepare(lab2)
     assert asked == ["6.12.117+deb12-amd64"]
+    assert get_lab("lab1").prebuild is None and lab2.prebuild is not None
 
 
 def test_a_guest_kernel_panic_is_recognised():

@@ -20,7 +20,7 @@ def test_parameters_and_points():
     full, quick = lab.load_params(False), lab.load_params(True)
     assert full["flows"] == list(range(1, 11)) and full["cc"] == "reno"
     assert full["steady_s"] >= 60 and full["warmup_s"] > 0 and quick["steady_s"] < full["steady_s"]
-    assert full["delay"] == "30ms"
+    assert full["paths"]["p1"]["delay"] == "30ms"
     pts = [p.values for p in l3.points(full)]
     assert len(pts) == 10 * (len(full["random"]["loss"]) + len(full["droptail"]["capacity"]))
     assert len({p["key"] for p in pts}) == len(pts)

@@ -9,7 +9,7 @@ knowing which one it is; each place (a module here) has the same small interface
     run(argv, writable) -> int    run `mptcplab ARGV` there (the caller appends `--where native`),
                                   with `writable` directories written back to the host; exit status
     clean() -> list[str]          remove what a killed run of this place left (also `mptcplab clean`)
-    prepare(needs)                optional: host-side work before a lab with these needs boots there
+    prepare(lab)                  optional: host-side work before the lab boots there (Lab.prebuild)
 
 Inside a guest the environment says where we are (MPTCPLAB_WHERE=uml|vm) and the guest is the
 native place for the command that runs there.

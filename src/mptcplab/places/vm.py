@@ -292,17 +292,14 @@ def run(argv: list[str], writable: list) -> int:
                 console=console, quiet_limit_s=float(os.environ.get("MPTCPLAB_VM_QUIET_LIMIT_S", QUIET_LIMIT_S)))
 
 
-def prepare(needs: tuple[str, ...]) -> None:
-    """Before a lab boots the guest: a lab with BPF congestion controls gets its objects compiled
-    here on the host, for the guest's kernel (`cc.loader.prebuild_for`), not by clang under TCG."""
-    if "bpf_struct_ops" not in needs:
+def prepare(lab) -> None:
+    """Before a lab boots the guest: what the lab compiles for the guest's kernel (`Lab.prebuild`,
+    e.g. BPF objects) is built here on the host, not by a compiler under TCG."""
+    if lab.prebuild is None:
         return
-    from ..labs.lab2.cc import loader
-
     t0 = time.monotonic()
-    if loader.prebuild_for(release(kernel())):
-        log.get().info("BPF congestion controls compiled on the host for the guest's kernel (%.0f s)",
-                       time.monotonic() - t0)
+    if lab.prebuild(release(kernel())):
+        log.get(lab.id).info("compiled on the host for the guest's kernel (%.0f s)", time.monotonic() - t0)
 
 
 # ---------------------------------------------------------------- measured once, cached

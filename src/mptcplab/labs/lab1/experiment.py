@@ -12,7 +12,7 @@ and the control runs (`[detail] controls`) with the same observation: a sender t
 than the network carries blocks in sk_stream_wait_memory whatever limits it, so the degraded run's
 waits are read against a single-path TCP run on the fast path at the same buffer and an MPTCP run
 at a large one. The engine runs the points (mptcplab.engine); decoding the capture and the ss
-samples is lab1_measure.py, tables and figures lab1_analysis.py.
+samples is measure.py, tables and figures analysis.py.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from ... import log, physics, process
+from ...check import check_sweep
 from ...errors import UsageError
 from ...lab import Lab, Point, RunContext
 from ...observe import Capture, Counters, SsSampler, Tracing
@@ -236,4 +237,4 @@ def _ensure_wmem_max(net, largest: int) -> None:
 
 LAB = Lab(id="lab1", slug="01-send-buffer", title="MPTCP send-buffer starvation (Kato et al. 2020)",
           topology=topology, points=points, configure=configure, measure=measure, finish=finish,
-          analysis=lab1_analysis, needs=("netem",), uml_ok=True)
+          analysis=lab1_analysis, needs=("netem",), uml_ok=True, results_checks={"sweep.csv": check_sweep})

@@ -1,7 +1,7 @@
 """Lab 1 measurement: pure functions from the detailed run's capture and traces to tables.
 
 No network, no files written: a capture (or made-up packets) in, a table out, so each piece is
-tested on its own (tests/labs). lab1_analysis turns these tables into the paper's figures.
+tested on its own (tests/labs). analysis.py turns these tables into the paper's figures.
 """
 
 from __future__ import annotations

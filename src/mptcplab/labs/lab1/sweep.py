@@ -43,7 +43,7 @@ def load_sweep(path: Path | str) -> pd.DataFrame:
     return out
 
 
-# The kernel's view of each run (lab1_measure.kernel_view; runs made before the kit sampled ss have none).
+# The kernel's view of each run (measure.kernel_view; runs made before the kit sampled ss have none).
 KERNEL_COLUMNS = ("ss_samples", "inflight_max", "sk_sndbuf_kernel", "wmem_queued_max")
 
 

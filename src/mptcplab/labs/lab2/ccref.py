@@ -20,7 +20,7 @@ An undo (the loss was spurious) gives cs218 its count back. Every algorithm keep
 that have an RTT sample, and always subflow r itself: one that just joined has none yet.
 
 `SubflowCC` keeps one subflow's state exactly as the kernel programs do (whole-packet window, a
-fractional accumulator); `replay()` runs a trace recorded from them (`mptcplab.cc.recording`)
+fractional accumulator); `replay()` runs a trace recorded from them (`cc.recording`)
 through it, which is what tests/labs/test_cc_differential.py checks.
 """
 

@@ -1,6 +1,6 @@
 """Traces of the kernel's congestion-control callbacks, and their replay through the reference.
 
-`mptcplab.cc.recording()` collects one event per callback of a BPF program (mlab_cc.bpf.c):
+`cc.recording()` collects one event per callback of a BPF program (mlab_cc.bpf.c):
 init (a subflow's socket starts: the join), rtt (an RTT sample), ack (cong_avoid: packets acked,
 cwnd-limited or not, every established subflow's cwnd and smoothed RTT as read, and the window
 set), loss (ssthresh: the window returned) and undo (the window returned). `compact()` keeps what

@@ -5,8 +5,8 @@ paths of experiment.toml, one subflow per path, with the algorithm chosen by TCP
 MPTCP socket, while seeded UDP on/off cross traffic congests some paths and (mobility) the
 emulator changes path capacities mid-run. Run 1 of each variant is observed in detail (tcp_probe,
 `ss` every 50 ms). Then the fairness experiment: the MPTCP connection and one single-path Reno
-flow sharing a bottleneck. The algorithms are BPF struct_ops programs (mptcplab.cc), loaded for
-the experiment and removed afterwards. Analysis: lab2_analysis.py.
+flow sharing a bottleneck. The algorithms are BPF struct_ops programs (mptcplab.labs.lab2.cc), loaded for
+the experiment and removed afterwards. Analysis: analysis.py.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import threading
 import time
 
 from ... import kernel, log
+from ...check import check_runs_table
 from ...errors import ExperimentFailed, UsageError
 from ...lab import Lab, Point, RunContext
 from ...links import LinkSpec
@@ -277,6 +278,11 @@ def finish(ctx: RunContext) -> dict:
             "fairness": fairness.to_dict("records")}
 
 
+def clean() -> list[str]:
+    """The BPF congestion controls (mlab_*) a killed run left loaded."""
+    return [f"BPF congestion control {name}" for name in cc.unload_all()]
+
+
 def key(rep: int, variant: str, algo: cc.Algorithm) -> str:
     return f"{variant}-{algo.key}-r{rep}"
 
@@ -285,5 +291,6 @@ LAB = Lab(id="lab2", slug="02-delay-window-cc",
           title="CS218 delay-window multipath congestion control vs uncoupled, EWTCP, coupled and LIA (BPF)",
           topology=topology, points=points, measure=measure, finish=finish, analysis=lab2_analysis,
           session=session, path_checks={"min_utilisation": 0.9}, extra_check=check_congestion_control,
-          needs=("bpf_struct_ops",), uml_ok=False,
+          needs=("bpf_struct_ops",), uml_ok=False, results_checks={"throughput.csv": check_runs_table},
+          clean=clean, prebuild=cc.loader.prebuild_for,
           renamed={"runs": "repetitions", "fairness.runs": "fairness.repetitions"})

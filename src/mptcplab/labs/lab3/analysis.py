@@ -53,6 +53,12 @@ RUN_COLUMNS = ["run", "scenario", "n", "rep", "loss_cfg", "capacity_mbps", "base
 
 # ---------------------------------------------------------------- predictions
 
+def one_way_delay(params: dict, default: str = "?") -> str:
+    """The path's one-way delay from a run's parameters: `[paths.p1] delay` (runs recorded before
+    Lab 3's file had [paths], like the reference results, gave it as `delay`)."""
+    return ((params.get("paths") or {}).get("p1") or {}).get("delay") or params.get("delay", default)
+
+
 def model_b(row_b, setting) -> float:
     """The b fed to the models: a number from experiment.toml, or the measured ACK ratio."""
     return float(row_b) if str(setting) == "measured" else float(setting)
@@ -185,7 +191,7 @@ def compact(out: Path) -> dict:
             continue
         runs.append({"run": d.name, **{k: s.get(k) for k in RUN_COLUMNS if k != "run"}})
         if runs[-1]["base_rtt"] is None:  # the configured round trip: twice the one-way delay
-            delay = (json.loads((d / "manifest.json").read_text()).get("parameters") or {}).get("delay", "0ms")
+            delay = one_way_delay(json.loads((d / "manifest.json").read_text()).get("parameters") or {}, "0ms")
             runs[-1]["base_rtt"] = 2 * LinkSpec.parse(f"delay={delay}").delay_s
         if (d / "flows.csv").exists():
             flows.append(pd.read_csv(d / "flows.csv").assign(run=d.name, scenario=s["scenario"], n=s["n"]))
@@ -457,7 +463,7 @@ def report(out: Path) -> str:
         "# Lab 3 — paper vs this run",
         "",
         f"Kernel {plat.get('kernel_release', '?')} ({plat.get('where', '?')}), TCP {params.get('cc', 'reno')}, "
-        f"one-way delay {params.get('delay', '?')} each way, {len(r)} runs with a model prediction; "
+        f"one-way delay {one_way_delay(params)} each way, {len(r)} runs with a model prediction; "
         f"steady state {params.get('steady_s', '?')} s after a {params.get('warmup_s', '?')} s warm-up; "
         f"b fed to the models: {params.get('model_b', '?')}; RTT fed to the models: {rtt_fed}. Errors are "
         "model / measured − 1 (positive: the model overestimates). The paper validated with ns-2 simulations "

@@ -4,8 +4,8 @@ One sender, one receiver, one path through the emulator with 30 ms one-way delay
 every scenario point (random loss rate, or DropTail capacity) and n = 1..10: n Reno flows start
 together; the sender-side capture, `ss` samples (the kernel's srtt, min RTT and RTO), the emulator's qdisc
 counters and nstat counters are recorded; after the warm-up, the steady-state window gives p, p_e,
-p_r, RTT, T, b and the throughput (lab3_measure), and the models are evaluated on them
-(lab3_analysis).
+p_r, RTT, T, b and the throughput (measure.py), and the models are evaluated on them
+(analysis.py).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import time
 import pandas as pd
 
 from ... import log
+from ...check import check_runs_table
 from ...errors import ExperimentFailed, UsageError
 from ...lab import Lab, Point, RunContext
 from ...links import WIRE_BYTES, LinkSpec
@@ -46,19 +47,19 @@ def points(params: dict, sweep=None) -> list[Point]:
 
 def sweep_points(params: dict) -> list[dict]:
     """The runs as plain dicts: scenario, loss_cfg, capacity_mbps, link, n, rep, key."""
-    delay = LinkSpec.parse(f"delay={params['delay']}").delay_s
+    delay = LinkSpec.parse(f"delay={params['paths']['p1']['delay']}").delay_s
     out = []
     flows = [int(n) for n in params["flows"]]
     if not flows or min(flows) < 1:
         raise UsageError(f"flows = {params['flows']}: give flow counts >= 1")
     for loss in params.get("random", {}).get("loss", []):
-        link = f"delay={params['delay']},loss={loss}"
+        link = f"delay={params['paths']['p1']['delay']},loss={loss}"
         LinkSpec.parse(link)
         out += [{"scenario": "random", "loss_cfg": loss, "capacity_mbps": None, "link": link, "n": n}
                 for n in flows]
     for cap in params.get("droptail", {}).get("capacity", []):
         rate = LinkSpec.parse(f"rate={cap}").rate_bps
-        link = f"rate={cap},delay={params['delay']},queue={bdp_packets(rate, 2 * delay)}"
+        link = f"rate={cap},delay={params['paths']['p1']['delay']},queue={bdp_packets(rate, 2 * delay)}"
         out += [{"scenario": "droptail", "loss_cfg": None, "capacity_mbps": rate / 1e6, "link": link, "n": n}
                 for n in flows]
     reps = int(params.get("repetitions", 1))
@@ -75,7 +76,7 @@ def key(p: dict) -> str:
 
 def topology(params: dict) -> Topology:
     """One path snd -> rcv; its link is set per run. The reverse (ACK) direction only has delay."""
-    delay = params["delay"]
+    delay = params["paths"]["p1"]["delay"]
     return Topology("lab3", hosts=("snd", "rcv"),
                     paths=[NetPath("p1", "snd", "rcv", VERIFY_LINK.format(delay=delay), f"delay={delay}")],
                     sysctls=params.get("sysctls", {}))
@@ -88,7 +89,7 @@ def configure(net, point: Point, params: dict) -> None:
     """This run's link on the path (data direction); the ACK direction keeps its delay only."""
     link = point.values["link"]
     if str(net.topo.path("p1").link) != str(LinkSpec.parse(link)):
-        net.set_link("p1", link, f"delay={params['delay']}")
+        net.set_link("p1", link, f"delay={params['paths']['p1']['delay']}")
 
 
 def measure(net, rd, p: Point, params: dict) -> str:
@@ -148,6 +149,8 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
 
 def check_parameters(params: dict) -> None:
     """What the generic checks cannot know: model_b is a number or "measured"."""
+    if set(params.get("paths", {})) != {"p1"}:
+        raise UsageError(f"paths = {sorted(params.get('paths', {}))}: lab3 has one path, [paths.p1] (its delay)")
     b = params.get("model_b", 1)
     if not (b == "measured" or (isinstance(b, (int, float)) and not isinstance(b, bool) and b > 0)):
         raise UsageError(f"model_b = {b!r}: give a number > 0 (packets per ACK) or \"measured\"")
@@ -179,4 +182,4 @@ LAB = Lab(id="lab3", slug="03-parallel-tcp",
           topology=topology, points=points, configure=configure, measure=measure, finish=finish,
           analysis=lab3_analysis, path_checks={"mptcp": False, "min_utilisation": 0.9},
           extra_check=check_congestion_control, needs=("netem",), uml_ok=True, any_kind=("model_b",),
-          parameters=check_parameters)
+          parameters=check_parameters, renamed={"delay": "paths.p1.delay"}, results_checks={"runs.csv": check_runs_table})

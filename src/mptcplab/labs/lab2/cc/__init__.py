@@ -1,6 +1,6 @@
 """Multipath congestion controls as BPF struct_ops (Lab 2): build, load, list, unload.
 
-`mptcplab clean` calls `unload_all()`; the Python reference of the same rules is `mptcplab.ccref`.
+`mptcplab clean` calls `unload_all()`; the Python reference of the same rules is `ccref` (next to this package).
 """
 
 from .loader import (

@@ -80,7 +80,7 @@ def checks() -> list[Check]:
                      ("UML has no BPF JIT" if kernel.inside_uml() else "missing BTF, bpftool or clang"),
                      f"{apt} clang llvm libbpf-dev bpftool (a kernel with BTF: /sys/kernel/btf/vmlinux)"))
     if not netem and not kernel.inside_uml():
-        from . import uml
+        from .places import uml_kernel as uml
 
         src = next(iter(sorted(Path("/usr/src").glob("linux-source-6.*.tar.xz"))), None)
         built = uml.kernel_path()

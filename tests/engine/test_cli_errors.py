@@ -1,6 +1,6 @@
 """The CLI turns the kit's errors, subclasses included, into one line and an exit status."""
 
-from mptcplab import uml
+from mptcplab.places import uml_kernel as uml
 from mptcplab.cli import main
 from mptcplab.commands import uml as uml_command
 

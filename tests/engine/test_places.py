@@ -96,7 +96,7 @@ def test_vng_command_line(monkeypatch):
 def test_a_silent_guest_is_stopped_and_its_kernel_quoted(tmp_path):
     import subprocess
 
-    from mptcplab.uml import Silent, _chunks
+    from mptcplab.places.uml_kernel import Silent, _chunks
 
     proc = subprocess.Popen(["sh", "-c", "echo started; sleep 30"], stdout=subprocess.PIPE)
     got, t0 = [], time.monotonic()
@@ -239,7 +239,7 @@ def test_vm_prepares_on_the_host_only_for_labs_that_build_something(monkeypatch)
 
 
 def test_a_guest_kernel_panic_is_recognised():
-    from mptcplab.uml import panic_line
+    from mptcplab.places.uml_kernel import panic_line
 
     out = "lab3: 26/130 ...\nKernel panic - not syncing: Kernel mode fault at addr 0x40e, ip 0x6002a216\nCPU: 0"
     assert panic_line(out) == "Kernel panic - not syncing: Kernel mode fault at addr 0x40e, ip 0x6002a216"
@@ -249,7 +249,7 @@ def test_a_guest_kernel_panic_is_recognised():
 def test_the_console_reader_stops_a_panicked_guest_after_showing_its_panic():
     import subprocess
 
-    from mptcplab.uml import Panicked, _chunks
+    from mptcplab.places.uml_kernel import Panicked, _chunks
 
     # a panicked kernel prints its panic and then never exits
     proc = subprocess.Popen(["sh", "-c", "echo 'lab3: 27/130'; echo 'Kernel panic - not syncing: Kernel mode fault'; "

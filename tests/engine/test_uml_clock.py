@@ -2,7 +2,7 @@
 
 import pytest
 
-from mptcplab import uml
+from mptcplab.places import uml_kernel as uml
 from mptcplab.errors import EnvironmentProblem
 
 

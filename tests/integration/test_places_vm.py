@@ -72,7 +72,7 @@ def _start(where: str, tmp_path: Path) -> subprocess.Popen:
 
 @pytest.mark.parametrize("where", [
     pytest.param("vm", marks=needs_vm),
-    pytest.param("uml", marks=pytest.mark.skipif(not __import__("mptcplab.uml").uml.kernel_path(),
+    pytest.param("uml", marks=pytest.mark.skipif(not __import__("mptcplab.places.uml_kernel").places.uml_kernel.kernel_path(),
                                                  reason="the UML kernel is not built")),
 ])
 @pytest.mark.timeout(1500)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import uml
+from ..places import uml_kernel as uml
 from . import guest_command
 
 

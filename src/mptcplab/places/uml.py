@@ -1,11 +1,12 @@
-"""The kit's User-Mode Linux kernel as a place (the kernel itself: mptcplab.uml)."""
+"""The kit's User-Mode Linux kernel as a place (the kernel itself: uml_kernel)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from .. import log, uml
+from .. import log
+from . import uml_kernel as uml
 
 NAME = "uml"
 

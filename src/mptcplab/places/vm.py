@@ -192,7 +192,7 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
         log_file.write(f"==== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {name}: kernel "
                        f"{release(kimg)}, {accel_label(accel)}, {cpus} vCPU, {memory}\n")
     try:
-        from ..uml import RESUMES, Panicked, Silent, TimedOut, _chunks  # the same reader as UML's
+        from .uml_kernel import RESUMES, Panicked, Silent, TimedOut, _chunks  # the same reader as UML's
 
         try:
             for chunk in _chunks(proc, deadline, quiet_limit_s):
@@ -252,7 +252,7 @@ def _kernel_lines(console: Path | None) -> list[str]:
 def crash_message(signo: int, console: Path | None) -> str:
     """The command in the guest was killed by a signal (a segfault): say so, with the kernel's line
     on it, rather than return a bare exit status."""
-    from ..uml import RESUMES
+    from .uml_kernel import RESUMES
 
     try:
         name = signal.Signals(signo).name
@@ -268,7 +268,7 @@ def crash_message(signo: int, console: Path | None) -> str:
 def hung_message(what: str, console: Path | None) -> str:
     """One paragraph for a guest that stopped printing: what happened, the kernel's last lines
     (a soft lockup, RCU stall or hung task says where it stuck), where the whole console is."""
-    from ..uml import RESUMES
+    from .uml_kernel import RESUMES
 
     msg = f"the VM stopped responding ({what}) and was stopped. {RESUMES}"
     if console is None or not console.exists():

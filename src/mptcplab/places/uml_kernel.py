@@ -22,9 +22,9 @@ import time
 import uuid
 from pathlib import Path
 
-from . import log, paths, process
-from .errors import EnvironmentProblem
-from .state import PREFIX, TRACKER, kill_process_group
+from .. import log, paths, process
+from ..errors import EnvironmentProblem
+from ..state import PREFIX, TRACKER, kill_process_group
 
 _log = log.get("uml build")
 CONFIG_FRAGMENT = paths.data("vagrant/uml/mptcplab.config")
@@ -229,7 +229,7 @@ def run(command: list[str], mem: str = "2G", timeout: float | None = None,
             *clock_args()]
     stream = stream or sys.stdout
     # The kernel and its helper processes die with the kit, even a SIGKILLed one (places.lifetime).
-    from .places.lifetime import die_with_parent_preexec, guarded
+    from .lifetime import die_with_parent_preexec, guarded
 
     proc = subprocess.Popen(guarded(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True,

@@ -96,7 +96,7 @@ def test_vng_command_line(monkeypatch):
 def test_a_silent_guest_is_stopped_and_its_kernel_quoted(tmp_path):
     import subprocess
 
-    from mptcplab.places.uml_kernel import Silent, _chunks
+    from mptcplab.places.guest import Silent, chunks as _chunks
 
     proc = subprocess.Popen(["sh", "-c", "echo started; sleep 30"], stdout=subprocess.PIPE)
     got, t0 = [], time.monotonic()
@@ -123,7 +123,7 @@ def test_a_guest_command_killed_by_a_signal_is_named_with_the_kernels_line(tmp_p
     msg = vm.crash_message(11, console)
     assert "killed by SIGSEGV" in msg and "libfoo.so" in msg and "old.so" not in msg
     assert "resumes" in msg and str(console) in msg
-    assert "dmesg" in vm.GUEST_SCRIPT  # the guest prints the kernel's line after a crash
+    assert "dmesg" in vm.AFTER  # the guest prints the kernel's line after a crash
 
 
 def test_writable_dirs_collapse_to_the_outermost(tmp_path):
@@ -239,7 +239,7 @@ def test_vm_prepares_on_the_host_only_for_labs_that_build_something(monkeypatch)
 
 
 def test_a_guest_kernel_panic_is_recognised():
-    from mptcplab.places.uml_kernel import panic_line
+    from mptcplab.places.guest import panic_line
 
     out = "lab3: 26/130 ...\nKernel panic - not syncing: Kernel mode fault at addr 0x40e, ip 0x6002a216\nCPU: 0"
     assert panic_line(out) == "Kernel panic - not syncing: Kernel mode fault at addr 0x40e, ip 0x6002a216"
@@ -249,7 +249,7 @@ def test_a_guest_kernel_panic_is_recognised():
 def test_the_console_reader_stops_a_panicked_guest_after_showing_its_panic():
     import subprocess
 
-    from mptcplab.places.uml_kernel import Panicked, _chunks
+    from mptcplab.places.guest import Panicked, chunks as _chunks
 
     # a panicked kernel prints its panic and then never exits
     proc = subprocess.Popen(["sh", "-c", "echo 'lab3: 27/130'; echo 'Kernel panic - not syncing: Kernel mode fault'; "
@@ -291,3 +291,17 @@ def test_a_guest_in_its_own_session_under_a_live_run_is_not_an_orphan(tmp_path, 
         os.killpg(parent.pid, 9)
         subprocess.run(["pkill", "-9", "-f", "umid=mlab-test0001"], check=False)
         parent.wait()
+
+
+def test_both_guests_run_the_command_from_one_script(tmp_path):
+    """UML's init and the VM's script are the same script with each guest's own setup around it."""
+    from mptcplab.places import guest, uml_kernel
+
+    uml_init = guest.script("uml", ["mptcplab", "run", "lab1"], tmp_path / "status", {"A": "b c"},
+                            setup=uml_kernel.INIT_SETUP, end="sync\nhalt -f", home="/root")
+    vm_run = guest.script("vm", ["mptcplab", "run", "lab1"], tmp_path / "status", {"A": "b c"}, after=vm.AFTER)
+    for text, where in ((uml_init, "uml"), (vm_run, "vm")):
+        assert f"MPTCPLAB_WHERE={where} A='b c'" in text and "mptcplab run lab1 </dev/null 2>&1" in text
+        assert f"echo $rc > {tmp_path / 'status'}" in text and "mount -t tracefs" in text
+    assert uml_init.index("mount -t proc") < uml_init.index("mptcplab run") < uml_init.index("halt -f")
+    assert "dmesg" in vm_run and "halt" not in vm_run

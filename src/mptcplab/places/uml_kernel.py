@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -24,7 +23,8 @@ from pathlib import Path
 
 from .. import log, paths, process
 from ..errors import EnvironmentProblem
-from ..state import PREFIX, TRACKER, kill_process_group
+from ..state import PREFIX, TRACKER
+from . import guest
 
 _log = log.get("uml build")
 CONFIG_FRAGMENT = paths.data("vagrant/uml/mptcplab.config")
@@ -166,9 +166,10 @@ def _make_with_progress(argv: list[str], quiet: bool) -> None:
 
 # ---------------------------------------------------------------- boot and run
 
-INIT_TEMPLATE = """#!/bin/sh
-# init for the kit's UML kernel: private /proc, /sys, /dev, /run (so namespaces made here never
-# touch the host's /run/netns), tracefs; then the command, its status to a shared file, halt.
+# What the guest's init mounts before the kit's command (guest.script adds tracefs, bpffs, the
+# environment, the command and its exit status); then the status is synced to the host and UML halts.
+INIT_SETUP = """# init for the kit's UML kernel: private /proc, /sys, /dev, /run (so namespaces made here never
+# touch the host's /run/netns); then the command, its status to a shared file, halt.
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
@@ -176,17 +177,9 @@ mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /run
-mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
-mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 ip link set lo up
 hostname mptcplab-uml
 stty cols 120 rows 40 2>/dev/null  # the console reports 0 columns, which hides progress bars
-export HOME=/root PATH={path} MPTCPLAB_WHERE=uml {env}
-cd {cwd}
-{command} </dev/null 2>&1
-echo $? > {status}
-sync
-halt -f
 """
 
 
@@ -213,46 +206,29 @@ def run(command: list[str], mem: str = "2G", timeout: float | None = None,
     """
     kernel = kernel_path() or build()
     umid = f"{PREFIX}-{uuid.uuid4().hex[:8]}"
-    rundir = Path(tempfile.mkdtemp(prefix=f"{umid}-", dir="/tmp"))
-    dir_item = TRACKER.add("dir", path=str(rundir))
-    status_file = rundir / "status"
-    init = rundir / "init.sh"
-    extra_env = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
-    init.write_text(INIT_TEMPLATE.format(
-        path=shlex.quote(os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")),
-        env=extra_env, cwd=shlex.quote(os.getcwd()), command=shlex.join(command),
-        status=shlex.quote(str(status_file)),
-    ))
-    init.chmod(0o755)
-    argv = [str(kernel), f"mem={mem}", "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "rw",
-            f"init={init}", "con=null", "con0=null,fd:1", "quiet", f"umid={umid}", f"uml_dir={rundir}",
-            *clock_args()]
-    stream = stream or sys.stdout
-    # The kernel and its helper processes die with the kit, even a SIGKILLed one (places.lifetime).
-    from .lifetime import die_with_parent_preexec, guarded
-
-    proc = subprocess.Popen(guarded(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=die_with_parent_preexec(),
-                            env={**os.environ, "TMPDIR": _memory_dir(rundir)})
-    proc_item = TRACKER.add("process", pgid=proc.pid, what=f"UML kernel {umid}")
-    deadline = time.monotonic() + timeout if timeout else None
-    try:
+    with guest.Boot(Path(tempfile.mkdtemp(prefix=f"{umid}-", dir="/tmp")), f"UML kernel {umid}") as boot:
+        init = boot.rundir / "init.sh"
+        init.write_text(guest.script("uml", command, boot.status, env, setup=INIT_SETUP, end="sync\nhalt -f",
+                                     home="/root"))
+        init.chmod(0o755)
+        argv = [str(kernel), f"mem={mem}", "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "rw",
+                f"init={init}", "con=null", "con0=null,fd:1", "quiet", f"umid={umid}", f"uml_dir={boot.rundir}",
+                *clock_args()]
+        stream = stream or sys.stdout
+        # The kernel and its helper processes die with the kit, even a SIGKILLed one (places.lifetime).
+        proc = boot.start(argv, env={**os.environ, "TMPDIR": _memory_dir(boot.rundir)})
+        deadline = time.monotonic() + timeout if timeout else None
         try:
-            for chunk in _chunks(proc, deadline):
+            for chunk in guest.chunks(proc, deadline):
                 stream.write(_quiet(chunk.replace("\r\n", "\n")))
                 stream.flush()
-        except Panicked as exc:  # a panicked UML kernel does not exit: stop it
-            raise EnvironmentProblem(f"the UML kernel panicked ({exc}; its trace is above). {RESUMES}") from None
+        except guest.Panicked as exc:  # a panicked UML kernel does not exit: stop it
+            raise EnvironmentProblem(f"the UML kernel panicked ({exc}; its trace is above). {guest.RESUMES}") from None
         proc.wait(timeout=30)
-        if not status_file.exists():
+        rc = boot.exit_status()
+        if rc is None:
             raise EnvironmentProblem("the UML kernel stopped before the command finished (see output above)")
-        return int(status_file.read_text().strip() or 1)
-    finally:
-        kill_process_group(proc.pid)
-        TRACKER.discard(proc_item)
-        shutil.rmtree(rundir, ignore_errors=True)
-        TRACKER.discard(dir_item)
+        return rc
 
 
 # Lines UML prints on every boot and halt that say nothing about the command.
@@ -268,55 +244,3 @@ def _memory_dir(fallback: Path) -> str:
     """UML backs its RAM with a file in TMPDIR; on tmpfs that file never touches the disk."""
     shm = Path("/dev/shm")
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else str(fallback)
-
-
-PANIC = "Kernel panic - not syncing"
-RESUMES = "Finished runs are kept; the same command resumes after them."
-
-
-def panic_line(text: str) -> str | None:
-    """The kernel's panic line in a guest's console output, if it panicked."""
-    i = text.find(PANIC)
-    return text[i:].splitlines()[0].strip() if i >= 0 else None
-
-
-class Silent(EnvironmentProblem):
-    """The guest printed nothing for longer than the caller's quiet limit (a hung guest)."""
-
-
-class TimedOut(EnvironmentProblem):
-    """The command inside the guest passed its deadline."""
-
-
-class Panicked(EnvironmentProblem):
-    """The guest's kernel panicked (the message is its panic line); a panicked kernel never exits."""
-
-
-def _chunks(proc: subprocess.Popen, deadline: float | None, quiet_limit_s: float | None = None):
-    """Yield output as it comes (progress bars redraw with \r); stop when the deadline passes,
-    with `Silent` when nothing came for `quiet_limit_s`, or with `Panicked` once the chunk that
-    holds a kernel panic has been yielded (so the caller has shown and kept it)."""
-    import codecs
-    import selectors
-
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    last, seen = time.monotonic(), ""
-    while True:
-        now = time.monotonic()
-        if deadline is not None and now >= deadline:
-            raise TimedOut("the command inside UML timed out")
-        if quiet_limit_s is not None and now - last >= quiet_limit_s:
-            raise Silent(f"nothing printed for {now - last:.0f} s")
-        if not sel.select(timeout=1.0):
-            continue
-        chunk = os.read(proc.stdout.fileno(), 65536)
-        if not chunk:
-            return
-        last = time.monotonic()
-        text = decoder.decode(chunk)
-        yield text
-        seen = (seen + text)[-4096:]  # a panic line may arrive split across chunks
-        if panic := panic_line(seen):
-            raise Panicked(panic)

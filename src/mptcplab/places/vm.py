@@ -32,8 +32,8 @@ from pathlib import Path
 
 from .. import log, paths
 from ..errors import EnvironmentProblem
-from ..state import PREFIX, TRACKER, kill_process_group
-from . import lifetime
+from ..state import PREFIX
+from . import guest, lifetime
 
 NAME = "vm"
 MARKER = f"{PREFIX}-vm-"  # guest name: QEMU's `-name`, the guest's hostname; `clean` finds it
@@ -108,20 +108,11 @@ def resources(accel: str = "kvm") -> tuple[int, str]:
 
 # ---------------------------------------------------------------- the command line
 
-GUEST_SCRIPT = """#!/bin/sh
-# Inside the VM (virtme-ng's init has mounted /proc, /sys, /dev and tmpfs on /run and /tmp).
-mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
-mount -t bpf bpf /sys/fs/bpf 2>/dev/null
-export HOME={home} PATH={path} MPTCPLAB_WHERE=vm {env}
-cd {cwd} 2>/dev/null || cd /
-{command} </dev/null 2>&1
-rc=$?
+# Inside the VM virtme-ng's init has mounted /proc, /sys, /dev and tmpfs on /run and /tmp.
 # Killed by a signal (exit 128+N): the kernel's line on it (a segfault's address and library),
 # which loglevel 4 keeps off the console. Not for the kit's Python: its fault handler
 # (PYTHONFAULTHANDLER) prints the traceback instead, and a handled fault is not logged.
-[ "$rc" -gt 128 ] && dmesg | grep -E "segfault|general protection|trap" | tail -n 5
-echo $rc > {status}
-"""
+AFTER = """[ "$rc" -gt 128 ] && dmesg | grep -E "segfault|general protection|trap" | tail -n 5"""
 
 
 TCG_CPU = "-cpu max,avx2=off"
@@ -164,67 +155,50 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
     # The run's private directory: the script, its exit status, vng's temporary files. Not under
     # /tmp or /run, which the guest covers with its own tmpfs.
     cache_dir().mkdir(parents=True, exist_ok=True)
-    rundir = cache_dir() / name
-    dir_item = TRACKER.add("dir", path=str(rundir))  # recorded before it exists
-    rundir.mkdir()
-    status = rundir / "status"
-    script = rundir / "run.sh"
-    script.write_text(GUEST_SCRIPT.format(
-        home=shlex.quote(str(Path.home())), path=shlex.quote(os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")),
-        env=" ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items()),
-        cwd=shlex.quote(os.getcwd()), command=shlex.join(command), status=shlex.quote(str(status))))
-    dirs = [rundir, *[Path(d).resolve() for d in writable]]
-    for d in dirs:
-        d.mkdir(parents=True, exist_ok=True)
-    cpus, memory = resources(accel)
-    argv = lifetime.guarded(vng_argv(kimg, script, name, _outermost(dirs), accel, cpus, memory))
-    stream = stream or sys.stdout
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True, preexec_fn=lifetime.die_with_parent_preexec(),
-                            env={**os.environ, "TMPDIR": str(rundir),  # vng runs `virtme-run` from PATH
-                                 "PATH": f"{Path(vng() or '/usr/bin/vng').parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"})
-    # Recorded once it has a pid (as UML's kernel is); before that, `clean` finds it by its name.
-    proc_item = TRACKER.add("process", pgid=proc.pid, what=f"VM {name}")
-    deadline = time.monotonic() + timeout if timeout else None
-    log_file = None
-    if console is not None:
-        log_file = open(console, "a", encoding="utf-8")
-        log_file.write(f"==== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {name}: kernel "
-                       f"{release(kimg)}, {accel_label(accel)}, {cpus} vCPU, {memory}\n")
-    try:
-        from .uml_kernel import RESUMES, Panicked, Silent, TimedOut, _chunks  # the same reader as UML's
-
+    with guest.Boot(cache_dir() / name, f"VM {name}", marker=name.encode()) as boot:
+        script = boot.rundir / "run.sh"
+        script.write_text(guest.script("vm", command, boot.status, env, after=AFTER))
+        dirs = [boot.rundir, *[Path(d).resolve() for d in writable]]
+        for d in dirs:
+            d.mkdir(parents=True, exist_ok=True)
+        cpus, memory = resources(accel)
+        stream = stream or sys.stdout
+        proc = boot.start(vng_argv(kimg, script, name, _outermost(dirs), accel, cpus, memory),
+                          env={**os.environ, "TMPDIR": str(boot.rundir),  # vng runs `virtme-run` from PATH
+                               "PATH": f"{Path(vng() or '/usr/bin/vng').parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"})
+        deadline = time.monotonic() + timeout if timeout else None
+        log_file = None
+        if console is not None:
+            log_file = open(console, "a", encoding="utf-8")
+            log_file.write(f"==== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {name}: kernel "
+                           f"{release(kimg)}, {accel_label(accel)}, {cpus} vCPU, {memory}\n")
         try:
-            for chunk in _chunks(proc, deadline, quiet_limit_s):
-                text = chunk.replace("\r\n", "\n")
-                if log_file:
-                    log_file.write(text)
-                    log_file.flush()
-                stream.write(_quiet(text))
-                stream.flush()
-        except Panicked as exc:
-            raise EnvironmentProblem(f"the VM's kernel panicked ({exc}). {RESUMES}"
-                                     + (f" Whole console: {console}" if console else "")) from None
-        except Silent as exc:
-            raise EnvironmentProblem(hung_message(str(exc), console)) from None
-        except TimedOut:
-            raise EnvironmentProblem(f"the command inside the VM did not finish within {timeout:.0f} s") from None
-        proc.wait(timeout=60)
-        if not status.exists():
-            raise EnvironmentProblem(f"the VM stopped before the command finished (vng exit status "
-                                     f"{proc.returncode}; see output above)")
-        rc = int(status.read_text().strip() or 1)
-        if rc > 128:  # the shell's 128 + signal number
-            raise EnvironmentProblem(crash_message(rc - 128, console))
-        return rc
-    finally:
-        if log_file:
-            log_file.close()
-        kill_process_group(proc.pid)
-        lifetime.wait_gone(lifetime.guest_pids(name.encode()))
-        TRACKER.discard(proc_item)
-        shutil.rmtree(rundir, ignore_errors=True)
-        TRACKER.discard(dir_item)
+            try:
+                for chunk in guest.chunks(proc, deadline, quiet_limit_s):
+                    text = chunk.replace("\r\n", "\n")
+                    if log_file:
+                        log_file.write(text)
+                        log_file.flush()
+                    stream.write(_quiet(text))
+                    stream.flush()
+            except guest.Panicked as exc:
+                raise EnvironmentProblem(f"the VM's kernel panicked ({exc}). {guest.RESUMES}"
+                                         + (f" Whole console: {console}" if console else "")) from None
+            except guest.Silent as exc:
+                raise EnvironmentProblem(hung_message(str(exc), console)) from None
+            except guest.TimedOut:
+                raise EnvironmentProblem(f"the command inside the VM did not finish within {timeout:.0f} s") from None
+            proc.wait(timeout=60)
+            rc = boot.exit_status()
+            if rc is None:
+                raise EnvironmentProblem(f"the VM stopped before the command finished (vng exit status "
+                                         f"{proc.returncode}; see output above)")
+            if rc > 128:  # the shell's 128 + signal number
+                raise EnvironmentProblem(crash_message(rc - 128, console))
+            return rc
+        finally:
+            if log_file:
+                log_file.close()
 
 
 def _outermost(dirs: list[Path]) -> list[Path]:
@@ -252,13 +226,11 @@ def _kernel_lines(console: Path | None) -> list[str]:
 def crash_message(signo: int, console: Path | None) -> str:
     """The command in the guest was killed by a signal (a segfault): say so, with the kernel's line
     on it, rather than return a bare exit status."""
-    from .uml_kernel import RESUMES
-
     try:
         name = signal.Signals(signo).name
     except ValueError:
         name = f"signal {signo}"
-    msg = f"the command inside the VM was killed by {name}. {RESUMES}"
+    msg = f"the command inside the VM was killed by {name}. {guest.RESUMES}"
     said = [line for line in _kernel_lines(console) if re.search(r"segfault|general protection|trap", line)]
     if said:
         msg += "\nThe guest kernel said:\n  " + "\n  ".join(said[-3:])
@@ -268,9 +240,7 @@ def crash_message(signo: int, console: Path | None) -> str:
 def hung_message(what: str, console: Path | None) -> str:
     """One paragraph for a guest that stopped printing: what happened, the kernel's last lines
     (a soft lockup, RCU stall or hung task says where it stuck), where the whole console is."""
-    from .uml_kernel import RESUMES
-
-    msg = f"the VM stopped responding ({what}) and was stopped. {RESUMES}"
+    msg = f"the VM stopped responding ({what}) and was stopped. {guest.RESUMES}"
     if console is None or not console.exists():
         return msg
     said = _kernel_lines(console)[-12:]

@@ -1,0 +1,137 @@
+"""What every guest place (UML, the VM) does the same way, written once: the script that runs the
+kit's command inside the guest, the guest's private directory on the host (tracked, so `mptcplab
+clean` removes it after a kill), its process (guarded: it dies with the kit), and the console
+reader with its errors (a panic, a hung guest, a deadline)."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import selectors
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from ..errors import EnvironmentProblem
+from ..state import TRACKER, kill_process_group
+from .lifetime import die_with_parent_preexec, guarded, guest_pids, wait_gone
+
+PANIC = "Kernel panic - not syncing"
+RESUMES = "Finished runs are kept; the same command resumes after them."
+
+SCRIPT = """#!/bin/sh
+{setup}
+mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+mount -t bpf bpf /sys/fs/bpf 2>/dev/null
+export HOME={home} PATH={path} MPTCPLAB_WHERE={where} {env}
+cd {cwd} 2>/dev/null || cd /
+{command} </dev/null 2>&1
+rc=$?
+{after}
+echo $rc > {status}
+{end}
+"""
+
+
+def script(where: str, command: list[str], status: Path, env: dict[str, str] | None = None, setup: str = "",
+           after: str = "", end: str = "", home: str | None = None) -> str:
+    """The guest's /bin/sh script: `setup` (what the guest's init has not mounted), tracefs and bpffs,
+    the kit's environment (MPTCPLAB_WHERE says which place this is), the command from the host's
+    working directory, `after` (with $rc, its exit status), the status into `status` (a file the host
+    reads back), then `end`."""
+    return SCRIPT.format(
+        setup=setup.strip(), home=shlex.quote(home or str(Path.home())),
+        path=shlex.quote(os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")), where=where,
+        env=" ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items()), cwd=shlex.quote(os.getcwd()),
+        command=shlex.join(command), after=after.strip(), status=shlex.quote(str(status)), end=end.strip())
+
+
+def panic_line(text: str) -> str | None:
+    """The kernel's panic line in a guest's console output, if it panicked."""
+    i = text.find(PANIC)
+    return text[i:].splitlines()[0].strip() if i >= 0 else None
+
+
+class Silent(EnvironmentProblem):
+    """The guest printed nothing for longer than the caller's quiet limit (a hung guest)."""
+
+
+class TimedOut(EnvironmentProblem):
+    """The command inside the guest passed its deadline."""
+
+
+class Panicked(EnvironmentProblem):
+    """The guest's kernel panicked (the message is its panic line); a panicked kernel never exits."""
+
+
+def chunks(proc: subprocess.Popen, deadline: float | None, quiet_limit_s: float | None = None):
+    """Yield output as it comes (progress bars redraw with \\r); stop when the deadline passes,
+    with `Silent` when nothing came for `quiet_limit_s`, or with `Panicked` once the chunk that
+    holds a kernel panic has been yielded (so the caller has shown and kept it)."""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    last, seen = time.monotonic(), ""
+    while True:
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            raise TimedOut("the command inside the guest timed out")
+        if quiet_limit_s is not None and now - last >= quiet_limit_s:
+            raise Silent(f"nothing printed for {now - last:.0f} s")
+        if not sel.select(timeout=1.0):
+            continue
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        if not chunk:
+            return
+        last = time.monotonic()
+        text = decoder.decode(chunk)
+        yield text
+        seen = (seen + text)[-4096:]  # a panic line may arrive split across chunks
+        if panic := panic_line(seen):
+            raise Panicked(panic)
+
+
+class Boot:
+    """One guest's life on the host. `rundir` (its script, exit status, temporary files) is
+    recorded before it exists and removed at the end; `start` runs the guest guarded in its own
+    session; `close` stops whatever is left of it (and waits for processes carrying `marker`)."""
+
+    def __init__(self, rundir: Path, what: str, marker: bytes | None = None) -> None:
+        self.rundir, self.what, self.marker = Path(rundir), what, marker
+        self._dir_item = TRACKER.add("dir", path=str(self.rundir))  # recorded before it exists
+        self.rundir.mkdir(parents=True, exist_ok=True)
+        self.status = self.rundir / "status"
+        self.proc: subprocess.Popen | None = None
+        self._proc_item = None
+
+    def start(self, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+        self.proc = subprocess.Popen(guarded(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=die_with_parent_preexec(), env=env)
+        # Recorded once it has a pid; before that, `clean` finds it by its marker.
+        self._proc_item = TRACKER.add("process", pgid=self.proc.pid, what=self.what)
+        return self.proc
+
+    def exit_status(self) -> int | None:
+        """What the command inside wrote to its status file; None if it never got there."""
+        if not self.status.exists():
+            return None
+        return int(self.status.read_text().strip() or 1)
+
+    def close(self) -> None:
+        if self.proc is not None:
+            kill_process_group(self.proc.pid)
+        if self.marker:  # grandchildren outside the process group (QEMU under vng)
+            wait_gone(guest_pids(self.marker))
+        if self._proc_item is not None:
+            TRACKER.discard(self._proc_item)
+        shutil.rmtree(self.rundir, ignore_errors=True)
+        TRACKER.discard(self._dir_item)
+
+    def __enter__(self) -> "Boot":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,8 +1,7 @@
 """What this machine can do for the labs, and how to fix what it cannot.
 
-Each check returns a `Check` with a fix in words. `decide_where()` turns the capabilities into the
-place a lab runs: natively when the kernel here has what the lab needs (netem for Labs 1 and 3),
-else in the kit's User-Mode Linux kernel.
+Each check returns a `Check` with a fix in words; `report()` adds the places this host offers and
+where each lab will run (places.decide.decide_where).
 """
 
 from __future__ import annotations
@@ -12,9 +11,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import kernel, log, process
-from .errors import EnvironmentProblem, UsageError
+from . import kernel, places, process
+from .errors import EnvironmentProblem
 from .paths import TRACEFS
+from .places import overview, uml_kernel
+from .places.decide import decide_where
 
 @dataclass
 class Check:
@@ -80,67 +81,12 @@ def checks() -> list[Check]:
                      ("UML has no BPF JIT" if kernel.inside_uml() else "missing BTF, bpftool or clang"),
                      f"{apt} clang llvm libbpf-dev bpftool (a kernel with BTF: /sys/kernel/btf/vmlinux)"))
     if not netem and not kernel.inside_uml():
-        from .places import uml_kernel as uml
-
         src = next(iter(sorted(Path("/usr/src").glob("linux-source-6.*.tar.xz"))), None)
-        built = uml.kernel_path()
+        built = uml_kernel.kernel_path()
         out.append(Check("UML kernel (runs labs without netem)", built is not None or src is not None,
                          f"built: {built}" if built else (f"source: {src}, not built yet" if src else "no source"),
                          f"{apt} linux-source-6.12 bc flex bison libelf-dev, then `mptcplab uml build`"))
     return out
-
-
-def decide_where(requested: str, needs: tuple[str, ...] = ("netem",), uml_ok: bool = True,
-                 lab: str = "example") -> str:
-    """native, uml or vm, for a lab with these needs; raises when no place can run it.
-    `auto` is places.choice.choose over the places this host offers and their recorded checks."""
-    from . import places
-
-    if requested not in ("auto", *places.NAMES):
-        raise UsageError(f"--where {requested!r}: choose auto, native, uml or vm")
-    if kernel.inside_uml() or places.inside_guest():
-        return "native"  # already inside a guest kernel: this *is* the place
-    if requested == "native":
-        kernel.require_root()  # the first thing to fix, before any capability
-        native_ok = all(kernel.has(n) for n in needs)
-        if not native_ok:
-            missing = [n for n in needs if not kernel.has(n)]
-            raise EnvironmentProblem(f"this kernel lacks {', '.join(missing)}; run `mptcplab doctor` for the fix"
-                                     + (", or use --where uml or --where vm" if uml_ok else ", or use --where vm"))
-        return "native"
-    native_ok = all(kernel.has(n) for n in needs)
-    if requested == "uml":
-        if not uml_ok:
-            raise EnvironmentProblem("this lab cannot run in UML (it needs BPF struct_ops, and UML has no BPF JIT); "
-                                     "use --where vm")
-        return "uml"
-    if requested == "vm":
-        vm = places.get("vm")
-        ok, why = vm.available()
-        if not ok:
-            raise EnvironmentProblem(f"no VM place here: {why}")
-        missing = set(needs) - vm.capabilities()
-        if missing:
-            raise EnvironmentProblem(f"the VM's kernel lacks {', '.join(sorted(missing))}")
-        return "vm"
-    if native_ok and kernel.has("netem"):
-        return "native"  # the fast path of places.choice.choose, without probing the other places
-    from .places import choice, records
-
-    offered = {"native": {n for n in ("netem", "tbf", "bpf_struct_ops") if kernel.has(n)}}
-    for name in ("uml", "vm"):
-        if name == "uml" and not uml_ok:
-            continue
-        place = places.get(name)
-        try:
-            if place.available()[0]:
-                offered[name] = place.capabilities()
-        except EnvironmentProblem as exc:  # a VM that cannot boot is not a place
-            log.get().warning("the %s place is unusable: %s", name, exc)
-    picked = choice.choose(lab, tuple(needs), offered, records.load())
-    if picked.place is None:
-        raise EnvironmentProblem(f"{picked.why}; run `mptcplab doctor` for what to install")
-    return picked.place
 
 
 def report() -> tuple[str, bool]:
@@ -151,13 +97,12 @@ def report() -> tuple[str, bool]:
         if not c.ok:
             lines.append(f"          fix: {c.fix}")
     from .lab import all_labs
-    from .places import overview
 
     lines += ["", "Places to run (--where):", *overview.lines(), ""]
     for lab in all_labs().values():
         try:
-            where = decide_where("auto", lab.needs, lab.uml_ok, lab=lab.id)
-            lines.append(f"{lab.id} ({lab.title}): will run {overview.WHERE_WORDS[where]}")
+            where = decide_where("auto", lab.needs, lab=lab.id)
+            lines.append(f"{lab.id} ({lab.title}): will run {places.get(where).WORDS}")
         except EnvironmentProblem as exc:
             all_ok = False
             lines.append(f"{lab.id} ({lab.title}): CANNOT RUN here: {exc}")

@@ -23,10 +23,7 @@ BTF = Path("/sys/kernel/btf/vmlinux")
 
 
 def inside_uml() -> bool:
-    """Are we the command running inside the kit's UML kernel? (its init exports MPTCPLAB_WHERE=uml;
-    /proc/cpuinfo also says so when someone boots a UML kernel by hand)."""
-    if os.environ.get("MPTCPLAB_WHERE") == "uml":
-        return True
+    """Is this kernel User-Mode Linux? (its /proc/cpuinfo says so, however it was booted)."""
     try:
         return "User Mode Linux" in Path("/proc/cpuinfo").read_text()
     except OSError:

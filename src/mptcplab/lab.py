@@ -37,7 +37,7 @@ class RunContext:
     params: dict
     out: Path  # the sweep directory: one sub-directory per run (see mptcplab.results)
     quick: bool
-    where: str  # "native" or "uml" (the place the kernel under test is)
+    where: str  # the place the kernel under test is (mptcplab.places)
     started: float = 0.0  # time.monotonic() when the sweep started
 
 
@@ -75,7 +75,6 @@ class Lab:
     path_checks: dict = field(default_factory=dict)  # options of verify.check_paths for the setup check
     extra_check: Callable[[object, object, dict], str] | None = None  # (net, rundir, params) -> a line
     needs: tuple[str, ...] = ("netem",)  # capabilities, see mptcplab.kernel.CAPABILITIES
-    uml_ok: bool = True  # False when the lab needs something UML lacks (BPF JIT for struct_ops)
     parameters: Callable[[dict], None] | None = None  # checks beyond the generic ones (see check_params)
     renamed: dict[str, str] = field(default_factory=dict)  # old parameter name -> new one
     any_kind: tuple[str, ...] = ()  # parameters that take more than one kind of value (checked by the lab)

@@ -59,12 +59,11 @@ RTT:      ping RTT on an idle path = configured RTT + the ping's own transmissio
 from __future__ import annotations
 
 import json
-import os
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import paths
+from . import paths, places
 from .links import WIRE_BYTES  # a full-size segment as qdiscs count it
 
 TCP_PAYLOAD = 1448  # bytes of data in a full-size segment with TCP timestamps
@@ -327,7 +326,7 @@ def refusal(verdicts: list[Verdict]) -> str | None:
 # ---------------------------------------------------------------- last result per place
 
 def place() -> str:
-    return os.environ.get("MPTCPLAB_WHERE", "native")
+    return places.current().NAME
 
 
 def _state_dir() -> Path:

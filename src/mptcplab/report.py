@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import places
+from .places import compare, records
 from .results import clock_totals
 
 
@@ -24,7 +26,7 @@ class LabOutcome:
     lab_id: str
     title: str
     status: str  # "ok", "failed", "cannot-run"
-    where: str | None = None  # "native", "uml" or "vm"
+    where: str | None = None  # the place it ran in (mptcplab.places), or several joined by "/"
     detail: str = ""  # why it failed or cannot run
     out: Path | None = None  # sweep directory
     seconds: float | None = None
@@ -72,8 +74,6 @@ details{margin:.3em 0} summary{cursor:pointer}
 
 
 def _places_table() -> str:
-    from .places import compare, records
-
     return compare.html_table(records.load())
 
 
@@ -98,20 +98,16 @@ def render(outcomes: list[LabOutcome], labs: dict, quick: bool) -> str:
         if o.status == "cannot-run":
             parts.append(f"<p class='cannot-run'><b>Cannot run here:</b> {html.escape(o.detail)}</p>")
             continue
-        where = {"native": "natively on this kernel", "uml": "inside the kit's User-Mode Linux kernel",
-                 "vm": "in a VM booting the distribution's stock kernel"}
-        parts.append(f"<p>Ran {where.get(o.where or '', html.escape(o.where or '?'))}"
+        place = places.find(o.where)
+        parts.append(f"<p>Ran {place.RAN if place else html.escape(o.where or '?')}"
                      + (f" in {o.seconds:.0f} s" if o.seconds is not None else "")
                      + (f"; results in <code>{html.escape(str(o.out))}</code>" if o.out else "") + ".</p>")
         guest, wall = clock_totals(o.out) if o.out and o.out.exists() else (0, 0)
-        if guest:
-            if o.where == "vm":
-                parts.append(f"<p>Its runs took {guest:.0f} s on the VM guest's clock, {wall:.0f} s of wall-clock "
-                             "time (each manifest's <code>clock</code>).</p>")
-            else:
-                parts.append(f"<p>Its runs took {guest:.0f} s on the UML guest's time-travel clock, {wall:.0f} s of "
-                             "wall-clock time (the guest skips idle time and counts its kernel's work only in "
-                             "part; each manifest's <code>clock</code>).</p>")
+        if guest:  # the runs' own place says how its clock differs from the host's
+            ran_in = [places.find((m.get("platform") or {}).get("where")) for _, m in manifests(o.out)]
+            clock = next((p.CLOCK for p in ran_in if p and p.CLOCK), "Its runs took {guest:.0f} s on the guest's "
+                         "clock, {wall:.0f} s of wall-clock time (each manifest's <code>clock</code>).")
+            parts.append(f"<p>{clock.format(guest=guest, wall=wall)}</p>")
         if o.status == "failed":
             parts.append(f"<p class='failed'><b>Failed:</b> {html.escape(o.detail)}</p>")
             if o.log_tail:

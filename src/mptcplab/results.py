@@ -23,7 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, log, process
+from . import __version__, log, places, process
+from .places import guest
 from .paths import CHECKOUT
 
 LOCK_FILE = Path(os.environ.get("MPTCPLAB_LOCK", "/run/mptcplab/experiment.lock"))
@@ -60,43 +61,23 @@ def git_commit() -> dict:
 
 
 def platform_info() -> dict:
-    where = os.environ.get("MPTCPLAB_WHERE", "native")
+    place = places.current()
     info = {
-        "where": where,
+        "where": place.NAME,
         "kernel_release": platform.release(),
         "kernel_version": platform.version(),
         "machine": platform.machine(),
         "hostname": platform.node(),
         "cpus": os.cpu_count(),
+        **place.platform(),  # the guest's own facts (which kernel build, its clock)
     }
-    if where == "vm":
-        info["vm_kernel"] = os.environ.get("MPTCPLAB_VM_KERNEL")
-        info["vm_accel"] = os.environ.get("MPTCPLAB_VM_ACCEL")
-    if where == "uml":
-        info["uml_kernel"] = os.environ.get("MPTCPLAB_UML_KERNEL")
-        with contextlib.suppress(OSError):  # "time-travel": the guest's clock skips idle time
-            cmdline = Path("/proc/cmdline").read_text().split()
-            info["uml_clock"] = next((a for a in cmdline if a.startswith("time-travel")), "host")
     return info
 
 
-def host_time(directory: Path) -> float:
-    """The host's wall clock, read from a guest: the mtime the host gives a file written through
-    hostfs. Under UML's time-travel clock, idle time is skipped and time spent in the guest kernel
-    is partly not counted, so guest seconds and wall-clock seconds differ; manifests keep both."""
-    stamp = Path(directory) / ".host-clock"
-    with open(stamp, "w") as f:
-        f.write("t")
-        f.flush()
-        os.fsync(f.fileno())
-    t = os.stat(stamp).st_mtime
-    stamp.unlink()
-    return t
-
-
 def wall_clock(directory: Path) -> float:
-    """Now, in wall-clock seconds: the host's clock when inside UML (see host_time), else ours."""
-    return host_time(directory) if platform_info()["where"] == "uml" else time.time()
+    """Now, in wall-clock seconds: the host's, as the place this runs in reads it (UML's guest clock
+    skips idle time: places.guest.host_time)."""
+    return places.current().wall_clock(directory)
 
 
 class RunDir:
@@ -116,7 +97,7 @@ class RunDir:
             "tools": tool_versions(),
             "git": git_commit(),
         }
-        self._clocks = self._read_clocks() if self.manifest["platform"]["where"] in ("uml", "vm") else None
+        self._clocks = self._read_clocks() if places.current().GUEST else None
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -130,7 +111,7 @@ class RunDir:
         return self.write_text(name, json.dumps(obj, indent=2, default=str) + "\n")
 
     def _read_clocks(self) -> tuple[float, float]:
-        return time.time(), host_time(self.path)
+        return time.time(), guest.host_time(self.path)
 
     def finish(self) -> Path:
         self.manifest["finished"] = now()
@@ -173,7 +154,7 @@ class Sweep:
 
 
 def clock_totals(sweep: Path | str) -> tuple[float, float]:
-    """(guest seconds, host wall-clock seconds) summed over a sweep's UML runs (see host_time)."""
+    """(guest seconds, host wall-clock seconds) summed over a sweep's guest runs (places.guest.host_time)."""
     guest = wall = 0.0
     for d in Sweep(sweep).runs():
         clock = json.loads((d / "manifest.json").read_text()).get("clock") or {}

@@ -1,7 +1,7 @@
 """Run an experiment where it can run: here, inside the kit's UML kernel, or in a VM.
 
 `mptcplab run`, `mptcplab example` and `mptcplab reproduce` all come through `in_place()`: it
-picks the place (see doctor.decide_where), takes the one-experiment-per-machine lock, cleans up
+picks the place (see places.decide), takes the one-experiment-per-machine lock, cleans up
 what dead runs left behind (guests included: none may run beside the experiment), turns SIGTERM
 into an unwinding exception and, for a guest place (mptcplab.places), re-executes the same
 command there with `--where native`. The setup check each run makes is recorded per place
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Callable
 
 from . import engine, kernel, log, places, state
-from .doctor import decide_where
-from .places import lifetime, records
 from .lab import RunContext, get_lab
+from .places import lifetime, records
+from .places.decide import decide_where
 from .results import clock_totals, experiment_lock
 
 _log = log.get()
@@ -29,7 +29,7 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
              lab: str = "example") -> int:
     """Run `here()` natively, or `mptcplab ARGV --where native` in the guest place `where`.
     `out` (the results directory) is written back from the guest and holds the setup check."""
-    to_guest = where != "native" and not places.inside_guest()
+    to_guest = places.get(where).GUEST and not places.inside_guest()
     if not to_guest:
         kernel.require_root()
     with experiment_lock(), state.signals_unwind():
@@ -42,8 +42,8 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
         since, t0 = time.time(), time.monotonic()
         rc = 1
         try:
-            rc = here() if not to_guest else places.get(where).run([*_verbosity(), *argv, "--where", "native"],
-                                                                  [out] if out else [])
+            rc = here() if not to_guest else places.get(where).run(
+                [*_verbosity(), *argv, "--where", places.current().NAME], [out] if out else [])
         finally:
             if out is not None:
                 got = records.record_sweep(out, lab, where, since)
@@ -76,7 +76,7 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
             fresh: bool = False, overrides: dict | None = None) -> int:
     lab = get_lab(lab_id)
     params = lab.load_params(quick, overrides)  # bad parameters fail here, before anything is configured
-    place = decide_where(where, lab.needs, lab.uml_ok, lab=lab.id)
+    place = decide_where(where, lab.needs, lab=lab.id)
     out = Path(out or default_out(lab.id, quick)).resolve()
     if fresh and out.exists() and not places.inside_guest():
         shutil.rmtree(out)
@@ -85,7 +85,7 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
 
     def here() -> int:
         out.mkdir(parents=True, exist_ok=True)
-        where_now = places.current()
+        where_now = places.current().NAME
         say = log.get(lab.id)
         say.info("%s — %s run, %s, results in %s", lab.title, "quick" if quick else "full", where_now, out)
         summary = engine.run(RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now))
@@ -98,7 +98,6 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
         say.info("paper vs this run: %s", out / "paper-vs-this-run.md")
         return 0
 
-    prepare = getattr(places.get(place), "prepare", None)
-    if prepare and not places.inside_guest():
-        prepare(lab)
+    if not places.inside_guest():
+        places.get(place).prepare(lab)
     return in_place(place, argv, here, out=out, lab=lab.id)

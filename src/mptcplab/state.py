@@ -154,7 +154,9 @@ def remove_kprobe_events() -> list[str]:
             # e.g. "p:kprobes/mlab_wm sk_stream_wait_memory"
             name = line.split()[0].split(":", 1)[1].split("/")[-1]
             if name.startswith(PREFIX):
-                from .kernel import write_kprobe_events  # lazy: kernel imports state (PREFIX)
+                from .kernel import (
+                    write_kprobe_events,  # lazy: kernel imports state (PREFIX)
+                )
 
                 write_kprobe_events(f"-:{name}")
                 removed.append(f"kprobe event {name}")
@@ -219,24 +221,4 @@ def _sweep_by_prefix() -> list[str]:
             if inst.name.startswith(PREFIX) and remove_trace_instance(inst.name):
                 removed.append(f"tracefs instance {inst.name}")
     removed += remove_kprobe_events()
-    # UML kernels the kit booted carry `umid=mlab-...` on their command line, VMs `mlab-vm-...`.
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if any(arg.startswith((f"umid={PREFIX}-".encode(), f"{PREFIX}-vm-".encode())) for arg in cmdline):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(proc.name), signal.SIGKILL)
-                removed.append(f"UML process {proc.name}")
-    from .places import vm
-
-    removed += vm.clean()  # the VM place's private directories (its processes went above)
-    from .lab import all_labs
-
-    for lab in all_labs().values():  # what a lab loads into the kernel itself (Lab 2: BPF programs)
-        if lab.clean:
-            removed += lab.clean()
-    return removed
+    return removed  # guests: each place's clean(); a lab's own kernel objects: Lab.clean (commands/clean.py)

@@ -14,16 +14,16 @@ from mptcplab.commands import reproduce as rep
 from mptcplab.lab import Lab
 
 
-def _lab(id_, needs=(), uml_ok=True, figures=None):
+def _lab(id_, needs=(), figures=None):
     analysis = SimpleNamespace(  # a stand-in analysis module: the report and the figures
         report=lambda out: f"# {id_} paper vs run\n\n| quantity | paper | run |\n|---|---|---|\n| x | 1 | {out.name} |\n",
         figures=figures or (lambda out: []))
     return Lab(id=id_, slug=f"0{id_[-1]}-x", title=f"title of {id_}", topology=None, points=None, measure=None,
-               finish=None, analysis=analysis, needs=needs, uml_ok=uml_ok)
+               finish=None, analysis=analysis, needs=needs)
 
 
 def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(rep, "decide_where", lambda where, needs, uml_ok, **_: (_ for _ in ()).throw(
+    monkeypatch.setattr(rep, "decide_where", lambda where, needs, **_: (_ for _ in ()).throw(
         rep.EnvironmentProblem("needs BPF struct_ops; UML has no BPF JIT")) if "bpf" in needs else "native")
     ran = []
 

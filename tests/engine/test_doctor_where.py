@@ -3,6 +3,7 @@
 import pytest
 
 from mptcplab import doctor, kernel
+from mptcplab.places.decide import decide_where
 from mptcplab.errors import EnvironmentProblem, UsageError
 
 
@@ -21,47 +22,47 @@ def caps(monkeypatch):
 
 
 def test_auto_prefers_native_netem_else_uml(caps):
-    assert doctor.decide_where("auto", ("netem",)) == "uml"
+    assert decide_where("auto", ("netem",)) == "uml"
     caps["netem"] = True
-    assert doctor.decide_where("auto", ("netem",)) == "native"
+    assert decide_where("auto", ("netem",)) == "native"
 
 
 def test_lab_needing_struct_ops_never_goes_to_uml(caps):
-    assert doctor.decide_where("auto", ("bpf_struct_ops",), uml_ok=False) == "native"
+    assert decide_where("auto", ("bpf_struct_ops",)) == "native"
     caps["bpf_struct_ops"] = False
     with pytest.raises(EnvironmentProblem, match="no place here offers bpf_struct_ops"):
-        doctor.decide_where("auto", ("bpf_struct_ops",), uml_ok=False)
-    with pytest.raises(EnvironmentProblem, match="no BPF JIT"):
-        doctor.decide_where("uml", ("bpf_struct_ops",), uml_ok=False)
+        decide_where("auto", ("bpf_struct_ops",))
+    with pytest.raises(EnvironmentProblem, match="needs bpf_struct_ops, which uml cannot offer; use --where vm"):
+        decide_where("uml", ("bpf_struct_ops",))
 
 
 def test_native_without_netem_says_how_to_fix(caps):
     with pytest.raises(EnvironmentProblem, match="lacks netem.*doctor.*--where uml or --where vm"):
-        doctor.decide_where("native", ("netem",))
+        decide_where("native", ("netem",))
 
 
 def test_inside_uml_is_native(caps, monkeypatch):
     monkeypatch.setattr(kernel, "inside_uml", lambda: True)
-    assert doctor.decide_where("uml", ("netem",)) == "native"
+    assert decide_where("uml", ("netem",)) == "native"
 
 
 def test_bad_where(caps):
     with pytest.raises(UsageError, match="auto, native, uml or vm"):
-        doctor.decide_where("elsewhere")
+        decide_where("elsewhere")
 
 
 def test_vm_when_asked_and_offered(caps, monkeypatch):
     monkeypatch.setattr("mptcplab.places.vm.available", lambda: (True, "test"))
     monkeypatch.setattr("mptcplab.places.vm.capabilities", lambda: {"netem", "tbf", "kprobes", "bpf_struct_ops"})
-    assert doctor.decide_where("vm", ("bpf_struct_ops",), uml_ok=False) == "vm"
+    assert decide_where("vm", ("bpf_struct_ops",)) == "vm"
     # auto: Lab 2 (struct_ops, no UML) goes to the VM, which has netem, once the VM passed a check;
     # a VM never checked is not tried by auto (minutes of emulation), native runs without delay
-    assert doctor.decide_where("auto", ("bpf_struct_ops",), uml_ok=False, lab="lab2") == "native"
+    assert decide_where("auto", ("bpf_struct_ops",), lab="lab2") == "native"
     from mptcplab.places.choice import CheckResult
 
     monkeypatch.setattr("mptcplab.places.records.load",
                         lambda: [CheckResult(place="vm", lab="example", passed=True, wall_s=300)])
-    assert doctor.decide_where("auto", ("bpf_struct_ops",), uml_ok=False, lab="lab2") == "vm"
+    assert decide_where("auto", ("bpf_struct_ops",), lab="lab2") == "vm"
 
 
 def test_checks_have_fixes():

@@ -92,3 +92,55 @@ def test_bad_parameters_fail_before_any_place_starts(argv, says, capsys, monkeyp
     monkeypatch.setattr(runner, "in_place", lambda *a: pytest.fail("a place was started"))
     assert main(argv) == 2
     assert says in capsys.readouterr().err
+
+
+@pytest.fixture
+def fake_place(monkeypatch, tmp_path):
+    """The test place (tests/engine/fake_place.py), registered like any place, with the runner's
+    machine-wide parts (the experiment lock, the sweep of dead runs) kept out of the test."""
+    import contextlib
+
+    import fake_place as fake
+
+    from mptcplab import places, runner
+
+    monkeypatch.setitem(places.REGISTRY, "fake", "fake_place")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("MPTCPLAB_WHERE", raising=False)
+    monkeypatch.setattr(runner, "experiment_lock", contextlib.nullcontext)
+    monkeypatch.setattr(runner.state, "clean", lambda all_owners: [])
+    monkeypatch.setattr(runner.lifetime, "reap_orphan_guests", lambda: [])
+    fake.calls.clear()
+    fake.prepared.clear()
+    return fake
+
+
+def test_the_runner_runs_a_lab_in_a_guest_place_it_knows_only_by_its_registry_entry(fake_place, tmp_path):
+    from mptcplab import runner
+
+    out = tmp_path / "lab1"
+    assert runner.run_lab("lab1", quick=True, where="fake", out=out, overrides={"sweep": {"repetitions": 1}}) == 0
+    (argv, results), = fake_place.calls
+    assert argv[:4] == ["run", "lab1", "--out", str(out)] and argv[-2:] == ["--where", "native"]
+    assert "--quick" in argv and "--set=sweep.repetitions=1" in argv
+    assert results == [out] and json.loads((out / "lab-summary.json").read_text())["argv"] == argv
+    assert fake_place.prepared == ["lab1"]
+
+
+def test_a_lab_goes_to_the_test_place_only_when_it_offers_what_the_lab_needs(fake_place):
+    from mptcplab.errors import EnvironmentProblem
+    from mptcplab.places.decide import decide_where
+
+    assert decide_where("fake", ("netem",)) == "fake"
+    with pytest.raises(EnvironmentProblem, match="needs bpf_struct_ops, which fake cannot offer"):
+        decide_where("fake", ("bpf_struct_ops",), lab="lab2")
+
+
+def test_inside_the_test_place_the_manifest_carries_its_facts(fake_place, monkeypatch, tmp_path):
+    from mptcplab.results import Sweep
+
+    monkeypatch.setenv("MPTCPLAB_WHERE", "fake")
+    with Sweep(tmp_path).run("r1", {}):
+        pass
+    m = json.loads((tmp_path / "r1" / "manifest.json").read_text())
+    assert m["platform"]["where"] == "fake" and m["platform"]["fake"] is True and "clock" in m

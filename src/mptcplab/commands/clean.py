@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import kernel, state
+from .. import kernel, places, state
+from ..lab import all_labs
 
 
 def register(sub) -> None:
@@ -13,7 +14,12 @@ def register(sub) -> None:
 
 def _clean(_args) -> int:
     kernel.require_root()
-    removed = state.clean(all_owners=True)
+    removed = state.clean(all_owners=True)  # what the state files name, then anything with the kit's prefix
+    for place in places.all_places():  # guests the kit booted (UML kernels, VMs) and their directories
+        removed += place.clean()
+    for lab in all_labs().values():  # what a lab loads into the kernel itself (Lab 2: BPF programs)
+        if lab.clean:
+            removed += lab.clean()
     for line in removed:
         print(f"removed {line}")
     print("nothing left to clean" if not removed else f"cleaned {len(removed)} item(s)")

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from .. import log
-from ..doctor import decide_where
+from ..places.decide import decide_where
 from ..results import Sweep
 from ..runner import in_place
 from ..topology import NetPath, Topology

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from .. import log, report
-from ..doctor import decide_where
+from ..places.decide import decide_where
 from ..errors import EnvironmentProblem, ExperimentFailed, UsageError
 from ..lab import all_labs
 
@@ -47,7 +47,7 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
         sweep = out / (f"{lab.id}-quick" if quick else lab.id)
         o = report.LabOutcome(lab.id, lab.title, "ok", out=sweep)
         try:
-            o.where = decide_where(where, lab.needs, lab.uml_ok, lab=lab.id)
+            o.where = decide_where(where, lab.needs, lab=lab.id)
         except (EnvironmentProblem, UsageError) as exc:
             o.status, o.detail, o.out = "cannot-run", str(exc), None
             log.get(lab.id).warning("CANNOT RUN here: %s", exc)

@@ -1,51 +1,96 @@
 """Where an experiment runs: natively, in the kit's User-Mode Linux kernel, or in a virtual
 machine booting the distribution's stock kernel. The runner picks and calls a place without
-knowing which one it is; each place (a module here) has the same small interface:
+knowing which one it is: every place is a module here with the `Place` interface below, listed
+once in REGISTRY. No module outside this package compares place names: it asks the place.
 
-    NAME                    "native" | "uml" | "vm"
-    available() -> (ok, why)      can this host offer the place at all (kernel built/installed...)
-    capabilities() -> set[str]    what its kernel offers: netem, tbf, kprobes, bpf_struct_ops
-    describe() -> list[str]       lines for `mptcplab doctor` (kernel, accelerator, ...)
-    run(argv, writable) -> int    run `mptcplab ARGV` there (the caller appends `--where native`),
-                                  with `writable` directories written back to the host; exit status
-    clean() -> list[str]          remove what a killed run of this place left (also `mptcplab clean`)
-    prepare(lab)                  optional: host-side work before the lab boots there (Lab.prebuild)
-
-Inside a guest the environment says where we are (MPTCPLAB_WHERE=uml|vm) and the guest is the
-native place for the command that runs there.
+Inside a guest the environment says which place this is (MPTCPLAB_WHERE, set by the guest's
+script, read once here: `current()`), and the guest is the native place for the command that
+runs there.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from types import ModuleType
+from pathlib import Path
+from typing import Protocol
 
 from ..errors import UsageError
 
-NAMES = ("native", "uml", "vm")
+# name -> module. Imported by name when asked for, so a place's dependencies (virtme-ng, the UML
+# build) load only where it is used. A fourth place is one module and one line here.
+REGISTRY = {"native": f"{__name__}.native", "uml": f"{__name__}.uml", "vm": f"{__name__}.vm"}
 
 
-def get(name: str) -> ModuleType:
-    if name not in NAMES:
-        raise UsageError(f"--where {name!r}: choose auto, {', '.join(NAMES)}")
-    return importlib.import_module(f"{__name__}.{name}")
+class Place(Protocol):
+    """What the engine asks of a place (each place is a module with these names)."""
+
+    NAME: str  # what `--where` calls it, recorded as the manifest's platform.where
+    GUEST: bool  # True: `run` starts another kernel; False: the experiment runs in this process
+    WORDS: str  # how `doctor` says where a lab will run ("in the UML kernel")
+    RAN: str  # how a report says where it ran ("inside the kit's User-Mode Linux kernel")
+    CLOCK: str  # how a report says the guest's clock differs, with {guest} and {wall} seconds ("" if not)
+
+    def available(self) -> tuple[bool, str]:
+        """Can this host offer the place at all (kernel built/installed, tools present), and why."""
+
+    def capabilities(self) -> set[str]:
+        """What its kernel offers: netem, tbf, kprobes, bpf_struct_ops (mptcplab.kernel.CAPABILITIES)."""
+
+    def describe(self) -> list[str]:
+        """Lines for `mptcplab doctor` (kernel, accelerator, ...)."""
+
+    def prepare(self, lab) -> None:
+        """Host-side work before `lab` boots there (Lab.prebuild), or nothing."""
+
+    def run(self, argv: list[str], results: list[Path]) -> int:
+        """Run `mptcplab ARGV` there (the caller appends `--where native`) and return its exit
+        status. `results` are the directories the command writes: the place makes them writable
+        there and their files reach the host when it returns (UML's hostfs and the VM's 9p share
+        them; a place without a shared filesystem copies them back)."""
+
+    def clean(self) -> list[str]:
+        """Remove what a killed run of this place left (its guest processes and directories)."""
+
+    def platform(self) -> dict:
+        """Facts a command running inside this place records in its manifest's `platform`
+        (which guest kernel, its clock), read from the environment its `run` gave the guest."""
+
+    def guest_clock(self) -> bool:
+        """Does a command here run on a clock other than the host's (so manifests keep both)?"""
 
 
-def current() -> str:
-    """The place this process runs in: "native" on the host, "uml" or "vm" inside a guest."""
-    return os.environ.get("MPTCPLAB_WHERE", "native")
+def choices() -> str:
+    """`--where`'s values in words: "auto, native, uml or vm"."""
+    names = ["auto", *REGISTRY]
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def get(name: str) -> Place:
+    if name not in REGISTRY:
+        raise UsageError(f"--where {name!r}: choose {choices()}")
+    return importlib.import_module(REGISTRY[name])
+
+
+def all_places() -> list[Place]:
+    return [get(name) for name in REGISTRY]
+
+
+def find(name: str | None) -> Place | None:
+    """The place of that name, or None (a name recorded by another version of the kit)."""
+    return get(name) if name in REGISTRY else None
+
+
+def current() -> Place:
+    """The place this process runs in: native on the host, the guest's place inside a guest (its
+    script exports MPTCPLAB_WHERE; the one reader of that variable)."""
+    return get(os.environ.get("MPTCPLAB_WHERE", "native"))
 
 
 def inside_guest() -> bool:
-    return current() != "native"
+    return current().GUEST
 
 
 def offered() -> dict[str, set[str]]:
     """{place: capabilities} for every place this host can offer right now."""
-    out = {}
-    for name in NAMES:
-        place = get(name)
-        if place.available()[0]:
-            out[name] = place.capabilities()
-    return out
+    return {place.NAME: place.capabilities() for place in all_places() if place.available()[0]}

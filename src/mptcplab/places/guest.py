@@ -93,6 +93,20 @@ def chunks(proc: subprocess.Popen, deadline: float | None, quiet_limit_s: float 
             raise Panicked(panic)
 
 
+def host_time(directory: Path) -> float:
+    """The host's wall clock, read from a guest: the mtime the host gives a file written through
+    hostfs. Under UML's time-travel clock, idle time is skipped and time spent in the guest kernel
+    is partly not counted, so guest seconds and wall-clock seconds differ; manifests keep both."""
+    stamp = Path(directory) / ".host-clock"
+    with open(stamp, "w") as f:
+        f.write("t")
+        f.flush()
+        os.fsync(f.fileno())
+    t = os.stat(stamp).st_mtime
+    stamp.unlink()
+    return t
+
+
 class Boot:
     """One guest's life on the host. `rundir` (its script, exit status, temporary files) is
     recorded before it exists and removed at the end; `start` runs the guest guarded in its own

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-import platform
+import platform as _platform
+import time
+from pathlib import Path
 
 from .. import kernel
 
 NAME = "native"
+GUEST = False
+WORDS = "natively"
+RAN = "natively on this kernel"
+KERNEL = "native kernel"
+CLOCK = ""
+OFFERS = {"netem", "tbf", "kprobes", "bpf_struct_ops"}  # what a kernel here may offer (capabilities() probes)
 
 
 def available() -> tuple[bool, str]:
-    return True, f"kernel {platform.release()}"
+    return True, f"kernel {_platform.release()}"
 
 
 def capabilities() -> set[str]:
@@ -20,12 +28,24 @@ def capabilities() -> set[str]:
 
 
 def describe() -> list[str]:
-    return [f"kernel {platform.release()}"]
+    return [f"kernel {_platform.release()}"]
 
 
-def run(argv: list[str], writable: list) -> int:
+def prepare(lab) -> None:
+    return None
+
+
+def platform() -> dict:
+    return {}
+
+
+def wall_clock(directory: Path) -> float:
+    return time.time()
+
+
+def run(argv: list[str], results: list) -> int:
     raise RuntimeError("the native place runs in-process: runner.in_place calls the experiment directly")
 
 
 def clean() -> list[str]:
-    return []  # namespaces, tracefs instances and BPF programs: state.clean handles them
+    return []  # namespaces, tracefs instances: state.clean; a lab's own objects: Lab.clean

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from ..errors import EnvironmentProblem
-from . import NAMES, get
+from . import all_places
 
-WHERE_WORDS = {"native": "natively", "uml": "in the UML kernel", "vm": "in the VM (stock kernel)"}
 ORDER = ("netem", "tbf", "kprobes", "bpf_struct_ops")
 
 
 def lines() -> list[str]:
     out = []
-    for name in NAMES:
-        place = get(name)
+    for place in all_places():
+        name = place.NAME
         ok, why = place.available()
         if not ok:
             out.append(f"  {name:6} not available: {why}")

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
 from pathlib import Path
 
 from .. import log
+from ..state import PREFIX
+from . import guest, lifetime
 from . import uml_kernel as uml
 
 NAME = "uml"
+GUEST = True
+WORDS = "in the UML kernel"
+RAN = "inside the kit's User-Mode Linux kernel"
+KERNEL = "User-Mode Linux kernel"
+CLOCK = ("Its runs took {guest:.0f} s on the UML guest's time-travel clock, {wall:.0f} s of wall-clock time (the "
+         "guest skips idle time and counts its kernel's work only in part; each manifest's <code>clock</code>).")
+OFFERS = {"netem", "tbf"}  # what vagrant/uml/mptcplab.config gives it; no kprobes, no BPF JIT
+MARKER = f"umid={PREFIX}-"  # on every UML kernel's command line (uml_kernel.run): `clean` finds them
 
 
 def available() -> tuple[bool, str]:
@@ -22,8 +35,7 @@ def available() -> tuple[bool, str]:
 
 
 def capabilities() -> set[str]:
-    # What vagrant/uml/mptcplab.config gives it; UML cannot have kprobes or a BPF JIT (uml.UML_LACKS).
-    return {"netem", "tbf"}
+    return set(OFFERS)
 
 
 def describe() -> list[str]:
@@ -31,8 +43,26 @@ def describe() -> list[str]:
     return [why, "no kprobes, no BPF JIT (struct_ops); time-travel clock"]
 
 
-def run(argv: list[str], writable: list) -> int:
-    # hostfs gives the guest the whole host filesystem read-write, so `writable` needs nothing here.
+def prepare(lab) -> None:
+    return None  # the guest runs the host's own files (hostfs): nothing to build for it
+
+
+def platform() -> dict:
+    """The kernel build (its cache directory's name) and the guest's clock, from inside the guest."""
+    info = {"uml_kernel": os.environ.get("MPTCPLAB_UML_KERNEL")}
+    with contextlib.suppress(OSError):  # "time-travel": the guest's clock skips idle time
+        cmdline = Path("/proc/cmdline").read_text().split()
+        info["uml_clock"] = next((a for a in cmdline if a.startswith("time-travel")), "host")
+    return info
+
+
+def wall_clock(directory: Path) -> float:
+    """The host's wall clock: the guest's own skips idle time (guest.host_time)."""
+    return guest.host_time(directory)
+
+
+def run(argv: list[str], results: list) -> int:
+    # hostfs gives the guest the whole host filesystem read-write, so `results` needs nothing here.
     kernel = uml.kernel_path() or uml.build()
     log.get().info("running in the UML kernel (%s)", kernel.parent.name)
     return uml.run([sys.executable, "-m", "mptcplab", *argv],
@@ -40,4 +70,10 @@ def run(argv: list[str], writable: list) -> int:
 
 
 def clean() -> list[str]:
-    return []  # UML kernels carry umid=mlab-*: state.clean's sweep kills them
+    """Kill the UML kernels (and their helper processes) the kit booted and left behind."""
+    removed = []
+    for pid in lifetime.guest_pids(MARKER.encode()):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+            removed.append(f"UML process {pid}")
+    return removed

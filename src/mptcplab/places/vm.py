@@ -36,6 +36,13 @@ from ..state import PREFIX
 from . import guest, lifetime
 
 NAME = "vm"
+GUEST = True
+WORDS = "in the VM (stock kernel)"
+RAN = "in a VM booting the distribution's stock kernel"
+KERNEL = "stock kernel in a VM"
+CLOCK = ("Its runs took {guest:.0f} s on the VM guest's clock, {wall:.0f} s of wall-clock time (each manifest's "
+         "<code>clock</code>).")
+OFFERS = {"netem", "tbf", "kprobes", "bpf_struct_ops"}  # a stock kernel's (capabilities() measures them)
 MARKER = f"{PREFIX}-vm-"  # guest name: QEMU's `-name`, the guest's hostname; `clean` finds it
 KVM_BOOT_TIMEOUT_S = 90.0  # a KVM guest boots to its command in seconds; TCG here in ~20-40 s
 # A lab prints a line per run (the longest, Lab 3's, takes 70 s of guest time), its setup check a
@@ -251,12 +258,22 @@ def hung_message(what: str, console: Path | None) -> str:
     return msg + f"\nWhole console: {console}"
 
 
-def run(argv: list[str], writable: list) -> int:
+def platform() -> dict:
+    """The guest's kernel and accelerator, which `run` hands the guest."""
+    return {"vm_kernel": os.environ.get("MPTCPLAB_VM_KERNEL"), "vm_accel": os.environ.get("MPTCPLAB_VM_ACCEL")}
+
+
+def wall_clock(directory: Path) -> float:
+    return time.time()
+
+
+def run(argv: list[str], results: list) -> int:
+    # The results directories are shared read-write with the guest (virtme-ng's 9p --rwdir).
     kimg = kernel()
     acc = accelerator()
     log.get().info("running in a VM: kernel %s (%s), via virtme-ng", release(kimg), accel_label(acc))
-    console = Path(writable[0]) / CONSOLE_LOG if writable else None  # boot() creates the directory
-    return boot([sys.executable, "-m", "mptcplab", *argv], writable=[*writable, paths.cache_dir()],
+    console = Path(results[0]) / CONSOLE_LOG if results else None  # boot() creates the directory
+    return boot([sys.executable, "-m", "mptcplab", *argv], writable=[*results, paths.cache_dir()],
                 env={"MPTCPLAB_VM_KERNEL": release(kimg), "MPTCPLAB_VM_ACCEL": acc, "PYTHONUNBUFFERED": "1",
                      "PYTHONFAULTHANDLER": "1"},  # a crash in the guest leaves its Python traceback
                 console=console, quiet_limit_s=float(os.environ.get("MPTCPLAB_VM_QUIET_LIMIT_S", QUIET_LIMIT_S)))

@@ -237,4 +237,4 @@ def _ensure_wmem_max(net, largest: int) -> None:
 
 LAB = Lab(id="lab1", slug="01-send-buffer", title="MPTCP send-buffer starvation (Kato et al. 2020)",
           topology=topology, points=points, configure=configure, measure=measure, finish=finish,
-          analysis=lab1_analysis, needs=("netem",), uml_ok=True, results_checks={"sweep.csv": check_sweep})
+          analysis=lab1_analysis, needs=("netem",), results_checks={"sweep.csv": check_sweep})

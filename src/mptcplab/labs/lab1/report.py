@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ... import places
 from .bounds import full_path_mbps, mptcp_bounds, window_bounds
 from .controls import wait_table
 from .detail import Detail, load_details
@@ -26,7 +27,8 @@ def report(sweep_dir: Path | str) -> str:
     t = throughput_table(sweep)
     d = Detail.load(sweep_dir)
     plat = d.manifest["platform"]
-    place = {"uml": "User-Mode Linux kernel", "native": "native kernel"}.get(plat["where"], plat["where"])
+    ran_in = places.find(plat["where"])
+    place = ran_in.KERNEL if ran_in else plat["where"]
     if plat.get("hostname", "").startswith("mptcplab-vm") or plat.get("vm"):
         place += " in the kit's VM"
     deg = {m: degradation_region(sweep, m) for m in ("wmem", "sndbuf") if m in set(sweep["method"])}

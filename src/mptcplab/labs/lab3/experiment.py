@@ -181,5 +181,5 @@ LAB = Lab(id="lab3", slug="03-parallel-tcp",
           title="The parallel-TCP throughput equation (Damjanovic et al.): n Reno flows vs models 1 and 2",
           topology=topology, points=points, configure=configure, measure=measure, finish=finish,
           analysis=lab3_analysis, path_checks={"mptcp": False, "min_utilisation": 0.9},
-          extra_check=check_congestion_control, needs=("netem",), uml_ok=True, any_kind=("model_b",),
+          extra_check=check_congestion_control, needs=("netem",), any_kind=("model_b",),
           parameters=check_parameters, renamed={"delay": "paths.p1.delay"}, results_checks={"runs.csv": check_runs_table})

@@ -9,12 +9,13 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 venv=${MPTCPLAB_VENV:-$here/.venv}
 
-apt_pkgs=(
-  iproute2 iputils-ping ethtool kmod procps tcpdump tshark iperf3 mptcpd   # experiments
-  bc flex bison patch libelf-dev build-essential xz-utils                      # UML kernel build
-  clang llvm libbpf-dev bpftool                                            # Lab 2 BPF congestion controls
+# The experiments' toolset (iproute2, tcpdump, tshark, ..., clang and bpftool for Lab 2): one list,
+# vagrant/provision.sh's, which the student VM and the box build (vagrant/box/build.sh) install too.
+read -r -a apt_pkgs <<<"$(bash "$here/vagrant/provision.sh" --list-packages | tr '\n' ' ')"
+apt_pkgs+=(
+  kmod procps bc flex bison patch libelf-dev xz-utils                      # UML kernel build (host only)
   shellcheck                                                               # CI lint of provisioning
-  python3-venv python3-pip
+  python3-pip
 )
 # The VM place (`--where vm`): QEMU, a static busybox for virtme-ng's init, and a stock kernel package.
 case "$(dpkg --print-architecture 2>/dev/null || echo amd64)" in

@@ -83,7 +83,7 @@ def single_path_bounds(row, path: dict) -> dict:
 def _ceiling(where: str, mbps: float, rate_bps: float | None) -> list[physics.Verdict]:
     if not rate_bps:
         return []
-    bound = physics.link_ceiling_bps(rate_bps) * (1 + physics.MEASUREMENT_SLACK) / 1e6
+    bound = physics.allowed(physics.link_ceiling_bps(rate_bps)) / 1e6
     return [physics.Verdict(f"{where}: goodput vs link ceiling", mbps, bound, "Mbit/s", mbps <= bound)]
 
 
@@ -125,7 +125,7 @@ def check_runs_table(table: Path) -> list[physics.Verdict]:
     with open(table, newline="") as f:
         for row in csv.DictReader(f):
             if row.get("ceiling_mbps") and row.get("mbps"):  # MPTCP over every path (mptcp_ceiling_bps)
-                mbps, bound = float(row["mbps"]), float(row["ceiling_mbps"]) * (1 + physics.MEASUREMENT_SLACK)
+                mbps, bound = float(row["mbps"]), physics.allowed(float(row["ceiling_mbps"]))
                 out.append(physics.Verdict(f"{table.parent.name}/{row.get('run', '?')}: MPTCP goodput vs its "
                                            "paths' ceilings", mbps, bound, "Mbit/s", mbps <= bound))
             if not row.get("capacity_mbps"):
@@ -137,7 +137,7 @@ def check_runs_table(table: Path) -> list[physics.Verdict]:
             # samples allow where recorded (observe.qdisc_window)
             key = "emulator_wire_mbps_min" if row.get("emulator_wire_mbps_min") else "emulator_wire_mbps"
             if row.get(key):
-                wire, bound = float(row[key]), rate * (1 + physics.MEASUREMENT_SLACK) / 1e6
+                wire, bound = float(row[key]), physics.allowed(rate) / 1e6
                 out.append(physics.Verdict(f"{where}: emulator's wire rate vs configured rate", wire, bound,
                                            "Mbit/s", wire <= bound, "tc -s qdisc bytes over the measurement window"))
     return out
@@ -177,7 +177,7 @@ def _mptcp_ceiling(run: Path, summary: dict) -> list[physics.Verdict]:
         manifest = json.loads((run / "manifest.json").read_text())
     except (OSError, ValueError):
         return []
-    bound = mptcp_ceiling_bps(manifest, summary) * (1 + physics.MEASUREMENT_SLACK) / 1e6
+    bound = physics.allowed(mptcp_ceiling_bps(manifest, summary)) / 1e6
     if bound == float("inf"):
         return []
     return [physics.Verdict(f"{run.name}: MPTCP goodput vs its paths' ceilings", summary["mbps"], bound, "Mbit/s",

@@ -103,6 +103,12 @@ def _num(x: float) -> str:
 
 # ---------------------------------------------------------------- bounds (pure)
 
+def allowed(bound: float) -> float:
+    """The most a measurement may show against a physical bound: the bound plus MEASUREMENT_SLACK.
+    Every judge applies it here, so callers compare with `allowed(bound)`, never the raw bound."""
+    return bound * (1 + MEASUREMENT_SLACK)
+
+
 def link_ceiling_bps(rate_bps: float) -> float:
     """The most TCP payload a link of `rate_bps` can carry."""
     return rate_bps * TCP_PAYLOAD / WIRE_BYTES
@@ -198,9 +204,9 @@ def judge_link(path: str, goodput_bps: float, rate_bps: float, min_utilisation: 
     ceiling = link_ceiling_bps(rate_bps)
     util = goodput_bps / ceiling
     if wire_bps is None:
-        over, wire = util > 1 + MEASUREMENT_SLACK, ""
+        over, wire = util > allowed(1), ""
     else:
-        over = wire_bps > rate_bps * (1 + MEASUREMENT_SLACK)
+        over = wire_bps > allowed(rate_bps)
         wire = f"; the emulator sent {wire_bps / 1e6:.3g} Mbit/s of {rate_bps / 1e6:g}"
     ok = util >= min_utilisation and not over
     return Verdict(f"single TCP fills path {path}", goodput_bps / 1e6, ceiling / 1e6, "Mbit/s", ok,

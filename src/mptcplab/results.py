@@ -91,7 +91,7 @@ class RunDir:
         self.manifest: dict = {
             "run": self.final.name,
             "started": now(),
-            "command": sys.argv,
+            "command": places.handed().get("command", sys.argv),  # the user's, also inside a guest
             "parameters": params,
             "platform": platform_info(),
             "tools": tool_versions(),

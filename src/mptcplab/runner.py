@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Callable
 
 from . import engine, kernel, log, places, state
-from .lab import RunContext, get_lab
+from .lab import RunContext, check_params, get_lab
 from .places import lifetime, records
 from .places.decide import decide_where
 from .results import clock_totals, experiment_lock
@@ -27,9 +28,11 @@ _log = log.get()
 
 
 def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | None = None,
-             lab: str = "example") -> int:
+             lab: str = "example", params: dict | None = None) -> int:
     """Run `here()` natively, or `mptcplab ARGV --where native` in the guest place `where`.
-    `out` (the results directory) is written back from the guest and holds the setup check."""
+    `out` (the results directory) is written back from the guest and holds the setup check; the
+    guest's command is handed the user's command line (for its manifests) and the lab's `params`
+    as resolved here (places.hand), not re-parsed from --set."""
     to_guest = places.get(where).GUEST and not places.inside_guest()
     if not to_guest:
         kernel.require_root()
@@ -43,8 +46,9 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
         since, t0 = time.time(), time.monotonic()
         rc = 1
         try:
+            handed = {"command": sys.argv, **({"params": params} if params is not None else {})}
             rc = here() if not to_guest else places.get(where).run(
-                [*_verbosity(), *argv, "--where", places.current().NAME], [out] if out else [])
+                [*_verbosity(), *argv, "--where", places.current().NAME], [out] if out else [], handed)
         finally:
             if out is not None:
                 got = records.record_sweep(out, lab, where, since)
@@ -57,16 +61,6 @@ def _verbosity() -> list[str]:
     """-v / -q for the command re-run inside UML, so it speaks as this one does."""
     level = log.get().getEffectiveLevel()
     return ["-v"] if level <= 10 else ["-q"] if level >= 30 else []
-
-
-def flatten_overrides(d: dict, prefix: str = ""):
-    """{"a": {"b.c": 1}} -> ('a."b.c"', '1'): --set items that parse back to the same dict."""
-    for k, v in d.items():
-        key = f"{prefix}{json.dumps(k) if '.' in k or ' ' in k else k}"
-        if isinstance(v, dict):
-            yield from flatten_overrides(v, f"{key}.")
-        else:
-            yield key, json.dumps(v)  # JSON scalars and lists are valid TOML values
 
 
 def default_out(lab_id: str, quick: bool, shard: Shard | None = None) -> Path:
@@ -84,7 +78,10 @@ def conclude(lab, out: Path, summary: dict) -> None:
 def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | None = None,
             fresh: bool = False, overrides: dict | None = None, shard: Shard | None = None) -> int:
     lab = get_lab(lab_id)
-    params = lab.load_params(quick, overrides)  # bad parameters fail here, before anything is configured
+    handed = places.handed().get("params")  # inside a guest: the parameters as the host resolved them
+    if handed is not None:
+        check_params(lab, handed)
+    params = handed if handed is not None else lab.load_params(quick, overrides)  # bad ones fail here
     if shard:
         share(lab, params, shard)  # more shards than runs fails here too
     place = decide_where(where, lab.needs, lab=lab.id)
@@ -92,7 +89,6 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
     if fresh and out.exists() and not places.inside_guest():
         shutil.rmtree(out)
     argv = ["run", lab.id, "--out", str(out)] + (["--quick"] if quick else [])
-    argv += [f"--set={k}={v}" for k, v in flatten_overrides(overrides or {})]
     argv += [f"--shard={shard}"] if shard else []
 
     def here() -> int:
@@ -114,4 +110,4 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
 
     if not places.inside_guest():
         places.get(place).prepare(lab)
-    return in_place(place, argv, here, out=out, lab=lab.id)
+    return in_place(place, argv, here, out=out, lab=lab.id, params=params)

@@ -18,7 +18,7 @@ RAN = "in the fake test place"
 KERNEL = "fake kernel"
 CLOCK = ""
 OFFERS = {"netem", "tbf"}
-calls: list[tuple[list[str], list[Path]]] = []  # every run(): (argv, results)
+calls: list[tuple[list[str], list[Path], dict]] = []  # every run(): (argv, results, handed)
 prepared: list[str] = []  # the labs prepare() was asked for
 
 
@@ -38,8 +38,8 @@ def prepare(lab) -> None:
     prepared.append(lab.id)
 
 
-def run(argv: list[str], results: list[Path]) -> int:
-    calls.append((list(argv), [Path(r) for r in results]))
+def run(argv: list[str], results: list[Path], handed: dict) -> int:
+    calls.append((list(argv), [Path(r) for r in results], handed))
     with tempfile.TemporaryDirectory() as staging:  # the guest's own filesystem
         (Path(staging) / "lab-summary.json").write_text(json.dumps({"argv": argv}))
         for dest in results:  # what the command wrote comes back to the host

@@ -1,6 +1,7 @@
 """The engine's sweep with a fake network: settings before the record, resume, one setup check."""
 
 import json
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -120,9 +121,11 @@ def test_the_runner_runs_a_lab_in_a_guest_place_it_knows_only_by_its_registry_en
 
     out = tmp_path / "lab1"
     assert runner.run_lab("lab1", quick=True, where="fake", out=out, overrides={"sweep": {"repetitions": 1}}) == 0
-    (argv, results), = fake_place.calls
+    (argv, results, handed), = fake_place.calls
     assert argv[:4] == ["run", "lab1", "--out", str(out)] and argv[-2:] == ["--where", "native"]
-    assert "--quick" in argv and "--set=sweep.repetitions=1" in argv
+    assert "--quick" in argv and not any(a.startswith("--set") for a in argv)  # parameters go as data:
+    assert handed["params"]["sweep"]["repetitions"] == 1 and handed["params"]["paths"]  # resolved here
+    assert handed["command"] == sys.argv  # the user's command line, for the guest's manifests
     assert results == [out] and json.loads((out / "lab-summary.json").read_text())["argv"] == argv
     assert fake_place.prepared == ["lab1"]
 
@@ -139,8 +142,12 @@ def test_a_lab_goes_to_the_test_place_only_when_it_offers_what_the_lab_needs(fak
 def test_inside_the_test_place_the_manifest_carries_its_facts(fake_place, monkeypatch, tmp_path):
     from mptcplab.results import Sweep
 
+    from mptcplab import places
+
     monkeypatch.setenv("MPTCPLAB_WHERE", "fake")
+    monkeypatch.setenv(*places.hand({"command": ["mptcplab", "run", "lab1", "--set", "x=1"]}).popitem())
     with Sweep(tmp_path).run("r1", {}):
         pass
     m = json.loads((tmp_path / "r1" / "manifest.json").read_text())
     assert m["platform"]["where"] == "fake" and m["platform"]["fake"] is True and "clock" in m
+    assert m["command"] == ["mptcplab", "run", "lab1", "--set", "x=1"]  # what the user ran, not the guest's

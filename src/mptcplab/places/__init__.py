@@ -11,6 +11,7 @@ runs there.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from pathlib import Path
 from typing import Protocol
@@ -43,11 +44,12 @@ class Place(Protocol):
     def prepare(self, lab) -> None:
         """Host-side work before `lab` boots there (Lab.prebuild), or nothing."""
 
-    def run(self, argv: list[str], results: list[Path]) -> int:
+    def run(self, argv: list[str], results: list[Path], handed: dict) -> int:
         """Run `mptcplab ARGV` there (the caller appends `--where native`) and return its exit
         status. `results` are the directories the command writes: the place makes them writable
         there and their files reach the host when it returns (UML's hostfs and the VM's 9p share
-        them; a place without a shared filesystem copies them back)."""
+        them; a place without a shared filesystem copies them back). `handed` is data for the
+        command inside (`hand` puts it in the guest's environment; `handed()` reads it there)."""
 
     def clean(self) -> list[str]:
         """Remove what a killed run of this place left (its guest processes and directories)."""
@@ -89,6 +91,20 @@ def current() -> Place:
 
 def inside_guest() -> bool:
     return current().GUEST
+
+
+HANDED = "MPTCPLAB_HANDED"
+
+
+def hand(data: dict) -> dict[str, str]:
+    """The environment entry a guest place gives its command: `data` as JSON (see handed)."""
+    return {HANDED: json.dumps(data, default=str)}
+
+
+def handed() -> dict:
+    """What the host handed the command running in this guest: the user's command line
+    (`command`) and a lab's parameters as resolved on the host (`params`); {} on the host."""
+    return json.loads(os.environ.get(HANDED, "{}"))
 
 
 def offered() -> dict[str, set[str]]:

@@ -43,7 +43,7 @@ def wall_clock(directory: Path) -> float:
     return time.time()
 
 
-def run(argv: list[str], results: list) -> int:
+def run(argv: list[str], results: list, handed: dict) -> int:
     raise RuntimeError("the native place runs in-process: runner.in_place calls the experiment directly")
 
 

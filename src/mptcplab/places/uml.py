@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import log
 from ..state import PREFIX
-from . import guest, lifetime
+from . import guest, hand, lifetime
 from . import uml_kernel as uml
 
 NAME = "uml"
@@ -61,12 +61,12 @@ def wall_clock(directory: Path) -> float:
     return guest.host_time(directory)
 
 
-def run(argv: list[str], results: list) -> int:
+def run(argv: list[str], results: list, handed: dict) -> int:
     # hostfs gives the guest the whole host filesystem read-write, so `results` needs nothing here.
     kernel = uml.kernel_path() or uml.build()
     log.get().info("running in the UML kernel (%s)", kernel.parent.name)
     return uml.run([sys.executable, "-m", "mptcplab", *argv],
-                   env={"MPTCPLAB_UML_KERNEL": kernel.parent.name, "PYTHONUNBUFFERED": "1"})
+                   env={"MPTCPLAB_UML_KERNEL": kernel.parent.name, "PYTHONUNBUFFERED": "1", **hand(handed)})
 
 
 def clean() -> list[str]:

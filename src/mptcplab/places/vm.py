@@ -33,7 +33,7 @@ from pathlib import Path
 from .. import log, paths
 from ..errors import EnvironmentProblem
 from ..state import PREFIX
-from . import guest, lifetime
+from . import guest, hand, lifetime
 
 NAME = "vm"
 GUEST = True
@@ -267,7 +267,7 @@ def wall_clock(directory: Path) -> float:
     return time.time()
 
 
-def run(argv: list[str], results: list) -> int:
+def run(argv: list[str], results: list, handed: dict) -> int:
     # The results directories are shared read-write with the guest (virtme-ng's 9p --rwdir).
     kimg = kernel()
     acc = accelerator()
@@ -275,7 +275,7 @@ def run(argv: list[str], results: list) -> int:
     console = Path(results[0]) / CONSOLE_LOG if results else None  # boot() creates the directory
     return boot([sys.executable, "-m", "mptcplab", *argv], writable=[*results, paths.cache_dir()],
                 env={"MPTCPLAB_VM_KERNEL": release(kimg), "MPTCPLAB_VM_ACCEL": acc, "PYTHONUNBUFFERED": "1",
-                     "PYTHONFAULTHANDLER": "1"},  # a crash in the guest leaves its Python traceback
+                     "PYTHONFAULTHANDLER": "1", **hand(handed)},  # a crash in the guest leaves its Python traceback
                 console=console, quiet_limit_s=float(os.environ.get("MPTCPLAB_VM_QUIET_LIMIT_S", QUIET_LIMIT_S)))
 
 

@@ -41,7 +41,7 @@ def window_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:
             continue
         b = single_path_bounds(r, paths[name])
         window = b["window_bps"] / 1e6
-        ceiling = b["ceiling_bps"] * (1 + physics.MEASUREMENT_SLACK) / 1e6
+        ceiling = physics.allowed(b["ceiling_bps"]) / 1e6
         inflight = r.get(f"inflight_max_{name}")
         inflight = float(inflight) if inflight is not None and inflight == inflight else np.nan
         rows.append({
@@ -148,7 +148,7 @@ def mptcp_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:
                      "mbps_max": g["mbps"].max(), "n": len(g),
                      "s_per_rtt": S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
                      "s_per_half_rtt": 2 * S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
-                     "subflow_bound": total * (1 + physics.MEASUREMENT_SLACK) / 1e6 if paths else np.nan})
+                     "subflow_bound": physics.allowed(total) / 1e6 if paths else np.nan})
     out = pd.DataFrame(rows, columns=["method", "buffer_bytes", "S", "mbps", "mbps_max", "n", "s_per_rtt",
                                       "s_per_half_rtt", "subflow_bound"])
     out["above_subflow_bound"] = out["mbps_max"] > out["subflow_bound"]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 import shlex
 import shutil
@@ -81,7 +80,7 @@ def vng() -> str | None:
 
 def qemu_binary() -> str | None:
     return shutil.which({"x86_64": "qemu-system-x86_64", "aarch64": "qemu-system-aarch64"}
-                        .get(platform.machine(), f"qemu-system-{platform.machine()}"))
+                        .get(os.uname().machine, f"qemu-system-{os.uname().machine}"))
 
 
 def available() -> tuple[bool, str]:
@@ -319,7 +318,7 @@ def kvm_verdict() -> dict:
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return {"verdict": "no-kvm", "detail": "no usable /dev/kvm"}
     kimg = kernel()
-    key = f"{platform.release()}|{_qemu_version()}|{kimg}"
+    key = f"{os.uname().release}|{_qemu_version()}|{kimg}"
 
     def measure() -> dict:
         print(f"mptcplab: testing KVM with a boot under a {KVM_BOOT_TIMEOUT_S:.0f} s timeout (once; cached)",

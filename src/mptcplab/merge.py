@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -196,7 +197,8 @@ def write(p: Plan, out: Path) -> dict:
                               "hosts": sorted({m["platform"].get("hostname") for m in s.manifests})}
                              for s in p.sources]}
     (out / MERGE_FILE).write_text(json.dumps(provenance, indent=2, default=str) + "\n")
-    ctx = RunContext(lab=p.lab, params=p.params, out=out.resolve(), quick=p.quick, where=str(p.place.get("where")))
+    ctx = RunContext(lab=p.lab, params=p.params, out=out.resolve(), quick=p.quick, where=str(p.place.get("where")),
+                     started=time.monotonic())
     later = [q.key for q in p.lab.points(p.params, Sweep(out)) if not Sweep(out).done(q.key)]
     summary = p.lab.finish(ctx)
     conclude(p.lab, out, summary)

@@ -201,3 +201,48 @@ def test_merge_lays_the_runs_out_as_one_host_would_and_builds_the_same_tables(tm
     assert json.loads((out / "merge.json").read_text())["shards"][1]["hosts"] == ["node2"]
     with pytest.raises(UsageError, match="already holds results"):
         merge.write(merge.plan(shards), out)
+
+
+def test_slurm_dry_run_writes_a_job_array_of_shards_and_a_merge_that_waits_for_it(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    assert main(["slurm", "lab3", "--array", "3", "--quick", "--set", "flows=[1,2,4]", "--out", str(out),
+                 "--sbatch=--partition=net", "--dry-run"]) == 0
+    shards = (out / "slurm" / "shards.sbatch").read_text()
+    merged = (out / "slurm" / "merge.sbatch").read_text()
+    assert "#SBATCH --array=1-3\n" in shards and "#SBATCH --exclusive\n" in shards
+    assert "#SBATCH --partition=net\n" in shards and "#SBATCH --partition=net\n" in merged
+    assert " run lab3 --quick --set 'flows=[1,2,4]' --where auto" in shards
+    assert f'--shard "$SLURM_ARRAY_TASK_ID/3" --out "{out}/shard-$SLURM_ARRAY_TASK_ID-of-3"' in shards
+    assert (f' merge "{out}/shard-1-of-3" "{out}/shard-2-of-3" "{out}/shard-3-of-3" --out "{out}/merged"'
+            in merged)
+    assert f'check "{out}/merged"' in merged
+    said = capsys.readouterr().out
+    assert f"sbatch --dependency=afterok:<its job id> {out}/slurm/merge.sbatch" in said
+
+
+def test_slurm_refuses_an_array_larger_than_the_sweep_before_writing_anything(tmp_path, capsys):
+    assert main(["slurm", "lab3", "--array", "4", "--quick", "--set", "flows=[1,2,4]", "--set", 'random.loss=["2%"]',
+                 "--set", "droptail.capacity=[]", "--out", str(tmp_path / "s"), "--dry-run"]) == 2
+    assert "at most 3 shards" in capsys.readouterr().err and not (tmp_path / "s").exists()
+
+
+def test_a_shard_reaches_the_guest_place_as_its_own_option(tmp_path, monkeypatch):
+    """The fake guest place (tests/engine/fake_place.py) gets `--shard K/N`; the default results
+    directory names the shard."""
+    import contextlib
+
+    import fake_place
+
+    from mptcplab import places, runner
+
+    monkeypatch.setitem(places.REGISTRY, "fake", "fake_place")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("MPTCPLAB_WHERE", raising=False)
+    monkeypatch.setattr(runner, "experiment_lock", contextlib.nullcontext)
+    monkeypatch.setattr(runner.state, "clean", lambda all_owners: [])
+    monkeypatch.setattr(runner.lifetime, "reap_orphan_guests", lambda: [])
+    monkeypatch.chdir(tmp_path)
+    fake_place.calls.clear()
+    runner.run_lab("lab3", quick=True, where="fake", overrides=LAB3, shard=Shard(2, 3))
+    (argv, results, handed), = fake_place.calls
+    assert "--shard=2/3" in argv and results == [tmp_path / "results" / "lab3-quick-shard-2-of-3"]

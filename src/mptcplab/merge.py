@@ -167,7 +167,7 @@ def _by(sources: list[Source], what) -> dict:
 
 def _commit(git: dict | None) -> str:
     git = git or {}
-    return f"{git.get('commit')}{' (dirty)' if git.get('dirty') else ''}"
+    return f"{git.get('commit')}{' with uncommitted changes' if git.get('dirty') else ''}"
 
 
 def write(p: Plan, out: Path) -> dict:

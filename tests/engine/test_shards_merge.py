@@ -246,3 +246,13 @@ def test_a_shard_reaches_the_guest_place_as_its_own_option(tmp_path, monkeypatch
     runner.run_lab("lab3", quick=True, where="fake", overrides=LAB3, shard=Shard(2, 3))
     (argv, results, handed), = fake_place.calls
     assert "--shard=2/3" in argv and results == [tmp_path / "results" / "lab3-quick-shard-2-of-3"]
+
+
+def test_merge_refuses_a_kit_with_uncommitted_changes_beside_the_clean_commit(tmp_path):
+    """A dirty checkout is not the commit it names: its shards are another kit."""
+    p = params()
+    a, b = fake_shard(tmp_path, 1, 2, p), fake_shard(tmp_path, 2, 2, p)
+    for f in [b / SHARD_FILE, *b.glob("*/manifest.json")]:
+        f.write_text(f.read_text().replace('"dirty": false', '"dirty": true'))
+    line = refusal([a, b])
+    assert f"c0ffee ({a}); c0ffee with uncommitted changes ({b})" in line

@@ -120,7 +120,8 @@ def _wait_for(jobs: list[str], env: dict, timeout: float) -> None:
 
 def _exit_codes(jobs: list[str], env: dict) -> list[str]:
     """Each job's (each array task's) state and exit code, from slurmctld (MinJobAge keeps them)."""
-    out = subprocess.run(["scontrol", "-o", "show", "job", *jobs], capture_output=True, text=True, env=env).stdout
+    out = "".join(subprocess.run(["scontrol", "-o", "show", "job", job], capture_output=True, text=True,
+                                 env=env).stdout for job in jobs)  # one job (all its array tasks) per call
     return sorted(" ".join(f for f in line.split() if f.startswith(("JobState=", "ExitCode="))) for line in out.splitlines())
 
 

@@ -62,6 +62,8 @@ for arg in "$@"; do
   esac
 done
 [ "$dev" = 1 ] && apt_pkgs+=(vagrant vagrant-libvirt chromium mmdebstrap)
+# the Slurm integration test starts a one-node cluster (tests/integration/test_slurm_shards.py)
+[ "$dev" = 1 ] && apt_pkgs+=(slurm-wlm munge)
 
 if [ "$apt" = 1 ]; then
   if [ "$(id -u)" -ne 0 ]; then echo "install-deps: run as root (apt-get), or pass --no-apt" >&2; exit 2; fi

@@ -16,9 +16,9 @@ from __future__ import annotations
 import contextlib
 import time
 
-from . import log
+from . import log, shards
 from .lab import Lab, Point, RunContext
-from .results import Sweep, wall_clock
+from .results import Sweep, git_commit, wall_clock
 from .verify import check_paths, describe
 
 VERIFY = "verify"  # the setup check's run directory
@@ -77,11 +77,17 @@ class Progress:
 
 
 def run(ctx: RunContext) -> dict:
-    """Every point of the lab's sweep that is not done yet; then the lab's `finish`."""
+    """Every point of the lab's sweep that is not done yet; then the lab's `finish`. A shard
+    (ctx.shard, see mptcplab.shards) runs its share of the points and records itself instead: its
+    tables come from `mptcplab merge`."""
     lab, params, sweep = ctx.lab, ctx.params, Sweep(ctx.out)
     say = log.get(lab.id)
     ctx.started = ctx.started or time.monotonic()
-    wanted = lab.points(params, sweep)
+
+    def points():
+        return shards.share(lab, params, ctx.shard) if ctx.shard else lab.points(params, sweep)
+
+    wanted = points()
     left = [p for p in wanted if not sweep.done(p.key)]
     if len(left) < len(wanted):
         say.info("resuming: %d of %d runs already done", len(wanted) - len(left), len(wanted))
@@ -97,5 +103,5 @@ def run(ctx: RunContext) -> dict:
                     if make is lab.topology:
                         setup_check(net, params, ctx)
                 progress.step(point.key, run_point(lab, net, sweep, point, params))
-            left = [p for p in lab.points(params, sweep) if not sweep.done(p.key)]
-    return lab.finish(ctx)
+            left = [p for p in points() if not sweep.done(p.key)]
+    return shards.record(ctx, git_commit()) if ctx.shard else lab.finish(ctx)

@@ -39,6 +39,7 @@ class RunContext:
     quick: bool
     where: str  # the place the kernel under test is (mptcplab.places)
     started: float = 0.0  # time.monotonic() when the sweep started
+    shard: object = None  # mptcplab.shards.Shard: run only shard K of N of the points
 
 
 @dataclass(frozen=True)

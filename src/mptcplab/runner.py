@@ -22,6 +22,7 @@ from .lab import RunContext, check_params, get_lab
 from .places import lifetime, records
 from .places.decide import decide_where
 from .results import clock_totals, experiment_lock
+from .shards import Shard, share
 
 _log = log.get()
 
@@ -62,36 +63,49 @@ def _verbosity() -> list[str]:
     return ["-v"] if level <= 10 else ["-q"] if level >= 30 else []
 
 
-def default_out(lab_id: str, quick: bool) -> Path:
-    return Path.cwd() / "results" / (f"{lab_id}-quick" if quick else lab_id)
+def default_out(lab_id: str, quick: bool, shard: Shard | None = None) -> Path:
+    out = Path.cwd() / "results" / (f"{lab_id}-quick" if quick else lab_id)
+    return out.with_name(f"{out.name}-{shard.name}") if shard else out
+
+
+def conclude(lab, out: Path, summary: dict) -> None:
+    """A complete sweep's lab-summary.json and paper-vs-this-run.md (after `run`, and after `merge`)."""
+    (out / "lab-summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    (out / "paper-vs-this-run.md").write_text(lab.report(out))
+    log.get(lab.id).info("paper vs this run: %s", out / "paper-vs-this-run.md")
 
 
 def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | None = None,
-            fresh: bool = False, overrides: dict | None = None) -> int:
+            fresh: bool = False, overrides: dict | None = None, shard: Shard | None = None) -> int:
     lab = get_lab(lab_id)
     handed = places.handed().get("params")  # inside a guest: the parameters as the host resolved them
     if handed is not None:
         check_params(lab, handed)
     params = handed if handed is not None else lab.load_params(quick, overrides)  # bad ones fail here
+    if shard:
+        share(lab, params, shard)  # more shards than runs fails here too
     place = decide_where(where, lab.needs, lab=lab.id)
-    out = Path(out or default_out(lab.id, quick)).resolve()
+    out = Path(out or default_out(lab.id, quick, shard)).resolve()
     if fresh and out.exists() and not places.inside_guest():
         shutil.rmtree(out)
     argv = ["run", lab.id, "--out", str(out)] + (["--quick"] if quick else [])
+    argv += [f"--shard={shard}"] if shard else []
 
     def here() -> int:
         out.mkdir(parents=True, exist_ok=True)
         where_now = places.current().NAME
         say = log.get(lab.id)
-        say.info("%s — %s run, %s, results in %s", lab.title, "quick" if quick else "full", where_now, out)
-        summary = engine.run(RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now))
-        (out / "lab-summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        say.info("%s — %s run%s, %s, results in %s", lab.title, "quick" if quick else "full",
+                 f", shard {shard}" if shard else "", where_now, out)
+        summary = engine.run(RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now, shard=shard))
         guest, wall = clock_totals(out)
         if guest:
             say.info("%s clock: the runs took %.0f s on the guest's clock and %.0f s of "
                      "wall-clock time (each manifest's `clock`)", where_now, guest, wall)
-        (out / "paper-vs-this-run.md").write_text(lab.report(out))
-        say.info("paper vs this run: %s", out / "paper-vs-this-run.md")
+        if shard:  # its tables and report come from `mptcplab merge` of every shard
+            say.info("shard %s: %d runs done; merge the shards with `mptcplab merge`", shard, len(summary["runs"]))
+        else:
+            conclude(lab, out, summary)
         return 0
 
     if not places.inside_guest():

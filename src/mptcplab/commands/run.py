@@ -1,4 +1,4 @@
-"""`mptcplab run LAB [--quick] [--where auto|native|uml]`: run a lab's experiment for real."""
+"""`mptcplab run LAB [--quick] [--where auto|native|uml] [--shard K/N]`: run a lab's experiment for real."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..lab import all_labs
 from ..runner import run_lab
+from ..shards import Shard
 
 
 def register(sub) -> None:
@@ -19,7 +20,11 @@ def register(sub) -> None:
     p.add_argument("--fresh", action="store_true", help="discard earlier results in --out instead of resuming")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                    help="override a parameter of experiment.toml, e.g. --set sweep.repetitions=2 (TOML value)")
-    p.set_defaults(func=lambda a: run_lab(a.lab, a.quick, a.where, a.out, a.fresh, parse_overrides(a.overrides)))
+    p.add_argument("--shard", default=None, metavar="K/N",
+                   help="run only shard K of N of the sweep's runs (default --out: results/LAB[-quick]-shard-K-of-N); "
+                   "put the shards together with `mptcplab merge`")
+    p.set_defaults(func=lambda a: run_lab(a.lab, a.quick, a.where, a.out, a.fresh, parse_overrides(a.overrides),
+                                          a.shard and Shard.parse(a.shard)))
 
 
 def parse_overrides(items: list[str]) -> dict:

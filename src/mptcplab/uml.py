@@ -143,20 +143,24 @@ def _mkdir(path: Path) -> Path:
 
 
 # kbuild's short line for each object it compiles or links ("  CC      net/mptcp/protocol.o"); a
-# dry run prints the same lines as the commands that would echo them ("echo '  CC      ...'").
-OBJECT_LINE = re.compile(r"^(?:.*echo ')?  (?:CC|AS|LD) +\S", re.M)
+# dry run prints it inside the command that would echo it ("set -e; echo '  CC      ...'; gcc ...").
+OBJECT_LINE = re.compile(r"(?:^|echo ')  (?:CC|AS|LD) +\S", re.M)
 
 
 def _make_with_progress(argv: list[str], quiet: bool) -> None:
     """Run make, showing the objects compiled out of the total, and an ETA.
 
     The total is kbuild's own: a dry run (`make -n`, seconds) of the same target lists every object
-    this config builds. It ends in an error where the final link needs the objects it did not
-    make, so the few link steps after that point come on top (the total grows to match).
+    this config builds (1109 for the kit's config of linux-source-6.12). It ends in an error where
+    the final link needs the objects it did not make, so the few link steps after that point come
+    on top (the total grows to match: the build makes 1118).
     """
     from tqdm import tqdm
 
-    dry = subprocess.run(argv + ["-n"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    # One job: parallel sub-makes write their long command lines into the pipe in blocks that
+    # interleave, which cut 2-17 of them at -j2 here; serially the count is the same every time.
+    serial = [a for a in argv if not a.startswith("-j")]
+    dry = subprocess.run(serial + ["-n"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     total = len(OBJECT_LINE.findall(dry.stdout)) or None
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tail: list[str] = []

@@ -164,11 +164,12 @@ def _make_with_progress(argv: list[str], quiet: bool) -> None:
     total = len(OBJECT_LINE.findall(dry.stdout)) or None
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tail: list[str] = []
-    # In a log (CI, nohup) a bar redrawn every 2 s is one endless line: redraw once a minute there
-    # (maxinterval too: tqdm's monitor thread otherwise adds a line 10-20 s after each).
+    # In a log (CI, nohup) a bar redrawn every 2 s is one endless line: redraw once a minute there.
+    # miniters=1 keeps tqdm's monitor thread out: with its dynamic miniters, objects arriving in
+    # bursts made it print a second line seconds after each.
     every = 2 if sys.stderr.isatty() else 60
     with tqdm(total=total, unit="obj", desc="[uml build] compiling", disable=quiet, mininterval=every,
-              maxinterval=every) as bar:
+              miniters=1) as bar:
         for line in child.stdout:
             tail = (tail + [line])[-40:]
             if OBJECT_LINE.match(line):

@@ -9,16 +9,9 @@ the scanner does find them in the solution notebook.
 
 import html
 import json
-import os
 import re
-import shutil
-import socket
 import subprocess
-import sys
 import tempfile
-import threading
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import nbformat
@@ -90,18 +83,6 @@ def leaks(corpus: str, secrets: dict[str, set[str]]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    if not shutil.which("mkdocs", path=str(Path(sys.executable).parent)):
-        pytest.skip("mkdocs not installed (pip install -e .[site])")
-    out = tmp_path_factory.mktemp("site") / "site"
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    r = subprocess.run([str(Path(sys.executable).parent / "mkdocs"), "build", "--strict", "-f", str(REPO / "mkdocs.yml"),
-                        "-d", str(out)], cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return out
-
-
-@pytest.fixture(scope="module")
 def all_secrets(tmp_path_factory):
     build = tmp_path_factory.mktemp("assign")
     return {m.stem: secrets_of(m, build) for m in autograder.masters()}
@@ -134,33 +115,23 @@ def test_scanner_finds_secrets_in_the_solution_notebook(all_secrets, tmp_path):
             assert leaks(corpus, secrets), lab
 
 
-@pytest.mark.skipif(not shutil.which("chromium"), reason="chromium not installed (apt-get install chromium)")
-def test_figures_draw_in_a_headless_browser(built):
+def test_figures_draw_in_a_headless_browser(built, site_url, chromium):
     pages = sorted((built / "notebooks").glob("*/index.html"))
     if not pages:
         pytest.skip("no student notebooks yet")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = ThreadingHTTPServer(("127.0.0.1", port), partial(SimpleHTTPRequestHandler, directory=str(built)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        for page in pages:
-            with tempfile.TemporaryDirectory() as profile:
-                url = f"http://127.0.0.1:{port}/notebooks/{page.parent.name}/"
-                dom = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
-                                      "--disable-background-networking", "--no-first-run", f"--user-data-dir={profile}",
-                                      "--virtual-time-budget=15000", "--dump-dom", url],
-                                     capture_output=True, text=True, timeout=180).stdout
-            divs = dom.count('class="mlab-plotly')
-            drawn = dom.count('class="mlab-plotly js-plotly-plot')
-            assert divs and drawn == divs, f"{url}: {drawn} of {divs} Plotly figures drawn"
-            # Drawn as wide as the text column (Material's is at most ~770 px in a 1280 px window;
-            # the default headless window is 800 px), never at a fixed 900 or 1300 px.
-            widths = [int(w) for w in re.findall(r'<svg class="main-svg"[^>]*? width="(\d+)"', dom)]
-            assert widths and max(widths) <= 800, f"{url}: figure widths {sorted(set(widths))}"
-    finally:
-        server.shutdown()
+    for page in pages:
+        with tempfile.TemporaryDirectory() as profile:
+            url = f"{site_url}/notebooks/{page.parent.name}/"
+            dom = subprocess.run([*chromium, f"--user-data-dir={profile}",
+                                  "--virtual-time-budget=15000", "--dump-dom", url],
+                                 capture_output=True, text=True, timeout=180).stdout
+        divs = dom.count('class="mlab-plotly')
+        drawn = dom.count('class="mlab-plotly js-plotly-plot')
+        assert divs and drawn == divs, f"{url}: {drawn} of {divs} Plotly figures drawn"
+        # Drawn as wide as the text column (Material's is at most ~770 px in a 1280 px window;
+        # the default headless window is 800 px), never at a fixed 900 or 1300 px.
+        widths = [int(w) for w in re.findall(r'<svg class="main-svg"[^>]*? width="(\d+)"', dom)]
+        assert widths and max(widths) <= 800, f"{url}: figure widths {sorted(set(widths))}"
 
 
 def test_no_build_paths_in_the_site(built):

@@ -3,7 +3,11 @@
 VirtualBox is not packaged for Debian, so when VBoxManage is absent a stand-in answering only
 `VBoxManage --version` lets `vagrant validate` run the VirtualBox provider's own config checks
 (a typo test below proves the block is really validated). The libvirt block needs the
-vagrant-libvirt plugin (Debian: apt-get install vagrant-libvirt).
+vagrant-libvirt plugin (Debian: apt-get install vagrant-libvirt), the qemu block the vagrant-qemu
+plugin, which is not packaged by Debian: `vagrant plugin install vagrant-qemu` (from rubygems.org)
+into the user's Vagrant home, which its validation then uses. vagrant-qemu checks none of its own
+settings (its `validate` returns no errors), so there it proves that the block runs, on this host
+and as on Apple Silicon.
 """
 
 import os
@@ -20,9 +24,13 @@ PROVISION = REPO / "vagrant" / "provision.sh"
 vagrant = pytest.mark.skipif(not shutil.which("vagrant"), reason="vagrant not installed (apt-get install vagrant)")
 
 
-def _libvirt_plugin() -> bool:
+def _plugin(name: str) -> bool:
     out = subprocess.run(["vagrant", "plugin", "list"], capture_output=True, text=True)
-    return "vagrant-libvirt" in out.stdout
+    return name in out.stdout
+
+
+def _libvirt_plugin() -> bool:
+    return _plugin("vagrant-libvirt")
 
 
 def _validate(tmp_path: Path, provider: str, vagrantfile: str | None = None,
@@ -31,7 +39,9 @@ def _validate(tmp_path: Path, provider: str, vagrantfile: str | None = None,
     (tmp_path / "vagrant").mkdir(exist_ok=True)
     shutil.copy(PROVISION, tmp_path / "vagrant" / "provision.sh")
     (tmp_path / "Vagrantfile").write_text(vagrantfile or (REPO / "Vagrantfile").read_text())
-    env = {**os.environ, "VAGRANT_DEFAULT_PROVIDER": provider, "VAGRANT_HOME": str(tmp_path / ".vagrant.d")}
+    env = {**os.environ, "VAGRANT_DEFAULT_PROVIDER": provider}
+    if provider != "qemu":  # vagrant-qemu is a user plugin: it lives in the user's Vagrant home
+        env["VAGRANT_HOME"] = str(tmp_path / ".vagrant.d")
     env.pop("VAGRANT_VAGRANTFILE", None)
     for var in [v for v in env if v.startswith("MPTCPLAB_")]:
         env.pop(var)
@@ -52,6 +62,21 @@ def test_vagrantfile_validates(tmp_path, provider):
         pytest.skip("vagrant-libvirt plugin missing (apt-get install vagrant-libvirt)")
     r = _validate(tmp_path, provider)
     assert r.returncode == 0 and "validated successfully" in r.stdout, r.stdout + r.stderr
+
+
+@vagrant
+@pytest.mark.parametrize("apple_silicon", [False, True])
+def test_vagrantfile_validates_for_the_qemu_provider(tmp_path, apple_silicon):
+    if not _plugin("vagrant-qemu"):
+        pytest.skip("vagrant-qemu plugin missing (vagrant plugin install vagrant-qemu: needs rubygems.org)")
+    text = (REPO / "Vagrantfile").read_text()
+    line = next(ln for ln in text.splitlines() if ln.startswith("APPLE_SILICON = "))
+    shown = '    puts "QEMU #{qe.machine.inspect} #{qe.cpu.inspect} #{qe.smp} #{qe.memory}"\n'
+    text = text.replace("    qe.ssh_auto_correct = true\n", "    qe.ssh_auto_correct = true\n" + shown)
+    r = _validate(tmp_path, "qemu", text.replace(line, f"APPLE_SILICON = {str(apple_silicon).lower()}"))
+    assert r.returncode == 0 and "validated successfully" in r.stdout, r.stdout + r.stderr
+    hvf = '"virt,highmem=on,accel=hvf" "host"' if apple_silicon else ":__UNSET__VALUE__ :__UNSET__VALUE__"
+    assert f"QEMU {hvf} 2 4096M" in r.stdout, r.stdout
 
 
 @vagrant

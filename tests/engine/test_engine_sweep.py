@@ -78,6 +78,26 @@ def test_sweep_checks_once_and_resumes(tmp_path, monkeypatch):
     assert measured == ["p0", "p2"] and checks == [1]  # nothing left, no second check
 
 
+def test_time_left_counts_the_runs_not_the_setup(tmp_path, monkeypatch, caplog):
+    """A setup check of 100 s and runs of 10 s: after the first run, 2 runs are about 20 s left."""
+    clock = [0.0]
+    monkeypatch.setattr(engine, "wall_clock", lambda out: clock[0])
+
+    def check_paths(net, rd, a, b, **kw):
+        clock[0] += 100
+        rd.summary["checks"] = {}
+
+    monkeypatch.setattr(engine, "check_paths", check_paths)
+    monkeypatch.setattr(engine, "describe", lambda checks: "")
+    lab = _toy_lab([], [])
+    lab = Lab(**{**vars(lab), "measure": lambda net, rd, point, params: clock.__setitem__(0, clock[0] + 10) or "ok"})
+    with caplog.at_level("INFO", logger="mptcplab.toy"):
+        engine.run(RunContext(lab=lab, params={}, out=tmp_path, quick=True, where="native"))
+    lines = [r.getMessage() for r in caplog.records]
+    assert "3 runs to measure" in lines
+    assert "1/3 p0: ok  [1m50s, about 0m20s left]" in lines and "3/3 p2: ok  [2m10s]" in lines, lines
+
+
 @pytest.mark.parametrize("argv, says", [
     (["run", "lab3", "--quick", "--set", "loss=150%"], "no parameter 'loss'"),
     (["run", "lab1", "--quick", "--set", "sweep.repetitions=-1"], "repetitions"),

@@ -1,0 +1,51 @@
+"""Reference inputs for the checks: the kit's own copy, never a variable of the notebook.
+
+A check that read the measured runs from the student's `runs` would grade against whatever the
+student put there (an empty table makes every per-run check vacuous). Checks load the tables here
+instead, from `solutions/results/<lab>` of the kit the checker runs from (the checker's sandbox
+shows the real files; Otter, outside the sandbox, reads the same ones).
+
+`held_out_lab3` makes inputs no notebook has seen, so a function the student wrote is checked on
+work it could not have copied from the shipped tables.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..lab import REPO_ROOT
+
+
+def results(lab: str):
+    """The kit's reference results of a lab (`lab3` -> solutions/results/lab3)."""
+    return REPO_ROOT / "solutions" / "results" / lab
+
+
+@functools.lru_cache(maxsize=8)
+def tables(lab: str, load) -> dict:
+    """The lab's reference tables as its loader reads them (`la.load`); loaded once per process.
+    Checks must not change them: take a copy before editing."""
+    return load(results(lab))
+
+
+# Columns that hold the answers of Lab 3's Q4 (the loss rates and the event counts behind them).
+LAB3_RATE_COLUMNS = ("p", "p_e", "p_r", "p_r_emulator", "loss_events", "loss_events_per_flow",
+                     "loss_events_cumulative", "retransmissions", "timeouts", "timeouts_nstat")
+
+
+def held_out_lab3(t: dict, every: int = 9):
+    """(runs, flows, losses) for Lab 3's Q4 that no notebook has seen: every `every`-th run of the
+    reference, one loss in three dropped, RTTs x 1.5 and packets x 1.2, without the loss-rate
+    columns (a function that reads them instead of counting fails here)."""
+    runs, flows, losses = t["runs"], t["flows"], t["losses"]
+    runs = runs.iloc[::every].copy()
+    keep = set(runs.run)
+    flows = flows[flows.run.isin(keep)].copy()
+    losses = losses[losses.run.isin(keep)].copy()
+    losses = losses[losses.groupby("run").cumcount() % 3 != 1].reset_index(drop=True)
+    runs["rtt"] = runs["rtt"] * 1.5
+    flows["rtt"] = flows["rtt"] * 1.5
+    runs["packets"] = (runs["packets"] * 1.2).round().astype(int)
+    runs = runs.drop(columns=[c for c in LAB3_RATE_COLUMNS if c in runs]).reset_index(drop=True)
+    flows = flows.drop(columns=[c for c in LAB3_RATE_COLUMNS if c in flows]).reset_index(drop=True)
+    return runs, flows, losses

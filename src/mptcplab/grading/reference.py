@@ -1,9 +1,10 @@
 """Reference inputs for the checks: the kit's own copy, never a variable of the notebook.
 
 A check that read the measured runs from the student's `runs` would grade against whatever the
-student put there (an empty table makes every per-run check vacuous). Checks load the tables here
-instead, from `solutions/results/<lab>` of the kit the checker runs from (the checker's sandbox
-shows the real files; Otter, outside the sandbox, reads the same ones).
+student put there (an empty table makes every per-run check vacuous). When grading, checks load
+the tables here instead (`kit`), from `solutions/results/<lab>` of the kit the checker runs from
+(the checker's sandbox shows the real files, and the notebook ran on the same ones: the sandbox
+shows no `results/` of the student's).
 
 `held_out_lab3` makes inputs no notebook has seen, so a function the student wrote is checked on
 work it could not have copied from the shipped tables.
@@ -12,6 +13,7 @@ work it could not have copied from the shipped tables.
 from __future__ import annotations
 
 import functools
+import os
 
 from ..lab import REPO_ROOT
 
@@ -26,6 +28,22 @@ def tables(lab: str, load) -> dict:
     """The lab's reference tables as its loader reads them (`la.load`); loaded once per process.
     Checks must not change them: take a copy before editing."""
     return load(results(lab))
+
+
+def grading() -> bool:
+    """True inside `mptcplab grade`'s sandboxes (sandbox.prepare sets it)."""
+    return os.environ.get("MPTCPLAB_GRADING") == "1"
+
+
+def kit(lab: str, load, name: str | None = None, own=None):
+    """What a check compares with: the kit's own copy (table `name` of it, if given) when grading.
+    In a student's own notebook (`grader.check` while they work) it is `own`, the table their
+    notebook loaded, so the checks follow their own runs there; the checker never binds it
+    (checks pass `globals().get("runs")`, a name the checker does not provide)."""
+    if own is not None and not grading():
+        return own
+    loaded = tables(lab, load)
+    return loaded if name is None else loaded[name]
 
 
 # Columns that hold the answers of Lab 3's Q4 (the loss rates and the event counts behind them).

@@ -137,7 +137,8 @@ def pickle_walk(nb):
 def _walk(module, name, arg):  # protocol 4: PROTO, module, name, STACK_GLOBAL, arg, TUPLE1, REDUCE, STOP
     s = lambda t: b"\x8c" + bytes([len(t)]) + t.encode()
     return b"\x80\x04" + s(module) + s(name) + b"\x93" + s(arg) + b"\x85R."
-_vals = "/tmp/.mlab-values"
+_vals = "/var/mlab-values"
+get_ipython().events.callbacks["post_run_cell"].clear()  # no snapshot after this cell: only the dump below
 def _mlab_dump():
     index = {"values": {}, "funcs": {}, "refs": {"np": ["module", "numpy", ""], "pd": ["module", "pandas", ""]},
              "oversized": {}, "unsaved": {}}

@@ -34,6 +34,7 @@ from pathlib import Path
 
 VALUES = "/var/mlab-values"  # a tmpfs of its own (sandbox.VALUES): a notebook that fills /tmp loses no value
 FIFO = VALUES + "/.snapshot"
+DROPPED = "[mptcplab grade: output beyond %d bytes dropped]"
 
 # Run in a namespace of its own (exec with fresh globals), so the names a notebook binds (a
 # student's `isinstance` or `len`) never replace what the runner's code calls.
@@ -132,7 +133,7 @@ def _mlab_setup(_dir, _fifo, _cap, _out_cap):
                 return len(text)
             left[0] -= len(text)
             if left[0] < 0:
-                return write(text[:len(text) + left[0]] + "\n[mptcplab grade: output beyond %%d bytes dropped]\n" %% _out_cap)
+                return write(text[:len(text) + left[0]] + "\n%s\n" %% _out_cap)
             return write(text)
         stream.write = capped_write
 
@@ -306,7 +307,7 @@ def run(notebook: Path, cell_timeout: int, deadline_s: float, max_output: int, v
 
     try:
         with client.setup_kernel():
-            _extra(client, SETUP_CELL % (SETUP_SOURCE % (VALUES, FIFO, value_cap, max_output)), 60)
+            _extra(client, SETUP_CELL % (SETUP_SOURCE % (DROPPED, VALUES, FIFO, value_cap, max_output)), 60)
             stuck = False
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
@@ -337,6 +338,8 @@ def run(notebook: Path, cell_timeout: int, deadline_s: float, max_output: int, v
     status["output_truncated"] = client._notified
     for i, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.get("output_type") == "stream" and DROPPED % max_output in str(out.get("text", ""))[-200:]:
+                status["output_truncated"] = True  # the kernel's own cap (SETUP_SOURCE) dropped the rest
             if out.get("output_type") == "error":
                 status["cell_errors"].append({"cell": i + 1, "ename": str(out.get("ename"))[:100],
                                               "evalue": str(out.get("evalue"))[:300]})

@@ -88,7 +88,7 @@ def main() -> int:
         subs = Path(tmp) / "subs"
         subs.mkdir()
         kinds = make_batch(ag, subs, a.count)
-        opt = batch.Options(user=sandbox.grader_user(), workers=a.workers)
+        opt = batch.Options(workers=a.workers)
         threading.Thread(target=sample, daemon=True).start()
         load_before = os.getloadavg()
         start = time.monotonic()

@@ -68,7 +68,7 @@ def graded(tmp_path_factory):
     subs = sorted(BAD.glob("*.ipynb")) + [solution]
     before = {p: _sha(p) for p in subs}
     mtimes = {p: os.stat(p).st_mtime_ns for p in subs}
-    opt = batch.Options(user=sandbox.grader_user(), cell_timeout=40, workers=2,
+    opt = batch.Options(cell_timeout=40, workers=2,
                         limits=sandbox.Limits(wall_s=240, cpu_s=240, tree_memory_mb=TREE_MB, disk_mb=256))
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.monotonic()

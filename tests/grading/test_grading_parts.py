@@ -183,3 +183,34 @@ def test_gradescope_zip_grades_the_solution_with_otter(tmp_path, fixture_ag):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     res = json.loads((tmp_path / "res" / "results.json").read_text())
     assert sum(t.get("score") or 0 for t in res["tests"]) == pytest.approx(3), res
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="leases live under /run (root)")
+def test_each_submission_gets_a_uid_of_its_own():
+    """Leases never hand out one UID twice, in this process or another, nor a UID an account holds."""
+    import pwd
+
+    from mptcplab.grading import identity
+
+    with identity.lease() as a, identity.lease() as b:
+        assert a != b and identity.FIRST <= min(a, b) and max(a, b) <= identity.LAST
+        other = subprocess.run([sys.executable, "-c", "from mptcplab.grading import identity\n"
+                                "with identity.lease() as u: print(u)"], capture_output=True, text=True, check=True)
+        assert int(other.stdout) not in (a, b)
+    for uid in (a, b):
+        with pytest.raises(KeyError):
+            pwd.getpwuid(uid)
+
+
+def test_checks_read_the_kits_tables_when_grading(monkeypatch):
+    from mptcplab.grading import reference
+    from mptcplab.labs.lab3 import analysis as la
+
+    mine = pd.DataFrame({"run": []})
+    monkeypatch.delenv("MPTCPLAB_GRADING", raising=False)
+    assert reference.kit("lab3", la.load, "runs", mine) is mine  # a student's own notebook: their runs
+    monkeypatch.setenv("MPTCPLAB_GRADING", "1")
+    kit = reference.kit("lab3", la.load, "runs", mine)
+    assert kit is not mine and len(kit) > 100  # graded: the kit's copy, whatever the notebook holds
+    runs, flows, losses = reference.held_out_lab3(reference.tables("lab3", la.load))
+    assert not {"p", "p_e", "p_r"} & set(runs) and len(runs) >= 10 and set(losses.run) <= set(runs.run)

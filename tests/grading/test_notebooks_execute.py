@@ -42,7 +42,7 @@ def test_solution_passes_and_unfilled_fails_with_messages(master, assign_dir, tm
     nbformat.write(autograder.filled_student_notebook(base / "student" / master.name,
                                                       base / "autograder" / master.name), solution)
     unfilled.write_bytes((base / "student" / master.name).read_bytes())
-    opt = batch.Options(user=sandbox.grader_user(), cell_timeout=300,
+    opt = batch.Options(cell_timeout=300,
                         limits=sandbox.Limits(wall_s=1200, cpu_s=1200))
     res = {r["student"]: r for r in batch.grade_batch([solution, unfilled], ag, tmp_path / "out", opt)}
 

@@ -18,7 +18,6 @@ def register(sub) -> None:
     p.add_argument("--lab", help="which lab (1, 01, lab1 or 01-name); default: read from each notebook")
     p.add_argument("--master", type=Path, help="grade against this master notebook instead of solutions/")
     p.add_argument("--out", type=Path, default=Path("build/grades"), help="reports and gradebook.csv (default: %(default)s)")
-    p.add_argument("--user", help="unprivileged user to run submissions as (default: mptcplab-grader, else nobody)")
     p.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell (default: %(default)s)")
     p.add_argument("--time-limit", type=int, default=600, help="seconds per notebook, all cells (default: %(default)s)")
     p.add_argument("--memory-mb", type=int, default=3072, help="address-space limit per process (default: %(default)s)")
@@ -27,6 +26,8 @@ def register(sub) -> None:
     p.add_argument("--disk-mb", type=int, default=512, help="size of each writable tmpfs: the copy, /tmp (default: %(default)s)")
     p.add_argument("--workers", type=int, default=0, help="submissions graded at once (default: one per core)")
     p.add_argument("--max-output", type=int, default=1_000_000, help="bytes of output kept per notebook (default: %(default)s)")
+    p.add_argument("--notebook-mb", type=int, default=32,
+                   help="largest notebook graded, file and executed (default: %(default)s)")
     p.set_defaults(func=_grade)
 
 
@@ -91,7 +92,7 @@ def _grade(args) -> int:
         if unknown:
             print(f"{len(unknown)} file(s) do not name their lab; graded with the rest: "
                   + ", ".join(map(str, unknown[:5])), file=sys.stderr)
-    opt = batch.Options(user=sandbox.grader_user(args.user), cell_timeout=args.cell_timeout,
+    opt = batch.Options(cell_timeout=args.cell_timeout, notebook_mb=args.notebook_mb,
                         max_output=args.max_output, workers=args.workers,
                         limits=sandbox.Limits(wall_s=args.time_limit, cpu_s=args.time_limit, memory_mb=args.memory_mb,
                                               tree_memory_mb=args.tree_memory_mb, disk_mb=args.disk_mb))

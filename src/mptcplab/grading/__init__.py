@@ -2,8 +2,10 @@
 
 - `autograder`: `otter assign` on the masters in solutions/, the student notebooks, the autograder zips
   (and the Gradescope zip with the kit inside);
-- `sandbox`: namespaces + size-limited tmpfs + unprivileged user + rlimits + an allowlisted new root;
+- `sandbox`: namespaces + size-limited tmpfs + the submission's own UID + rlimits + an allowlisted new root;
+- `identity`: one UID per submission, leased from a reserved range (no per-user limit shared);
 - `cgroup`: one cgroup per submission (memory, pids, CPU of its whole process tree);
+- `reference`: the kit's own reference tables (and held-out inputs) the checks compare with;
 - `answer_keys`: the kit functions and columns that compute graded answers, hidden while a notebook runs;
 - `execute`: runs a submission's cells in the sandbox and sends back the values it computed;
 - `checker`: runs the autograder's tests on those values in a second sandbox (allowlisted unpickler);

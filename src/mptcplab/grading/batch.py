@@ -10,6 +10,7 @@ A submission that crashes, hangs, eats memory or floods output gets the score it
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
@@ -26,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import answer_keys, cgroup, report, sandbox
+from . import answer_keys, cgroup, identity, report, sandbox
 from .files import open_dir, write_in
 from .autograder import Autograder
 
@@ -35,13 +36,13 @@ VALUES_INSIDE = "/grading/values"
 
 @dataclass
 class Options:
-    user: str = "nobody"
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
     cell_timeout: int = 120
     max_output: int = 1_000_000
     check_timeout: int = 120
     workers: int = 0  # 0: one per core
     values_mb: int = 512  # all values of one submission together
+    notebook_mb: int = 32  # largest notebook file graded, and largest executed notebook sent back
 
 
 def sha256(path: Path) -> str:
@@ -105,10 +106,10 @@ def read_exactly(stream, n: int) -> bytes:
     return bytes(buf)
 
 
-FRAME_CAPS = {b"S": 4 << 20, b"N": 32 << 20, b"I": 4 << 20}
+FRAME_CAPS = {b"S": 4 << 20, b"I": 4 << 20}
 
 
-def read_frames(stream, values_fd: int, value_cap: int, total_cap: int) -> dict:
+def read_frames(stream, values_fd: int, value_cap: int, total_cap: int, notebook_cap: int = 32 << 20) -> dict:
     """The runner's frames (see execute.py): status, notebook and index kept in memory (capped),
     values streamed into files of the grader's values directory. Anything malformed ends reading."""
     got: dict = {"values": {}, "funcs": {}, "problems": []}
@@ -122,7 +123,7 @@ def read_frames(stream, values_fd: int, value_cap: int, total_cap: int) -> dict:
             if len(head) < 9:
                 head += read_exactly(stream, 9 - len(head))
             kind, size = head[:1], struct.unpack("!Q", head[1:])[0]
-            cap = FRAME_CAPS.get(kind, value_cap + 4096 if kind in (b"V", b"F") else 0)
+            cap = {**FRAME_CAPS, b"N": notebook_cap}.get(kind, value_cap + 4096 if kind in (b"V", b"F") else 0)
             if size > cap or (kind in (b"V", b"F") and total + size > total_cap):
                 got["problems"].append(f"runner frame {kind!r} of {size} bytes over its cap")
                 break
@@ -183,6 +184,10 @@ def _read_capped(stream, cap: int) -> bytes:
 
 # ---------------------------------------------------------------- one submission
 
+class Oversized(Exception):
+    """The submission file is over Options.notebook_mb (args[0]: its size in bytes)."""
+
+
 def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str], out: Path, opt: Options,
               hidden_keys: dict[str, str], skipped: dict[str, str]) -> dict:
     result: dict = {"student": sid, "submission": str(submission), "lab": ag.stem, "questions": [],
@@ -191,7 +196,12 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
     before = sha256(submission)
     tmp = Path(tempfile.mkdtemp(prefix="mlab-grade-"))  # root-owned 0700; the sandboxes see only what is bound
     cg = None
+    lease = contextlib.ExitStack()
     try:
+        size = submission.stat().st_size
+        if size > opt.notebook_mb << 20:
+            raise Oversized(size)
+        uid = lease.enter_context(identity.lease())  # this submission's own, for its kernel, checker and oracle
         values = tmp / "values"
         values.mkdir(mode=0o755)
         vfd = open_dir(values)
@@ -199,19 +209,19 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
         notebooks = Path(sandbox.REPO_ROOT) / "notebooks"
         spec = sandbox.Spec(submission=str(submission.resolve()), notebook_name=f"{ag.stem}.ipynb",
                             readonly=hidden_keys, cwd=str(notebooks), cgroup_procs=cg.procs,
-                            user=opt.user, limits=opt.limits)
+                            uid=uid, limits=opt.limits)
         got: dict = {}
         rc, err = run_sandboxed(
             sandbox.command(spec, [sys.executable, "-I", "-m", "mptcplab.grading.execute", str(notebooks / spec.notebook_name),
                                    "--cell-timeout", str(opt.cell_timeout), "--deadline", str(max(30, opt.limits.wall_s - 30)),
                                    "--max-output", str(opt.max_output), "--value-cap", str(opt.limits.file_mb << 20),
-                                   "--total-cap", str(opt.values_mb << 20)]),
-            None, lambda s: got.update(read_frames(s, vfd, opt.limits.file_mb << 20, opt.values_mb << 20)),
+                                   "--total-cap", str(opt.values_mb << 20), "--notebook-cap", str(opt.notebook_mb << 20)]),
+            None, lambda s: got.update(read_frames(s, vfd, opt.limits.file_mb << 20, opt.values_mb << 20, opt.notebook_mb << 20)),
             opt.limits.wall_s)
         cg.kill()  # nothing the notebook started outlives its run
         t_exec = time.monotonic() - started
         result["execution"] = {"memory_peak_mb": (cg.memory_peak() or 0) >> 20, "oom_killed": cg.oom_killed(),
-                               "exit": rc, "cgroup": [str(d) for d in cg.dirs]}
+                               "exit": rc, "cgroup": [str(d) for d in cg.dirs], "uid": uid}
         status = got.get("status") or {}
         if got.get("problems"):
             result["internal"] += got["problems"]
@@ -232,7 +242,7 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
                                       "of memory; the biggest was stopped")
 
         qfile = json.dumps({"tests": tests}).encode()
-        check_spec = sandbox.Spec(readonly={VALUES_INSIDE: str(values), **skipped}, cwd="/", cgroup_procs=cg.procs, user=opt.user,
+        check_spec = sandbox.Spec(readonly={VALUES_INSIDE: str(values), **skipped}, cwd="/", cgroup_procs=cg.procs, uid=uid,
                                   limits=sandbox.Limits(**{**opt.limits.__dict__, "wall_s": opt.check_timeout}))
         box: dict = {}
         crc, cerr = run_sandboxed(sandbox.command(check_spec, [sys.executable, "-I", "-m", "mptcplab.grading.checker",
@@ -259,13 +269,21 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
             finally:
                 os.close(dfd)
         result["status"] = "ok" if not result["problems"] else "problems"
+    except Oversized as exc:  # not run at all: the student can make it smaller
+        result["status"] = "problems"
+        result["questions"] = [{"question": q, "score": 0.0, "possible": p, "cases": [], "not_graded": True}
+                               for q, p in sorted(ag.points().items())]
+        result["problems"].append(f"your notebook file is {exc.args[0] / 2**20:.1f} MiB; the grader takes notebooks up "
+                                  f"to {opt.notebook_mb} MiB: clear its outputs (Edit > Clear Outputs of All Cells), "
+                                  "save and hand it in again")
     except Exception as exc:  # the grader's own trouble with this submission: report it, keep going
         result["status"] = "grader-error"
         result["problems"].append("grading failed on the grader's side; your instructor has the details")
         result["internal"].append(f"{type(exc).__name__}: {exc}")
     finally:
         if cg is not None:
-            cg.remove()
+            cg.remove()  # every process of the UID was in the cgroup: none is left when the lease ends
+        lease.close()
         shutil.rmtree(tmp, ignore_errors=True)
     result["seconds"] = round(time.monotonic() - started, 1)
     after = sha256(submission)

@@ -18,6 +18,9 @@ checking process makes itself non-dumpable first, so the child cannot read its m
 
 from __future__ import annotations
 
+import ast
+import builtins
+import doctest
 import importlib
 import io
 import json
@@ -151,6 +154,11 @@ def rebuild(dump: dict, load=None) -> tuple[dict, dict]:
 
 
 CALL_TIMEOUT_S = 30
+_BUILTIN_ERRORS = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
+
+
+class StudentCallError(Exception):
+    """A call to a function the student wrote failed; the message is the checker's own."""
 
 
 class Oracle:
@@ -173,12 +181,16 @@ class Oracle:
                 _send(self.sock, pickle.dumps((name, args, kwargs), protocol=4))
                 kind, *rest = DataUnpickler(io.BytesIO(_recv(self.sock))).load()
             except TimeoutError:
-                raise TimeoutError(f"{name}() did not return within {CALL_TIMEOUT_S} s") from None
-            except (OSError, EOFError, struct.error, pickle.UnpicklingError) as exc:
-                raise RuntimeError(f"{name}() could not be called or returned something that is not plain data: {exc}") from None
+                raise StudentCallError(f"{name}() did not return within {CALL_TIMEOUT_S} s") from None
+            except (OSError, EOFError, struct.error, pickle.UnpicklingError):
+                raise StudentCallError(f"{name}() stopped or returned something that is not plain data "
+                                        "(numbers, strings, lists, dicts, arrays, DataFrames)") from None
             if kind == "ok":
                 return rest[0]
-            raise RuntimeError(f"{name}() raised {rest[0]}: {rest[1]}")
+            # In the checker's words: the exception's type if Python defines it, never its text
+            # (student code chose that text, and saw the call's arguments).
+            raise StudentCallError(f"{name}() raised {rest[0]}" if rest[0] in _BUILTIN_ERRORS
+                                    else f"{name}() raised an exception of its own")
 
         call.__name__ = name
         return call
@@ -230,7 +242,7 @@ def _serve(sock, funcs: dict[str, bytes]) -> None:
             reply = ("ok", loaded[name](*args, **kwargs))
             data = pickle.dumps(reply, protocol=4)
         except BaseException as exc:  # noqa: BLE001 - any failure is the student's answer
-            data = pickle.dumps(("err", type(exc).__name__, str(exc)[:300]), protocol=4)
+            data = pickle.dumps(("err", str(type(exc).__name__)[:60]), protocol=4)
         _send(sock, data)
 
 
@@ -244,8 +256,43 @@ def _not_dumpable() -> None:
         pass
 
 
+# Names the checks may use without importing them: always the real modules, whatever the
+# notebook bound to these names (a check's `np.allclose` is numpy's).
+CHECKER_MODULES = {"np": "numpy", "pd": "pandas", "math": "math", "px": "plotly.express", "go": "plotly.graph_objects",
+                   "itertools": "itertools", "collections": "collections", "re": "re", "json": "json"}
+
+
+def question_names(spec: dict) -> set[str]:
+    """The names a question's checks read that they do not bind themselves: what the question asks
+    the student to produce (and the helpers above). Checks bind their own names with a leading `_`."""
+    names: set[str] = set()
+    for suite in spec.get("suites", []):
+        for case in suite.get("cases", []):
+            for ex in doctest.DocTestParser().get_examples(case.get("code", "")):
+                try:
+                    tree = ast.parse(ex.source)
+                except SyntaxError:
+                    continue
+                names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return {n for n in names if not n.startswith("_") and not hasattr(builtins, n)}
+
+
+def scope_for(spec: dict, env: dict) -> dict:
+    """The globals a question's checks run in: Python's own builtins, the checker's modules, and
+    the student's values only under the names the question reads. A student's `abs`, `zip` or
+    `isinstance` is never bound (those names are builtins), and nothing else the notebook
+    defined is there for a check to call by accident."""
+    scope: dict = {"__builtins__": builtins}
+    for name in question_names(spec):
+        if name in CHECKER_MODULES:
+            scope[name] = importlib.import_module(CHECKER_MODULES[name])
+        elif name in env:
+            scope[name] = env[name]
+    return scope
+
+
 def check(tests: dict[str, str], env: dict) -> list[dict]:
-    """Run every OK-format test file (name -> source) against a copy of env; one dict per question."""
+    """Run every OK-format test file (name -> source) on the student's values; one dict per question."""
     from otter.test_files import OKTestFile
 
     out = []
@@ -253,16 +300,16 @@ def check(tests: dict[str, str], env: dict) -> list[dict]:
         spec_globals: dict = {}
         exec(tests[qname], spec_globals)  # the autograder's own test file: trusted
         tf = OKTestFile.from_spec(spec_globals["test"], path=f"{qname}.py")
-        scope = dict(env)
+        scope = scope_for(spec_globals["test"], env)
         try:
             tf.run(scope)
             cases = [{"name": r.test_case.name, "hidden": r.test_case.hidden, "passed": r.passed,
                       "message": "" if r.passed else _failure(r.message)} for r in tf.test_case_results]
             out.append({"question": tf.name, "score": float(tf.score), "possible": float(tf.possible), "cases": cases})
-        except Exception as exc:
+        except Exception as exc:  # its text may quote anything the check held: the type only
             out.append({"question": tf.name, "score": 0.0, "possible": float(tf.possible),
                         "cases": [{"name": qname, "hidden": False, "passed": False,
-                                   "message": f"the check itself crashed: {type(exc).__name__}: {exc}"}]})
+                                   "message": f"the check itself could not run ({type(exc).__name__})"}]})
     return out
 
 

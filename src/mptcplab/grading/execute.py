@@ -4,8 +4,8 @@
 
 No test is present while student code runs: the sandbox holds no autograder, and the checks run
 later in a separate sandbox (`mptcplab.grading.checker`). Here the cells run one by one (errors do
-not stop the run, as in Otter); then each global value is pickled into its own file under the
-sandbox's private /tmp, with a size cap per value, and this runner sends everything back to the
+not stop the run, as in Otter); then each global value is pickled into its own file on a tmpfs of
+its own (not the student's /tmp), with a size cap per value, and this runner sends everything back to the
 grader over its own stdout, which nothing else in the sandbox holds:
 
 - before the kernel starts, stdout is moved to a private close-on-exec descriptor and fds 1/2
@@ -32,12 +32,16 @@ import sys
 import time
 from pathlib import Path
 
-VALUES = "/tmp/.mlab-values"
-FIFO = "/tmp/.mlab-snapshot"
+VALUES = "/var/mlab-values"  # a tmpfs of its own (sandbox.VALUES): a notebook that fills /tmp loses no value
+FIFO = VALUES + "/.snapshot"
+DROPPED = "[mptcplab grade: output beyond %d bytes dropped]"
 
-SETUP_CELL = r'''
-def _mlab_setup(_dir, _fifo, _cap):
-    import os as _os, pickle as _pickle, threading as _threading, types as _types, json as _json
+# Run in a namespace of its own (exec with fresh globals), so the names a notebook binds (a
+# student's `isinstance` or `len`) never replace what the runner's code calls.
+SETUP_CELL = '''exec(%r, {"__name__": "mlab_setup"})'''
+SETUP_SOURCE = r'''
+def _mlab_setup(_dir, _fifo, _cap, _out_cap):
+    import os as _os, pickle as _pickle, sys as _sys, threading as _threading, types as _types, json as _json
 
     class _Capped:
         def __init__(self, f):
@@ -48,58 +52,103 @@ def _mlab_setup(_dir, _fifo, _cap):
                 raise OverflowError(self.n)
             return self.f.write(b)
 
-    def dump():
+    saved = {}  # name -> (id of the value saved, its index kind, its index entry)
+
+    def _write(name, data_or_value, as_pickle):
+        path = _os.path.join(_dir, name + ".pkl")
+        with open(path + ".part", "wb") as f:
+            if as_pickle:
+                _pickle.dump(data_or_value, _Capped(f), protocol=4)
+            else:
+                f.write(data_or_value)
+        _os.rename(path + ".part", path)
+        return path
+
+    def dump(incremental=False):
+        # Per cell (incremental): only names bound to a new object since the last snapshot, so a
+        # kernel that dies later (memory, os._exit) still leaves what earlier cells computed.
+        # At the end: everything again (values changed in place are caught there).
         import __main__
         index = {"values": {}, "funcs": {}, "refs": {}, "oversized": {}, "unsaved": {}}
-        for i, (name, value) in enumerate(list(vars(__main__).items())):
+        for name, value in list(vars(__main__).items()):
             if name.startswith("_") or name in ("In", "Out", "exit", "quit", "get_ipython", "grader"):
                 continue
-            path = _os.path.join(_dir, f"{i}.pkl")
-            if isinstance(value, _types.ModuleType):
-                index["refs"][name] = ["module", value.__name__, ""]
+            if incremental and name in saved and saved[name][0] == id(value):
+                kind, entry = saved[name][1:]
+                index[kind][name] = entry
                 continue
-            if isinstance(value, _types.FunctionType) and value.__module__ == "__main__":
+            kind, entry = None, None
+            if isinstance(value, _types.ModuleType):
+                kind, entry = "refs", ["module", value.__name__, ""]
+            elif isinstance(value, _types.FunctionType) and value.__module__ == "__main__":
                 try:  # the student's own function, by value: the checker calls it in a separate process
                     import dill
                     data = dill.dumps(value, recurse=True)
                     if len(data) > _cap:
                         raise OverflowError(len(data))
-                    with open(path, "wb") as f:
-                        f.write(data)
-                    index["funcs"][name] = path
+                    kind, entry = "funcs", _write(name, data, False)
                 except OverflowError as exc:
-                    index["oversized"][name] = exc.args[0]
+                    kind, entry = "oversized", exc.args[0]
                 except Exception as exc:
-                    index["unsaved"][name] = f"{type(exc).__name__}: {str(exc)[:200]}"
-                continue
-            if isinstance(value, (type, _types.FunctionType, _types.BuiltinFunctionType)):
-                index["refs"][name] = ["object", getattr(value, "__module__", "") or "", getattr(value, "__qualname__", "")]
-                continue
-            try:
-                with open(path, "wb") as f:
-                    _pickle.dump(value, _Capped(f), protocol=4)
-                index["values"][name] = path
-            except OverflowError as exc:
-                index["oversized"][name] = exc.args[0]
-                _os.unlink(path)
-            except Exception as exc:
-                index["unsaved"][name] = type(value).__name__
-                if _os.path.exists(path):
-                    _os.unlink(path)
+                    kind, entry = "unsaved", type(exc).__name__
+            elif isinstance(value, (type, _types.FunctionType, _types.BuiltinFunctionType)):
+                kind, entry = "refs", ["object", getattr(value, "__module__", "") or "", getattr(value, "__qualname__", "")]
+            else:
+                try:
+                    kind, entry = "values", _write(name, value, True)
+                except OverflowError as exc:
+                    kind, entry = "oversized", exc.args[0]
+                except Exception:
+                    kind, entry = "unsaved", type(value).__name__
+                for leftover in (name + ".pkl.part",) + (() if kind == "values" else (name + ".pkl",)):
+                    if _os.path.exists(_os.path.join(_dir, leftover)):
+                        _os.unlink(_os.path.join(_dir, leftover))
+            saved[name] = (id(value), kind, entry)
+            index[kind][name] = entry
         with open(_os.path.join(_dir, "index.json.part"), "w") as f:
             _json.dump(index, f)
         _os.rename(_os.path.join(_dir, "index.json.part"), _os.path.join(_dir, "index.json"))
+
+    def after_cell(result=None):
+        try:
+            dump(incremental=True)
+        except BaseException:  # a full disk or memory: the previous snapshot stands
+            pass
 
     def wait_for_request():  # the runner opens the FIFO when a cell ignores its interrupt
         with open(_fifo, "rb") as f:
             f.read(1)
         dump()
 
+    # The output budget at its source: print() and friends stop sending once the notebook has
+    # written _out_cap characters, so a flood is never queued between the kernel and the runner
+    # (the runner caps again what arrives: a notebook may replace these streams).
+    left = [_out_cap]
+
+    def capped(stream):
+        write = stream.write
+
+        def capped_write(text):
+            if left[0] <= 0:
+                return len(text)
+            left[0] -= len(text)
+            if left[0] < 0:
+                return write(text[:len(text) + left[0]] + "\n%s\n" %% _out_cap)
+            return write(text)
+        stream.write = capped_write
+
+    for stream in (_sys.stdout, _sys.stderr):
+        try:
+            capped(stream)
+        except (AttributeError, TypeError):
+            pass
+    from IPython import get_ipython
+    get_ipython().events.register("post_run_cell", after_cell)
     _threading.Thread(target=wait_for_request, daemon=True, name="mlab-snapshot").start()
     return dump
 
-_mlab_dump = _mlab_setup(%r, %r, %d)
-del _mlab_setup
+import __main__
+__main__._mlab_dump = _mlab_setup(%r, %r, %d, %d)
 '''
 
 
@@ -258,7 +307,7 @@ def run(notebook: Path, cell_timeout: int, deadline_s: float, max_output: int, v
 
     try:
         with client.setup_kernel():
-            _extra(client, SETUP_CELL % (VALUES, FIFO, value_cap), 60)
+            _extra(client, SETUP_CELL % (SETUP_SOURCE % (DROPPED, VALUES, FIFO, value_cap, max_output)), 60)
             stuck = False
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
@@ -289,6 +338,8 @@ def run(notebook: Path, cell_timeout: int, deadline_s: float, max_output: int, v
     status["output_truncated"] = client._notified
     for i, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.get("output_type") == "stream" and DROPPED % max_output in str(out.get("text", ""))[-200:]:
+                status["output_truncated"] = True  # the kernel's own cap (SETUP_SOURCE) dropped the rest
             if out.get("output_type") == "error":
                 status["cell_errors"].append({"cell": i + 1, "ename": str(out.get("ename"))[:100],
                                               "evalue": str(out.get("evalue"))[:300]})
@@ -297,7 +348,7 @@ def run(notebook: Path, cell_timeout: int, deadline_s: float, max_output: int, v
     return status
 
 
-def send(out: int, status: dict, value_cap: int, total_cap: int) -> None:
+def send(out: int, status: dict, value_cap: int, total_cap: int, notebook_cap: int = 32 << 20) -> None:
     """Everything back to the grader: status, executed notebook, then each saved value."""
     import nbformat
 
@@ -309,9 +360,19 @@ def send(out: int, status: dict, value_cap: int, total_cap: int) -> None:
     except ValueError:
         index = {}
     status["env_saved"] = bool(index)
+    text = nbformat.writes(nb).encode() if nb is not None else None
+    if text is not None and len(text) > notebook_cap:  # sent without outputs; the answers still count
+        status["notebook_bytes"] = len(text)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = []
+            cell.pop("attachments", None)
+        text = nbformat.writes(nb).encode()
+        if len(text) > notebook_cap:  # the sources alone are over the cap
+            text = None
     frame(out, b"S", json.dumps(status).encode())
-    if nb is not None:
-        frame(out, b"N", nbformat.writes(nb).encode())
+    if text is not None:
+        frame(out, b"N", text)
     sent = 0
     for kind, key in ((b"V", "values"), (b"F", "funcs")):
         for name, path in (index.get(key) or {}).items():
@@ -338,12 +399,13 @@ def main() -> int:
     ap.add_argument("--max-output", type=int, default=1_000_000)
     ap.add_argument("--value-cap", type=int, default=64 << 20, help="largest pickled value, bytes")
     ap.add_argument("--total-cap", type=int, default=512 << 20, help="all values together, bytes")
+    ap.add_argument("--notebook-cap", type=int, default=32 << 20, help="largest executed notebook sent back, bytes")
     a = ap.parse_args()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = _private_stdout()
     _not_dumpable()
     status = run(a.notebook, a.cell_timeout, a.deadline, a.max_output, a.value_cap)
-    send(out, status, a.value_cap, a.total_cap)
+    send(out, status, a.value_cap, a.total_cap, a.notebook_cap)
     return 0
 
 

@@ -124,7 +124,7 @@ def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) 
         if status["fatal"] == "DeadKernelError":
             problems.append(f"the Python kernel died (memory limit {opt.limits.memory_mb} MiB per process and "
                             f"{opt.limits.tree_memory_mb} MiB in all, file-size limit {opt.limits.file_mb} MiB, or the "
-                            "notebook exited); later cells did not run")
+                            "notebook exited); later cells did not run; values computed before were kept and graded")
         elif status["fatal"].startswith("the file is not a readable notebook"):
             problems.append(plain(status["fatal"]))
         else:
@@ -143,16 +143,23 @@ def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) 
     if status.get("executed") and not status.get("env_saved"):
         problems.append("the values your notebook computed could not be saved for checking (did it fill /tmp or "
                         "its folder, or replace the grader's helpers?)")
+    if status.get("notebook_bytes"):
+        problems.append(f"your notebook was {status['notebook_bytes'] / 2**20:.1f} MiB after running, over the "
+                        f"{opt.notebook_mb} MiB cap: its outputs were left out of executed.ipynb (your answers were "
+                        "graded); print less, or show a sample of large tables")
     if status.get("output_truncated"):
         problems.append(f"output beyond {opt.max_output} bytes was dropped")
     folded, hidden_keys = [], []
+    hidden_names: set[str] = set()  # names that cells drawing a hidden answer key would have set
     for err in status.get("cell_errors", []):
         i = err["cell"]
         if i in timed and err["ename"] == "KeyboardInterrupt":
             continue
         src = sources[i - 1].strip() if 0 < i <= len(sources) else ""
-        if err["ename"] == "AnswerKeyHidden":
-            hidden_keys.append(i)
+        missing = re.match(r"name '(\w+)' is not defined", err.get("evalue") or "")
+        if err["ename"] == "AnswerKeyHidden" or (err["ename"] == "NameError" and missing and missing[1] in hidden_names):
+            hidden_keys.append(i)  # the kit's hidden function, or a cell that needed what it would have made
+            hidden_names |= _names(src)
         elif src in template_cells or _is_follow_on(err):
             folded.append(i)
         else:
@@ -163,9 +170,10 @@ def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) 
                                                                 "unanswered `...`)" if folded else ""))
     elif folded:
         problems.append(f"cells {', '.join(map(str, folded))} still use an unanswered `...`")
-    if hidden_keys:
-        problems.append(f"cells {', '.join(map(str, hidden_keys))} draw the kit's reference answers, which are not "
-                        "available while grading (expected; nothing to fix)")
+    if hidden_keys:  # a note, not a problem: the student has nothing to fix
+        result.setdefault("notes", []).append(
+            f"cells {', '.join(map(str, hidden_keys))} show the kit's own answers, which are hidden while grading: "
+            "they did not run here (expected; nothing to fix)")
 
 
 # ---------------------------------------------------------------- the files
@@ -210,7 +218,9 @@ def write(r: dict, dest: Path, tests: dict[str, str]) -> None:
              f"**Score: {_pts(r['score'])} / {_pts(r['possible'])} ({pct:.0f}%)**", "",
              "| question | score | feedback |", "|---|---|---|"]
     for q in r["questions"]:
-        if q.get("unanswered"):
+        if q.get("not_graded"):
+            text = "not graded: see below"
+        elif q.get("unanswered"):
             text = "not answered yet"
         else:
             public_fail = list(dict.fromkeys(_explain(c["message"]) for c in q["cases"] if not c["passed"] and not c["hidden"]))
@@ -223,6 +233,7 @@ def write(r: dict, dest: Path, tests: dict[str, str]) -> None:
         lines.append("| (none) | 0 | no check could be run |")
     lines += ["", "## What happened when your notebook ran", ""]
     lines += [f"- {_safe(plain(p, 600), secret)}" for p in r["problems"]] or ["- it ran to the end without errors"]
+    lines += [f"- note: {plain(n, 600)}" for n in r.get("notes", [])]
     if r.get("skipped_values"):
         lines += ["", "Values the checks could not use (store your answers as numbers, strings, lists, dicts, "
                   "numpy arrays or DataFrames):", ""]

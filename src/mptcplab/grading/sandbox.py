@@ -13,7 +13,9 @@ Layers, all from the stock kernel and util-linux (no Docker needed):
   descriptor on the original, so nothing the notebook writes reaches the host's disk), /tmp and
   /dev/shm; their pages count against the cgroup's memory;
 - before anything else the process joins the submission's cgroup (`cgroup.py`: memory, pids and
-  CPU of the whole tree), then drops to an unprivileged user, sets rlimits (address space per
+  CPU of the whole tree), then drops to the submission's own UID (`identity.py`: leased from a
+  reserved range, held by no other submission and no account, so no per-user limit is shared),
+  sets rlimits (address space per
   process, so a big allocation raises MemoryError instead of waking the OOM killer; CPU
   seconds, file size, processes, open files) and execs the command with Python in isolated
   mode (-I: no current directory or user site on sys.path, PYTHON* variables ignored), from a
@@ -31,7 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import resource
 import shutil
 import site
@@ -62,13 +63,14 @@ class Spec:
     readonly: dict[str, str] = field(default_factory=dict)  # extra read-only binds: inside -> host path
     cwd: str = "/"  # where the command starts (the new root's top is root-owned: not writable)
     cgroup_procs: list[str] = field(default_factory=list)  # cgroup.procs files the sandbox joins first
-    user: str = "nobody"
+    uid: int = 65534  # the submission's own (identity.lease()); also its GID
     limits: Limits = field(default_factory=Limits)
     repo: str = str(REPO_ROOT)
 
 
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")  # read-only, as on the host
 REPO_PARTS = ("src", "labs", "solutions/results")  # the kit's code, guides and reference results, read-only
+VALUES = Path("/var/mlab-values")  # the runner's own tmpfs for saved values (execute.VALUES)
 DEVICES = ("null", "zero", "full", "random", "urandom")
 
 
@@ -89,18 +91,6 @@ def visible(spec: Spec) -> dict[Path, Path]:
     for inside, host in spec.readonly.items():  # bound last: may cover a file of a shown tree
         shown[Path(inside)] = Path(host)
     return shown
-
-
-def grader_user(preferred: str | None = None) -> str:
-    """The unprivileged account: `mptcplab-grader` when the VM provisioned it, else nobody."""
-    for name in (preferred, "mptcplab-grader", "nobody"):
-        if name:
-            try:
-                pwd.getpwnam(name)
-                return name
-            except KeyError:
-                continue
-    raise RuntimeError("no unprivileged user to run submissions as (create one: useradd -r mptcplab-grader)")
 
 
 def available() -> str | None:
@@ -131,7 +121,7 @@ def prepare(spec: Spec) -> None:
     for procs in spec.cgroup_procs:  # first: everything from here on is counted and limited
         with open(procs, "w") as f:
             f.write("0")
-    user = pwd.getpwnam(spec.user)
+    uid = gid = spec.uid
     shown = visible(spec)
     lim = spec.limits
     # Held by file descriptor: the tmpfs for the new root is mounted over /tmp, which may hold
@@ -160,12 +150,17 @@ def prepare(spec: Spec) -> None:
     notebooks = root / Path(spec.repo, "notebooks").relative_to("/")
     if sub_fd is not None:  # the only writable copy: a size-limited tmpfs owned by the user
         notebooks.mkdir(parents=True, exist_ok=True)
-        _sh("mount", "-t", "tmpfs", "-o", f"size={lim.disk_mb}m,mode=0755,uid={user.pw_uid},gid={user.pw_gid},"
+        _sh("mount", "-t", "tmpfs", "-o", f"size={lim.disk_mb}m,mode=0755,uid={uid},gid={gid},"
             "nosuid,nodev", "mlab-copy", str(notebooks))
         copy = notebooks / spec.notebook_name
         with os.fdopen(sub_fd, "rb") as src, open(copy, "wb") as dst:
             shutil.copyfileobj(src, dst)
-        os.chown(copy, user.pw_uid, user.pw_gid)
+        os.chown(copy, uid, gid)
+    if sub_fd is not None:  # where the runner saves values: not the student's /tmp, so filling it loses nothing
+        values = root / VALUES.relative_to("/")
+        values.mkdir(parents=True)
+        _sh("mount", "-t", "tmpfs", "-o", f"size={lim.disk_mb}m,mode=0700,uid={uid},gid={gid},nosuid,nodev",
+            "mlab-values", str(values))
     for dev in DEVICES:
         (root / "dev" / dev).touch()
         _sh("mount", "--bind", f"/dev/{dev}", str(root / "dev" / dev))
@@ -183,15 +178,15 @@ def prepare(spec: Spec) -> None:
                        (resource.RLIMIT_NOFILE, lim.nofile), (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(res, (value, value))
     os.setgroups([])
-    os.setgid(user.pw_gid)
-    os.setuid(user.pw_uid)
+    os.setgid(gid)
+    os.setuid(uid)
     os.chdir(spec.cwd)
     os.environ.clear()
     os.environ.update({
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg",
         "JUPYTER_RUNTIME_DIR": "/tmp/jupyter-runtime", "IPYTHONDIR": "/tmp/ipython",
-        "MPTCPLAB_GRADING": "1",
+        "MPTCPLAB_GRADING": "1", "USER": f"mlab-{uid}", "LOGNAME": f"mlab-{uid}",  # no passwd entry: say who
     })
 
 

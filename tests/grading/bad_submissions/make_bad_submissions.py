@@ -137,7 +137,8 @@ def pickle_walk(nb):
 def _walk(module, name, arg):  # protocol 4: PROTO, module, name, STACK_GLOBAL, arg, TUPLE1, REDUCE, STOP
     s = lambda t: b"\x8c" + bytes([len(t)]) + t.encode()
     return b"\x80\x04" + s(module) + s(name) + b"\x93" + s(arg) + b"\x85R."
-_vals = "/tmp/.mlab-values"
+_vals = "/var/mlab-values"
+get_ipython().events.callbacks["post_run_cell"].clear()  # no snapshot after this cell: only the dump below
 def _mlab_dump():
     index = {"values": {}, "funcs": {}, "refs": {"np": ["module", "numpy", ""], "pd": ["module", "pandas", ""]},
              "oversized": {}, "unsaved": {}}
@@ -215,7 +216,7 @@ def big_global(nb):
 def symlink_out(nb):
     """6. Links where the runner keeps values and where older graders kept their output."""
     nb.cells.append(nbf.v4.new_code_cell(r"""import os
-for link, target in ((".mlab-out", "/root"), ("executed.ipynb", "/etc/shadow"), ("/tmp/.mlab-values/index.json", "/etc/passwd")):
+for link, target in ((".mlab-out", "/root"), ("executed.ipynb", "/etc/shadow"), ("/var/mlab-values/index.json", "/etc/passwd")):
     try:
         os.makedirs(os.path.dirname(link) or ".", exist_ok=True)
         if os.path.lexists(link):
@@ -227,7 +228,7 @@ _orig = _mlab_dump
 def _mlab_dump():
     import json
     _orig()
-    p = json.load(open("/tmp/.mlab-values/index.json"))["values"]["peak"]
+    p = json.load(open("/var/mlab-values/index.json"))["values"]["peak"]
     os.unlink(p)
     os.symlink("/etc/passwd", p)"""))
 

@@ -1,0 +1,69 @@
+"""Reference inputs for the checks: the kit's own copy, never a variable of the notebook.
+
+A check that read the measured runs from the student's `runs` would grade against whatever the
+student put there (an empty table makes every per-run check vacuous). When grading, checks load
+the tables here instead (`kit`), from `solutions/results/<lab>` of the kit the checker runs from
+(the checker's sandbox shows the real files, and the notebook ran on the same ones: the sandbox
+shows no `results/` of the student's).
+
+`held_out_lab3` makes inputs no notebook has seen, so a function the student wrote is checked on
+work it could not have copied from the shipped tables.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from ..lab import REPO_ROOT
+
+
+def results(lab: str):
+    """The kit's reference results of a lab (`lab3` -> solutions/results/lab3)."""
+    return REPO_ROOT / "solutions" / "results" / lab
+
+
+@functools.lru_cache(maxsize=8)
+def tables(lab: str, load) -> dict:
+    """The lab's reference tables as its loader reads them (`la.load`); loaded once per process.
+    Checks must not change them: take a copy before editing."""
+    return load(results(lab))
+
+
+def grading() -> bool:
+    """True inside `mptcplab grade`'s sandboxes (sandbox.prepare sets it)."""
+    return os.environ.get("MPTCPLAB_GRADING") == "1"
+
+
+def kit(lab: str, load, name: str | None = None, own=None):
+    """What a check compares with: the kit's own copy (table `name` of it, if given) when grading.
+    In a student's own notebook (`grader.check` while they work) it is `own`, the table their
+    notebook loaded, so the checks follow their own runs there; the checker never binds it
+    (checks pass `globals().get("runs")`, a name the checker does not provide)."""
+    if own is not None and not grading():
+        return own
+    loaded = tables(lab, load)
+    return loaded if name is None else loaded[name]
+
+
+# Columns that hold the answers of Lab 3's Q4 (the loss rates and the event counts behind them).
+LAB3_RATE_COLUMNS = ("p", "p_e", "p_r", "p_r_emulator", "loss_events", "loss_events_per_flow",
+                     "loss_events_cumulative", "retransmissions", "timeouts", "timeouts_nstat")
+
+
+def held_out_lab3(t: dict, every: int = 9):
+    """(runs, flows, losses) for Lab 3's Q4 that no notebook has seen: every `every`-th run of the
+    reference, one loss in three dropped, RTTs x 1.5 and packets x 1.2, without the loss-rate
+    columns (a function that reads them instead of counting fails here)."""
+    runs, flows, losses = t["runs"], t["flows"], t["losses"]
+    runs = runs.iloc[::every].copy()
+    keep = set(runs.run)
+    flows = flows[flows.run.isin(keep)].copy()
+    losses = losses[losses.run.isin(keep)].copy()
+    losses = losses[losses.groupby("run").cumcount() % 3 != 1].reset_index(drop=True)
+    runs["rtt"] = runs["rtt"] * 1.5
+    flows["rtt"] = flows["rtt"] * 1.5
+    runs["packets"] = (runs["packets"] * 1.2).round().astype(int)
+    runs = runs.drop(columns=[c for c in LAB3_RATE_COLUMNS if c in runs]).reset_index(drop=True)
+    flows = flows.drop(columns=[c for c in LAB3_RATE_COLUMNS if c in flows]).reset_index(drop=True)
+    return runs, flows, losses

@@ -1,0 +1,172 @@
+"""Crafted Lab 3 submissions (issue 26), built at test time from the notebook as handed out and
+the master's solution, so they follow the notebook when its cells change.
+
+Each attack is a cell (or cells) added to the unfilled notebook (it must score 0 whatever the
+cells do) or, where the attack must not cost work already done, to the solution (it keeps
+20/20). `EXPECTED` holds every score; `HOLD_S` is how long the neighbour attacks hold what they
+took, long enough to overlap the correct notebooks graded beside them.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import nbformat
+
+HOLD_S = 45
+
+# Neighbour attacks: each takes everything its limits allow and holds it while the others run.
+FORK_BOMB = f"""
+import os, time
+_end, _top = time.time() + {HOLD_S}, os.getpid()
+while time.time() < _end:  # every process forks until the limit says no, then keeps trying
+    try:
+        os.fork()
+    except OSError:
+        time.sleep(0.05)
+if os.getpid() != _top:
+    os._exit(0)
+"""
+THREAD_HOARDER = f"""
+import threading, time
+threading.stack_size(64 * 1024)
+_stop, _held = threading.Event(), []
+while True:  # idle threads, no CPU: only the count of tasks
+    try:
+        _t = threading.Thread(target=_stop.wait, daemon=True)
+        _t.start()
+        _held.append(_t)
+    except RuntimeError:
+        break
+print("threads held:", len(_held))
+time.sleep({HOLD_S})
+_stop.set()
+"""
+MEMORY_HOG = f"""
+import subprocess, sys
+_kids = [subprocess.Popen([sys.executable, "-c", "b = bytearray(900 << 20); b[::4096] = b'x' * len(b[::4096]); "
+                           "import time; time.sleep({HOLD_S})"]) for _ in range(6)]
+[k.wait() for k in _kids]
+"""
+
+# Builtins a check calls, redefined by the student to pass or to read what they are given.
+SHADOW = """
+def abs(x, *a, **k): return 0
+def isinstance(*a, **k): return True
+def all(*a, **k): return True
+def len(*a, **k): return 0
+def zip(*a, **k): raise ValueError("STOLEN " + repr(a))
+def set(*a, **k): raise ValueError("STOLEN " + repr(a))
+def sorted(*a, **k): raise ValueError("STOLEN " + repr(a))
+"""
+# The ones that would pass tolerance and type checks, after a solution's answers: its own
+# functions (called again by the checks) use none of them, so nothing changes for them.
+SHADOW_PASSING = """
+def abs(x, *a, **k): return 0
+def isinstance(*a, **k): return True
+def all(*a, **k): return True
+"""
+# Reference inputs emptied, answered by empty frames of the right columns.
+POISON_UNFILLED = """
+runs, flows, losses = runs.iloc[:0], flows.iloc[:0], losses.iloc[:0]
+my_rates = pd.DataFrame(columns=["p", "p_e", "p_r"])
+comparison = pd.DataFrame(columns=["measured", "model1", "model2", "err1", "err2"])
+graded = pd.DataFrame(columns=["measured", "model1", "err1", "in_band1", "model2", "err2", "in_band2"])
+"""
+POISON_AFTER = """
+runs, flows, losses = runs.iloc[:0], flows.iloc[:0], losses.iloc[:0]
+"""
+# Zero-filled answers of the right shape, indexed as asked.
+SHAPE_ONLY = """
+model1_values = [0.0] * len(nb3.GRID1)
+model2_values = [0.0] * len(nb3.GRID2)
+loss_event_counts = [0] * len(nb3.LOSS_CASES)
+my_rates = pd.DataFrame(0.0, index=pd.Index(runs.run, name="run"), columns=["p", "p_e", "p_r"])
+comparison = pd.DataFrame(0.0, index=pd.Index(runs[runs.p > 0].run, name="run"),
+                          columns=["measured", "model1", "model2", "err1", "err2"])
+graded = comparison.assign(in_band1=True, in_band2=True)
+"""
+# The shipped table as the answer to Q4.
+SHIPPED = """
+def loss_rates(runs, flows, losses):
+    return runs.set_index("run")[["p", "p_e", "p_r"]]
+
+
+my_rates = loss_rates(runs, flows, losses)
+"""
+# Functions named as the checks call them, each raising whatever it is given; answers of the
+# wrong shape so that every failure message is built.
+EXFILTRATE = SHADOW + """
+def loss_rates(*a, **k):
+    raise ValueError("STOLEN " + repr(a)[:5000])
+
+
+model1_values = [1.0]
+model2_values = [1.0]
+my_rates = pd.DataFrame({"p": [1.0], "p_e": [1.0], "p_r": [1.0]})
+"""
+FILL_TMP = """
+_i = 0
+try:
+    while True:
+        with open(f"/tmp/fill{_i}", "wb") as _f:
+            _f.write(b"x" * (32 << 20))
+        _i += 1
+except OSError as _e:
+    print("/tmp full after", _i, "files:", type(_e).__name__)
+"""
+KERNEL_OOM = """
+import numpy as _np
+_big = []
+while True:  # touched pages, 256 MiB at a time, until the tree's memory limit kills the kernel
+    _big.append(_np.ones(256 << 20, dtype=_np.uint8))
+"""
+
+
+def oversized(nb):
+    """A notebook whose file is over the grader's cap (set to 8 MiB by the test)."""
+    nb = copy.deepcopy(nb)
+    nb.cells.append(nbformat.v4.new_markdown_cell("padding " + "x" * (12 << 20)))
+    return nb
+
+
+def _first_code_after_init(nb) -> int:
+    """Index after Otter's init cell and the notebook's imports (the first two code cells)."""
+    seen = 0
+    for i, c in enumerate(nb.cells):
+        if c.cell_type == "code":
+            seen += 1
+            if seen == 2:
+                return i + 1
+    return len(nb.cells)
+
+
+def with_cells(nb, source: str, at: str):
+    nb = copy.deepcopy(nb)
+    cell = nbformat.v4.new_code_cell(source)
+    if at == "start":
+        nb.cells.insert(_first_code_after_init(nb), cell)
+    else:
+        nb.cells.append(cell)
+    return nb
+
+
+def build(unfilled, solution) -> dict[str, nbformat.NotebookNode]:
+    """name -> notebook, for every crafted Lab 3 submission."""
+    return {
+        "solution_a": solution, "solution_b": solution, "solution_c": solution,
+        "fork_bomb": with_cells(unfilled, FORK_BOMB, "start"),
+        "thread_hoarder": with_cells(unfilled, THREAD_HOARDER, "start"),
+        "memory_hog": with_cells(unfilled, MEMORY_HOG, "start"),
+        "unfilled": unfilled,
+        "shadow_unfilled": with_cells(unfilled, SHADOW, "end"),
+        "shadow_solution": with_cells(solution, SHADOW_PASSING, "end"),
+        "poison_unfilled": with_cells(unfilled, POISON_UNFILLED, "end"),
+        "poison_solution": with_cells(solution, POISON_AFTER, "end"),
+        "shape_only": with_cells(unfilled, SHAPE_ONLY, "end"),
+        "shipped_data": with_cells(unfilled, SHIPPED, "end"),
+        "exfiltrate": with_cells(unfilled, EXFILTRATE, "end"),
+        "fill_tmp": with_cells(solution, FILL_TMP, "end"),
+        "kernel_oom": with_cells(solution, KERNEL_OOM, "end"),
+        "oversized": oversized(solution),
+    }

@@ -28,7 +28,7 @@ def test_run_dir_is_atomic_and_has_provenance(tmp_path):
 
 
 def test_a_uml_run_records_guest_and_host_seconds(tmp_path, monkeypatch):
-    """Under UML the manifest keeps both clocks (see results.host_time); natively there is one."""
+    """Under UML the manifest keeps both clocks (see places.guest.host_time); natively there is one."""
     import time
 
     with Sweep(tmp_path).run("native", {}):

@@ -2,7 +2,7 @@
 
 import stat
 
-from mptcplab import uml
+from mptcplab.places import uml_kernel as uml
 
 # A stand-in for `make`: with -n it prints what kbuild's dry run prints (the echo commands, then
 # the error where the final link needs what was not built); without, what a real build prints.

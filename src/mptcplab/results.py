@@ -204,3 +204,26 @@ def copy_compact(sweep: Path | str, dest: Path | str, names) -> list[Path]:
     sweep, dest = Path(sweep), Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     return [Path(shutil.copy2(sweep / name, dest / name)) for name in names]
+
+
+def compact_is_stale(sweep: Path | str, table: str) -> bool:
+    """True when a sweep's compact `table` is missing or older than one of its runs: a resumed sweep
+    (or a new run into the same directory) must be compacted again before anything reads it, or the
+    notebook would print an interval over other runs than the report's."""
+    sweep = Path(sweep)
+    t = sweep / table
+    if not t.exists():
+        return True
+    made = t.stat().st_mtime
+    return any(p.stat().st_mtime > made for p in sweep.glob("*/summary.json"))
+
+
+def run_commit(run_dir: Path | str) -> str | None:
+    """The git commit (12 hex digits, "+dirty" if the tree had changes) that made a run, from its
+    manifest: a sweep resumed across commits shows its mixture row by row."""
+    try:
+        git = json.loads((Path(run_dir) / "manifest.json").read_text()).get("git") or {}
+    except (OSError, ValueError):
+        return None
+    commit = git.get("commit")
+    return f"{commit[:12]}{'+dirty' if git.get('dirty') else ''}" if commit else None

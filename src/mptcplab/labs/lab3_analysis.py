@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import models, results
+from .. import models, results, stats
 from ..links import LinkSpec
 
 COMPACT = ("runs.csv", "flows.csv", "losses.csv", "lab3-manifest.json", "paper-vs-this-run.md")
@@ -31,6 +31,7 @@ MODELS = {  # column -> label
     "n_pftk_pe": "n × Padhye (cumulative p_e)",
 }
 GRADED_MAX_LOSS = 0.02  # the bands are for loss rates up to 2%
+PAPER_MAX_LOSS = 0.10  # the paper's figures stop at 10% loss: DropTail runs above are shown apart
 # `queued`: the place, not the scenario, limited the flows; such runs are shown apart, not graded.
 # Random-loss runs have no capacity limit: the RTT should stay at the base RTT. Well above it, a
 # queue built up somewhere (in UML: the guest could not forward packets as fast as the flows
@@ -87,10 +88,12 @@ def groups(runs: pd.DataFrame, everything: bool = True) -> list[tuple[str, pd.Da
     r = runs.dropna(subset=["model1"])
     queued = r.queued.astype(bool)
     rnd = r[(r.scenario == "random") & ~queued]
+    dt = r[(r.scenario == "droptail") & ~queued]
     out = [("all runs", r)] if everything else []
     out += [("random, loss <= 2%", rnd[rnd["loss"] <= GRADED_MAX_LOSS + 1e-12]),
             ("random, loss > 2%", rnd[rnd["loss"] > GRADED_MAX_LOSS + 1e-12]),
-            ("droptail", r[(r.scenario == "droptail") & ~queued]),
+            ("droptail, p_r <= 10%", dt[dt.p_r <= PAPER_MAX_LOSS + 1e-12]),
+            ("droptail, p_r > 10% (outside the paper's range)", dt[dt.p_r > PAPER_MAX_LOSS + 1e-12]),
             ("queued: the place limited the flows", r[queued])]
     return [(name, g) for name, g in out if not g.empty]
 
@@ -104,14 +107,28 @@ def error_summary(runs: pd.DataFrame) -> pd.DataFrame:
 
 def padhye_vs_model1(runs: pd.DataFrame) -> pd.DataFrame:
     """Per group: in how many runs n x Padhye fed the per-flow p came closer to the measured throughput
-    than model 1, and both medians of |error| (the paper's Fig. 16 compares the two)."""
-    rows = []
+    than model 1, both medians of |error| (the paper's Fig. 16 compares the two), and the verdict:
+    the per-run difference |error of model 1| − |error of n x Padhye| (paired: both models predict
+    the same run), its t interval Holm-corrected over the groups (one family, `stats.holm`), "n ×
+    Padhye closer" or "model 1 closer" where that interval excludes zero, else "not resolved" with
+    the runs that would resolve it."""
+    keys, family = [], []
     for name, g in groups(runs, everything=False):
+        if name.startswith("queued") or "outside" in name:  # not the paper's conditions: no verdict on Fig. 16
+            continue
         closer = g["err_n_pftk_p"].abs() < g["err_model1"].abs()
-        rows.append({"runs": name, "count": len(g), "padhye_closer": int(closer.sum()),
+        keys.append({"runs": name, "count": len(g), "padhye_closer": int(closer.sum()),
                      "model1": float(g["err_model1"].abs().median()),
                      "n_pftk_p": float(g["err_n_pftk_p"].abs().median())})
-    return pd.DataFrame(rows, columns=["runs", "count", "padhye_closer", "model1", "n_pftk_p"])
+        gi = g.reset_index(drop=True)
+        family.append(stats.paired(gi["err_model1"].abs(), gi["err_n_pftk_p"].abs()))
+    rows = []
+    for k, st in zip(keys, stats.holm(family)):
+        rows.append({**k, "diff": st["diff"], "half": st["half"], "level": st["level"],
+                     "runs_needed": st["runs_needed"],
+                     "verdict": stats.verdict(st, "n × Padhye closer", "model 1 closer")})
+    return pd.DataFrame(rows, columns=["runs", "count", "padhye_closer", "model1", "n_pftk_p", "diff", "half", "level",
+                                       "runs_needed", "verdict"])
 
 
 def timeouts_vs_model1(runs: pd.DataFrame) -> pd.DataFrame:
@@ -365,24 +382,30 @@ def _median_signed(g: pd.DataFrame, col: str) -> float:
 
 
 def _padhye_sentence(table: pd.DataFrame) -> str:
-    """Where n x Padhye(p) came closer than model 1, in plain words, from `padhye_vs_model1`."""
+    """Where n x Padhye(p) came closer than model 1, in plain words, from `padhye_vs_model1`: a
+    verdict only where the Holm-corrected interval of the per-run difference excludes zero."""
     if table.empty:
         return "no runs to compare"
+
     def named(names):
         return ", ".join(f"“{x}”" for x in names)
 
     parts = [f"“{t.runs}”: closer in {t.padhye_closer} of {t.count} runs, median |error| {t.n_pftk_p:.0%} vs "
-             f"model 1's {t.model1:.0%}" for t in table.itertuples()]
-    better = table[table.n_pftk_p < table.model1].runs.tolist()
-    if len(better) == len(table):
-        verdict = "**n × Padhye(p) beat model 1 in every group of runs**, against the paper's Fig. 16"
-    elif better:
-        rest = [x for x in table.runs if x not in better]
-        verdict = (f"**n × Padhye(p) beat model 1 in {named(better)}**, against the paper's Fig. 16; model 1 was "
-                   f"as good or better in {named(rest)}")
-    else:
-        verdict = "model 1 was as good as or better than n × Padhye(p) in every group, as in the paper's Fig. 16"
-    return f"{verdict} ({'; '.join(parts)})"
+             f"model 1's {t.model1:.0%}, |error| difference {t.diff:+.1%} ± {t.half:.1%} "
+             f"({t.level * 100:.2f}".rstrip("0").rstrip(".") + f"%), {t.verdict}"
+             + (f", {stats.fmt_runs(t.runs_needed)} runs to resolve" if t.verdict == "not resolved" else "")
+             for t in table.itertuples()]
+    better = table[table.verdict == "n × Padhye closer"].runs.tolist()
+    worse = table[table.verdict == "model 1 closer"].runs.tolist()
+    open_ = table[table.verdict == "not resolved"].runs.tolist()
+    said = []
+    if better:
+        said.append(f"**n × Padhye(p) came closer than model 1 in {named(better)}**, against the paper's Fig. 16")
+    if worse:
+        said.append(f"model 1 came closer in {named(worse)}, as in the paper's Fig. 16")
+    if open_:
+        said.append(f"not resolved in {named(open_)}")
+    return f"{'; '.join(said)} (Holm-corrected over the groups: {'; '.join(parts)})"
 
 
 def _timeouts_paragraph(to: pd.DataFrame, window_s) -> str:
@@ -402,13 +425,22 @@ def _timeouts_paragraph(to: pd.DataFrame, window_s) -> str:
             f"out of {int(high.loss_events.min())}–{int(high.loss_events.max())} loss events. ")
     if fewer and err < 0:
         text += ("Linux recovers those losses with SACK, RACK and tail-loss probes, without the timeout the "
-                 "model's Reno waits for, and keeps sending: so the model underestimates.")
+                 "model's Reno waits for, and keeps sending: that explains the sign of the error, not its size. "
+                 "n × Padhye(p) has the same timeout term and came much closer, so the timeouts are not the "
+                 "whole story: unexplained, tried: counting timeouts. The controlled run (the same points with "
+                 "RACK, TLP, F-RTO and SACK off, `[variants.reno_recovery]` in experiment.toml) is defined, "
+                 "not yet run.")
     elif fewer:
         text += ("Linux had fewer timeouts than the model assumes, yet the model does not underestimate: the "
                  "timeouts alone do not explain these errors.")
     else:
         text += "Some runs had as many timeouts as the model assumes: look at those runs before explaining the error."
     return text
+
+
+def _band_dt(band_dt: pd.DataFrame, col: str) -> str:
+    return (f" (DropTail runs with p_r ≤ 2%: {band_dt[f'in_band_{col}'].mean():.0%} of {len(band_dt)})"
+            if len(band_dt) else "")
 
 
 def report(out: Path) -> str:
@@ -418,31 +450,38 @@ def report(out: Path) -> str:
     queued = r[r.queued.astype(bool)]
     rnd = r[(r.scenario == "random") & ~r.queued.astype(bool)]
     low, high = rnd[rnd["loss"] <= GRADED_MAX_LOSS + 1e-12], rnd[rnd["loss"] > GRADED_MAX_LOSS + 1e-12]
-    dt = r[(r.scenario == "droptail") & ~r.queued.astype(bool)]
+    dt_all = r[(r.scenario == "droptail") & ~r.queued.astype(bool)]
+    dt = dt_all[dt_all.p_r <= PAPER_MAX_LOSS + 1e-12]  # the paper's range; the rest is shown apart
     lowest = rnd[rnd.p_r <= rnd.p_r.quantile(0.25)] if not rnd.empty else rnd
-    big_n = r[r.n >= max(2, r.n.max() // 2)] if not r.empty else r
+    big_n = rnd[rnd.n >= max(2, rnd.n.max() // 2)] if not rnd.empty else rnd  # Fig. 17 is random loss
     plat, params = man.get("platform") or {}, man.get("parameters") or {}
     band = within_band(r)
+    band_rnd, band_dt = band[band.scenario == "random"], band[band.scenario == "droptail"]
+
+    def share(b, col, width):
+        return (f"{b[f'in_band_{col}'].mean():.0%} of the {len(b)} random-loss runs up to 2% loss within ±{width}"
+                f"{_band_dt(band_dt, col)}" if len(b) else "no random-loss runs up to 2% loss")
     rows = [
         ("Model 1 (per-flow p) follows random loss from low loss to 10% (Figs 3–5)",
          f"median error {_pct(_median_signed(low, 'model1'))} at loss ≤ 2% ({len(low)} runs), "
-         f"{_pct(_median_signed(high, 'model1'))} above ({len(high)} runs); "
-         f"{band.in_band_model1.mean() if len(band) else math.nan:.0%} of the runs up to 2% loss within ±25%"),
+         f"{_pct(_median_signed(high, 'model1'))} above ({len(high)} runs); " + share(band_rnd, "model1", "25%")),
         ("Model 2 (p_e, p_r) follows random loss; slightly underestimates at very small loss (Figs 9–11)",
          f"median error {_pct(_median_signed(low, 'model2'))} at loss ≤ 2%, "
-         f"{_pct(_median_signed(lowest, 'model2'))} in the lowest-loss quarter; "
-         f"{band.in_band_model2.mean() if len(band) else math.nan:.0%} of the runs up to 2% loss within ±35%"),
+         f"{_pct(_median_signed(lowest, 'model2'))} in the lowest-loss quarter; " + share(band_rnd, "model2", "35%")),
         ("n × Padhye with per-flow p: reasonable, but its error grows with loss, while model 1 stays good up "
          "to 10% loss (Fig 16)",
          f"median error {_pct(_median_signed(low, 'n_pftk_p'))} at loss ≤ 2%, "
          f"{_pct(_median_signed(high, 'n_pftk_p'))} above. {_padhye_sentence(padhye_vs_model1(r))}"),
         ("n × Padhye fed the cumulative p_e is far off, model 2 much better (Fig 17)",
-         f"median error for n ≥ {int(big_n.n.min()) if len(big_n) else '?'}: n × Padhye(p_e) "
+         f"median error over the {len(big_n)} random-loss runs with n ≥ {int(big_n.n.min()) if len(big_n) else '?'} "
+         f"(not limited by the place): n × Padhye(p_e) "
          f"{_pct(_median_signed(big_n, 'n_pftk_pe'))}, model 2 {_pct(_median_signed(big_n, 'model2'))}"),
         ("DropTail (bursty) loss: model 1 works, slightly overestimates for many flows (Figs 6, 7); "
          "model 2 underestimates at low loss (Figs 12, 13)",
-         f"median error model 1 {_pct(_median_signed(dt, 'model1'))}, model 2 "
-         f"{_pct(_median_signed(dt, 'model2'))} ({len(dt)} runs)" if len(dt) else "no DropTail runs"),
+         (f"median error model 1 {_pct(_median_signed(dt, 'model1'))}, model 2 "
+          f"{_pct(_median_signed(dt, 'model2'))} ({len(dt)} runs with p_r ≤ {PAPER_MAX_LOSS:.0%}, the paper's range"
+          + (f"; {len(dt_all) - len(dt)} runs with p_r up to {dt_all.p_r.max():.1%} shown apart below)"
+             if len(dt_all) > len(dt) else ")")) if len(dt) else "no DropTail runs"),
     ]
     summary = error_summary(r)
     note = (f" {len(queued)} run(s) ({', '.join(queued.run)}) were limited by the place, not the scenario "

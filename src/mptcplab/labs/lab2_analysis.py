@@ -38,7 +38,9 @@ TITLES = {"uncoupled": "Uncoupled", "ewtcp": "EWTCP", "coupled": "Fully Coupled"
           "lia": "RTT Compensator / LIA", "cs218": "CS218 ALGO"}
 ORDER = ["uncoupled", "ewtcp", "coupled", "lia", "cs218"]
 COMPACT = ("throughput.csv", "subflows.csv", "fairness.csv", "timeseries.csv", "delay-window.csv",
-           "lab2-manifest.json", "paper-vs-this-run.md")
+           "goodput-bins.csv", "lab2-manifest.json", "paper-vs-this-run.md")
+GOODPUT_BIN_S = 0.5  # the receiver's goodput per run in bins of this width (goodput-bins.csv)
+STALL_MBPS, STALL_S = 2.0, 2.0  # a stall: under 2 Mbit/s for 2 s or more
 BIN_S = 0.1
 # tcp_on_shared_mbps: the TCP flow over the same window as mptcp_on_shared_mbps (runs since the
 # common-window measurement, lab2_measure.shared_path_rates); empty in older runs
@@ -90,10 +92,38 @@ def _timeseries(d: Path, s: dict) -> pd.DataFrame:
     return out
 
 
+def goodput_bins(intervals: pd.DataFrame, t0: float | None = None) -> pd.DataFrame:
+    """The receiver's goodput of a run (all flows) in GOODPUT_BIN_S bins, t in s from its first bin."""
+    if intervals.empty:
+        return pd.DataFrame(columns=["t", "mbps"])
+    t = intervals.time - (t0 if t0 else intervals.time.min())
+    g = intervals.assign(t=(t // GOODPUT_BIN_S) * GOODPUT_BIN_S).groupby("t", as_index=False)["bytes"].sum()
+    return g.assign(mbps=g["bytes"] * 8 / GOODPUT_BIN_S / 1e6)[["t", "mbps"]]
+
+
+def stalls(bins: pd.DataFrame) -> pd.DataFrame:
+    """Per run, its longest stretch of consecutive bins under STALL_MBPS (start, seconds); the
+    runs with one of STALL_S or more are the stalls the guide counts."""
+    rows = []
+    for run, g in bins.groupby("run"):
+        g = g.sort_values("t")
+        best, start, cur_start, cur = 0.0, None, None, 0.0
+        for t, mbps in zip(g.t, g.mbps):
+            if mbps < STALL_MBPS:
+                cur_start = t if cur == 0 else cur_start
+                cur += GOODPUT_BIN_S
+                if cur > best:
+                    best, start = cur, cur_start
+            else:
+                cur = 0.0
+        rows.append({"run": run, "longest_low_s": best, "from_s": start, "stall": best >= STALL_S})
+    return pd.DataFrame(rows, columns=["run", "longest_low_s", "from_s", "stall"])
+
+
 def compact(out: Path) -> dict[str, pd.DataFrame]:
     """Write the compact tables into the sweep directory and return them."""
     out = Path(out)
-    tp, subs, fair, series, dwnd = [], [], [], [], []
+    tp, subs, fair, series, dwnd, bins = [], [], [], [], [], []
     replays = {}
     verify_manifest = None
     for d, s in _runs(out):
@@ -112,6 +142,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
             for path, pk in sorted(s["packets_per_subflow"].items()):
                 subs.append({"algo": s["algo"], "variant": s["variant"], "rep": s["rep"], "path": path,
                              "packets": pk, "bytes_retrans": s["retrans_per_subflow"].get(path, 0)})
+            if (d / "intervals.csv").exists():  # the per-interval data behind the stalls the guide counts
+                bins.append(goodput_bins(pd.read_csv(d / "intervals.csv"), s.get("t0")).assign(run=d.name))
             if s.get("detail"):
                 series.append(_timeseries(d, s))
             if (d / "cc-trace.csv.gz").exists():  # the BPF callbacks of this run, replayed through ccref
@@ -132,6 +164,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
     tables["delay-window"] = (pd.concat(dwnd, ignore_index=True) if dwnd else pd.DataFrame(
         columns=["path", "ca_acks", "with_dwnd", "share", "dwnd_mean", "dwnd_median", "best_rtt_ms", "last_rtt_ms",
                  "variant", "rep"]))
+    tables["goodput-bins"] = (pd.concat(bins, ignore_index=True)[["run", "t", "mbps"]] if bins
+                              else pd.DataFrame(columns=["run", "t", "mbps"]))
     for name, df in tables.items():
         df.to_csv(out / f"{name}.csv", index=False, float_format="%.4g")
     manifest = {"lab": "lab2", "what": "compact tables of a `mptcplab run lab2` sweep", "runs": len(tp),
@@ -182,6 +216,8 @@ def load(path: Path) -> dict:
                                                                   "timeseries")}
     dw = path / "delay-window.csv"
     tables["delay-window"] = pd.read_csv(dw) if dw.exists() else pd.DataFrame()
+    gb = path / "goodput-bins.csv"
+    tables["goodput-bins"] = pd.read_csv(gb) if gb.exists() else pd.DataFrame(columns=["run", "t", "mbps"])
     tables["manifest"] = json.loads((path / "lab2-manifest.json").read_text())
     return tables
 
@@ -420,6 +456,17 @@ def report(out: Path) -> str:
     runs = tp.groupby(["algo", "variant"]).size()
     lines += ["", f"Runs per algorithm and variant: {int(runs.min()) if len(runs) else 0}"
               f"{'' if len(runs) == 0 or runs.min() == runs.max() else f' to {int(runs.max())}'}.", ""]
+    gb = tables.get("goodput-bins", pd.DataFrame())
+    if not gb.empty:
+        st = stalls(gb)
+        long = st[st.stall].sort_values("longest_low_s", ascending=False)
+        lines += [f"Stalls (`goodput-bins.csv`): {len(long)} of {len(st)} runs had the receiver's goodput under "
+                  f"{STALL_MBPS:g} Mbit/s for {STALL_S:g} s or more"
+                  + (": " + ", ".join(f"{r.run} ({r.longest_low_s:g} s from {r.from_s:g} s)" for r in long.itertuples())
+                     if len(long) else "") + ".", ""]
+    else:
+        lines += ["Stalls: this run kept no per-interval goodput (`goodput-bins.csv`, written by runs since "
+                  "the analysis keeps it), so none are counted here.", ""]
     dw = tables.get("delay-window", pd.DataFrame())
     if not dw.empty:
         lines += ["## What CS218's delay window did (run 1, from the recorded BPF callbacks)",

@@ -38,6 +38,8 @@ def register(sub) -> None:
     r.add_argument("--report-only", action="store_true",
                    help="only write paper-vs-this-run.md again, from the compact tables already in run_dir "
                         "(e.g. solutions/results/lab2 after the analysis changed; no new measurement)")
+    r.add_argument("--tables", nargs="+", metavar="TABLE",
+                   help="replace only these tables of the existing reference (lab2: e.g. fairness) with the run's")
     r.set_defaults(func=_reference)
 
 
@@ -96,7 +98,10 @@ def _reference(args) -> int:
         raise UsageError(f"{args.run_dir}: not a completed {lab.id} run (no lab-summary.json); "
                          f"run `sudo mptcplab run {lab.id} --out {args.run_dir}` to the end first")
     dest = args.dest or ag.SOLUTIONS / "results" / lab.id
-    lab.export(args.run_dir, dest)
+    if args.tables:
+        lab.analysis.export_reference(args.run_dir, dest, tables=tuple(args.tables))
+    else:
+        lab.export(args.run_dir, dest)
     log.get(lab.id).info("reference results from %s written to %s; now run `mptcplab notebooks assign` and "
                          "commit results and notebooks together", args.run_dir, dest)
     return 0

@@ -227,3 +227,34 @@ def run_commit(run_dir: Path | str) -> str | None:
         return None
     commit = git.get("commit")
     return f"{commit[:12]}{'+dirty' if git.get('dirty') else ''}" if commit else None
+
+
+RUN_MANIFEST_COLUMNS = ["run", "started", "finished", "commit", "kernel", "where", "emulation", "host_wall_s",
+                        "sysctls_set", "parameters"]
+
+
+def run_manifests(sweep: Path | str) -> list[dict]:
+    """One compact row per completed run of a sweep, from its manifest: when it ran, the commit
+    that made it (`run_commit`), kernel and place, the sysctls the kit set (as applied) and the
+    run's own parameters. A reference keeps this table (runs-manifest.csv), so a sweep resumed
+    across commits or places shows its mixture run by run."""
+    rows = []
+    for d in Sweep(sweep).runs():
+        try:
+            m = json.loads((d / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue
+        net, plat = m.get("network") or {}, m.get("platform") or {}
+        rows.append({"run": d.name, "started": m.get("started"), "finished": m.get("finished"),
+                     "commit": run_commit(d), "kernel": plat.get("kernel_release"), "where": plat.get("where"),
+                     "emulation": net.get("emulation"), "host_wall_s": (m.get("clock") or {}).get("host_wall_s"),
+                     "sysctls_set": json.dumps(net.get("sysctls_set"), sort_keys=True, separators=(",", ":")),
+                     "parameters": json.dumps(m.get("parameters"), sort_keys=True, separators=(",", ":"),
+                                              default=str)})
+    return rows
+
+
+def completed(sweep: Path | str):
+    """(run directory, its summary) for every completed run of a sweep, in name order."""
+    for d in Sweep(sweep).runs():
+        yield d, json.loads((d / "summary.json").read_text())

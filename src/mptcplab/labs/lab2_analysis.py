@@ -38,7 +38,7 @@ TITLES = {"uncoupled": "Uncoupled", "ewtcp": "EWTCP", "coupled": "Fully Coupled"
           "lia": "RTT Compensator / LIA", "cs218": "CS218 ALGO"}
 ORDER = ["uncoupled", "ewtcp", "coupled", "lia", "cs218"]
 COMPACT = ("throughput.csv", "subflows.csv", "fairness.csv", "timeseries.csv", "delay-window.csv",
-           "goodput-bins.csv", "lab2-manifest.json", "paper-vs-this-run.md")
+           "goodput-bins.csv", "runs-manifest.csv", "lab2-manifest.json", "paper-vs-this-run.md")
 GOODPUT_BIN_S = 0.5  # the receiver's goodput per run in bins of this width (goodput-bins.csv)
 STALL_MBPS, STALL_S = 2.0, 2.0  # a stall: under 2 Mbit/s for 2 s or more
 BIN_S = 0.1
@@ -53,12 +53,6 @@ t975, mean_ci = stats.t975, stats.mean_ci
 
 
 # ---------------------------------------------------------------- from a sweep to compact tables
-
-def _runs(out: Path):
-    for d in sorted(Path(out).iterdir()):
-        if d.is_dir() and (d / "summary.json").exists() and (d / "manifest.json").exists():
-            yield d, json.loads((d / "summary.json").read_text())
-
 
 def _timeseries(d: Path, s: dict) -> pd.DataFrame:
     """cwnd and smoothed RTT per subflow from tcp_probe, RTO from ss, in BIN_S bins."""
@@ -96,9 +90,14 @@ def goodput_bins(intervals: pd.DataFrame, t0: float | None = None) -> pd.DataFra
     """The receiver's goodput of a run (all flows) in GOODPUT_BIN_S bins, t in s from its first bin."""
     if intervals.empty:
         return pd.DataFrame(columns=["t", "mbps"])
+    import numpy as np
+
     t = intervals.time - (t0 if t0 else intervals.time.min())
-    g = intervals.assign(t=(t // GOODPUT_BIN_S) * GOODPUT_BIN_S).groupby("t", as_index=False)["bytes"].sum()
-    return g.assign(mbps=g["bytes"] * 8 / GOODPUT_BIN_S / 1e6)[["t", "mbps"]]
+    k = (t // GOODPUT_BIN_S).astype(int)
+    per_bin = intervals.assign(k=k).groupby("k")["bytes"].sum()
+    # intervals.csv leaves out the bins in which nothing arrived: a stall is those missing bins
+    per_bin = per_bin.reindex(np.arange(max(0, int(k.min())), int(k.max()) + 1), fill_value=0.0)
+    return pd.DataFrame({"t": per_bin.index * GOODPUT_BIN_S, "mbps": per_bin.to_numpy() * 8 / GOODPUT_BIN_S / 1e6})
 
 
 def stalls(bins: pd.DataFrame) -> pd.DataFrame:
@@ -126,7 +125,7 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
     tp, subs, fair, series, dwnd, bins = [], [], [], [], [], []
     replays = {}
     verify_manifest = None
-    for d, s in _runs(out):
+    for d, s in results.completed(out):
         commit = run_commit(d)
         if d.name == "verify":
             verify_manifest = json.loads((d / "manifest.json").read_text())
@@ -168,6 +167,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
                               else pd.DataFrame(columns=["run", "t", "mbps"]))
     for name, df in tables.items():
         df.to_csv(out / f"{name}.csv", index=False, float_format="%.4g")
+    pd.DataFrame(results.run_manifests(out), columns=results.RUN_MANIFEST_COLUMNS).to_csv(
+        out / "runs-manifest.csv", index=False)  # per-run provenance: commit, kernel, place, sysctls as applied
     manifest = {"lab": "lab2", "what": "compact tables of a `mptcplab run lab2` sweep", "runs": len(tp),
                 "fairness_runs": len(fair)}
     if verify_manifest:
@@ -175,7 +176,7 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
                                                               "tools", "git", "network")})
         manifest["setup_checks"] = verify_summary.get("checks")
         manifest["available_congestion_control"] = verify_summary.get("available_congestion_control")
-        first = next((d for d, s in _runs(out) if s.get("variant")), None)
+        first = next((d for d, s in results.completed(out) if s.get("variant")), None)
         if first is not None:
             manifest["experiment_parameters"] = json.loads((first / "manifest.json").read_text()).get("parameters")
     if replays:  # every recorded run's BPF windows against the Python reference (mptcplab.cctrace)

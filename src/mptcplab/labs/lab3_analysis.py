@@ -23,7 +23,7 @@ import pandas as pd
 from .. import models, results, stats
 from ..links import LinkSpec
 
-COMPACT = ("runs.csv", "flows.csv", "losses.csv", "lab3-manifest.json", "paper-vs-this-run.md")
+COMPACT = ("runs.csv", "flows.csv", "losses.csv", "runs-manifest.csv", "lab3-manifest.json", "paper-vs-this-run.md")
 MODELS = {  # column -> label
     "model1": "model 1 (per-flow p)",
     "model2": "model 2 (p_e, p_r)",
@@ -48,7 +48,7 @@ RUN_COLUMNS = ["run", "scenario", "n", "rep", "loss_cfg", "capacity_mbps", "base
                "p", "p_e",
                "p_r", "p_r_emulator", "rtt", "rtt_source", "srtt", "min_rtt", "ack_rtt", "T", "b", "model_b",
                "pps", "goodput_pps", "mbps", "mbps_transfer", "emulator_wire_mbps", "emulator_wire_mbps_min",
-               "capture_dropped"]
+               "capture_dropped", "commit"]
 
 
 # ---------------------------------------------------------------- predictions
@@ -183,23 +183,18 @@ def within_band(runs: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------- from a sweep to compact tables
 
-def _runs(out: Path):
-    for d in sorted(Path(out).iterdir()):
-        if d.is_dir() and (d / "summary.json").exists() and (d / "manifest.json").exists():
-            yield d, json.loads((d / "summary.json").read_text())
-
-
 def compact(out: Path) -> dict:
     out = Path(out)
     runs, flows, losses, manifest = [], [], [], {}
-    for d, s in _runs(out):
+    for d, s in results.completed(out):
         if d.name == "verify":
             manifest = json.loads((d / "manifest.json").read_text())
             manifest["verify"] = s
             continue
         if "scenario" not in s:
             continue
-        runs.append({"run": d.name, **{k: s.get(k) for k in RUN_COLUMNS if k != "run"}})
+        runs.append({"run": d.name, **{k: s.get(k) for k in RUN_COLUMNS if k not in ("run", "commit")},
+                     "commit": results.run_commit(d)})
         if runs[-1]["base_rtt"] is None:  # the configured round trip: twice the one-way delay
             delay = (json.loads((d / "manifest.json").read_text()).get("parameters") or {}).get("delay", "0ms")
             runs[-1]["base_rtt"] = 2 * LinkSpec.parse(f"delay={delay}").delay_s
@@ -210,13 +205,15 @@ def compact(out: Path) -> dict:
     if not runs:
         raise FileNotFoundError(f"{out}: no lab3 runs (run `sudo mptcplab run lab3 --quick`)")
     table = predict(pd.DataFrame(runs, columns=RUN_COLUMNS))
+    pd.DataFrame(results.run_manifests(out), columns=results.RUN_MANIFEST_COLUMNS).to_csv(
+        out / "runs-manifest.csv", index=False)  # per-run provenance: commit, kernel, place, sysctls as applied
     table.to_csv(out / "runs.csv", index=False)
     ftable = pd.concat(flows, ignore_index=True) if flows else pd.DataFrame()
     ftable.to_csv(out / "flows.csv", index=False)
     ltable = pd.concat(losses, ignore_index=True) if losses else pd.DataFrame(columns=["run", "flow", "t"])
     ltable.to_csv(out / "losses.csv", index=False)
     if not manifest:  # no verify run (e.g. resumed elsewhere): take the first run's manifest
-        first = next(d for d, s in _runs(out) if "scenario" in s)
+        first = next(d for d, s in results.completed(out) if "scenario" in s)
         manifest = json.loads((first / "manifest.json").read_text())
     manifest.pop("artefacts", None)
     manifest["runs"] = len(table)

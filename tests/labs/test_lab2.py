@@ -206,3 +206,33 @@ def test_goodput_bins_count_the_bins_where_nothing_arrived_and_stalls_are_found(
     short = la.goodput_bins(pd.DataFrame([r for r in rows if not 40 <= (r["time"] - 1000) * 10 < 80] + [
         {"time": 1000 + k / 10, "flow": 0, "bytes": 5e6 / 8 / 10, "mbps": 5.0} for k in range(50, 65)]), 1000.0)
     assert not la.stalls(short.assign(run="x")).iloc[0].stall  # 1 s low, 1.5 s back, 0.5 s low: no 2 s stall
+
+
+def test_the_log_and_the_report_compute_from_the_same_unrounded_figures(tmp_path):
+    """`run`'s log and the report once printed "0.1385 ± 0.1207" and "0.13 ± 0.06" for the same
+    quick run: the report read throughput.csv written at 4 significant digits, and with 2 pairs a
+    0.01 Mbit/s rounding is the size of the spread. Both now read the table, which keeps the runs'
+    figures as recorded."""
+    man = {"network": {"paths": [{"name": "p1", "link": "rate=5mbit,delay=10ms,queue=25"},
+                                 {"name": "p2", "link": "rate=5mbit,delay=20ms,queue=50"}]},
+           "git": {"commit": "a" * 40, "dirty": False}, "platform": {"where": "vm", "kernel_release": "6.12"}}
+    # differences 0.129 and 0.148 (0.1385 ± 0.1207 with 2 pairs); at 4 digits 0.13 and 0.14 (0.135 ± 0.064)
+    mbps = {("uncoupled", 1): 14.437, ("uncoupled", 2): 12.906, ("cs218", 1): 14.566, ("cs218", 2): 13.054}
+    for (algo, rep), m in mbps.items():
+        d = tmp_path / f"static-{algo}-r{rep}"
+        d.mkdir()
+        (d / "manifest.json").write_text(json.dumps(man))
+        (d / "summary.json").write_text(json.dumps({
+            "algo": algo, "variant": "static", "rep": rep, "mbps": m, "subflows": 2, "cc": f"mlab_{algo}",
+            "subflow_ccs": [f"mlab_{algo}"], "packets_per_subflow": {}, "retrans_per_subflow": {}, "span_s": 8.0}))
+    in_memory = la.paired_table(la.compact(tmp_path)["throughput"]).iloc[0]
+    from_files = la.paired_table(la.load(tmp_path)["throughput"]).iloc[0]
+    assert from_files["diff"] == pytest.approx(in_memory["diff"], abs=1e-9)
+    assert from_files.half == pytest.approx(in_memory.half, abs=1e-9) and from_files.pairs == 2
+    assert in_memory["diff"] == pytest.approx(0.1385) and in_memory.ci95 == pytest.approx(0.1207, abs=1e-4)
+    rounded = {k: float(f"{v:.4g}") for k, v in mbps.items()}
+    old = la.stats.paired(pd.Series({r: rounded[("cs218", r)] for r in (1, 2)}),
+                          pd.Series({r: rounded[("uncoupled", r)] for r in (1, 2)}))
+    assert old["ci95"] == pytest.approx(0.0635, abs=1e-3)  # what the report printed then
+    assert (tmp_path / "runs-manifest.csv").exists()
+    assert set(pd.read_csv(tmp_path / "throughput.csv").commit) == {"a" * 12}

@@ -5,8 +5,8 @@ Every lab's report, its `run` log and its notebook print what these functions re
 statistic has one value everywhere.
 
 A *family* is the set of verdicts a report draws from the same runs (Lab 2: the ten paired
-throughput comparisons; the four fairness comparisons; the RFC 6356 checks of all goals and algorithms;
-Lab 3: n x Padhye against model 1 across groups of runs). Judging each at 95% would call about one
+throughput comparisons; the four fairness comparisons; the RFC 6356 checks of all goals and
+algorithms; Lab 3: n x Padhye against model 1 across groups of runs). Judging each at 95% would call about one
 in twenty differences real by chance, so `holm` corrects the family: Holm's step-down procedure
 (Holm 1979), which controls the family-wise error rate at `ALPHA` like Bonferroni but rejects more.
 The interval printed beside each verdict is the *corrected* one, at the level of the step that

@@ -236,3 +236,12 @@ def test_the_log_and_the_report_compute_from_the_same_unrounded_figures(tmp_path
     assert old["ci95"] == pytest.approx(0.0635, abs=1e-3)  # what the report printed then
     assert (tmp_path / "runs-manifest.csv").exists()
     assert set(pd.read_csv(tmp_path / "throughput.csv").commit) == {"a" * 12}
+
+
+def test_bpf_counters_are_shown_only_when_they_counted_what_ran():
+    zero = {a: {"acks": 0, "losses": 0} for a in ("mlab_lia", "mlab_cs218")}
+    assert la.bpf_counters({"bpf_counters": zero, "bpf_vs_reference": {"r1": {"events": 10}}}) is None
+    assert la.bpf_counters({"bpf_counters": zero, "runs": 4}) is None
+    counted = {"mlab_lia": {"acks": 7, "losses": 1}}
+    assert la.bpf_counters({"bpf_counters": counted, "runs": 4}).loc["mlab_lia", "acks"] == 7
+    assert la.bpf_counters({}) is None

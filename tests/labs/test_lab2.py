@@ -245,3 +245,32 @@ def test_bpf_counters_are_shown_only_when_they_counted_what_ran():
     counted = {"mlab_lia": {"acks": 7, "losses": 1}}
     assert la.bpf_counters({"bpf_counters": counted, "runs": 4}).loc["mlab_lia", "acks"] == 7
     assert la.bpf_counters({}) is None
+
+
+def test_the_shared_path_split_is_taken_over_one_window():
+    """TCP from 1000 s to 1010 s, MPTCP from 1001 s to 1011 s, the link (4.78 Mbit/s of payload) full
+    all the time: over its own span each flow's rate includes the second it had the link alone,
+    and the two add up to more than the link; over the common window they add up to the link."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    link = 5e6 * 1448 / 1514
+    def flow(t0, t1, alone_first):
+        ts = np.arange(t0, t1 + 1e-9, 0.1)
+        rate = lambda t: link if (t < 1001 if alone_first else t >= 1010) else link / 2  # noqa: E731
+        got = np.concatenate([[0.0], np.cumsum([rate(t) / 8 * 0.1 for t in ts[:-1]])])
+        r = SimpleNamespace(t0=t0, t_end=t1, samples=[[[t, b] for t, b in zip(ts, got)]])
+        r.received_by = lambda t: float(np.interp(t, ts, got, left=0.0))
+        from mptcplab.traffic import BulkResult
+        r.window_mbps = lambda a, b: BulkResult.window_mbps(r, a, b)
+        r.stall_start = lambda t: BulkResult.stall_start(r, t)
+        r.own = got[-1] * 8 / (t1 - t0) / 1e6
+        return r
+    tcp, mptcp = flow(1000.0, 1010.0, True), flow(1001.0, 1011.0, False)
+    assert (tcp.own + mptcp.own) * 1e6 > link * 1.05
+    w = l2m.shared_path_rates(mptcp, tcp, share_on_shared=1.0)
+    assert w["shared_window_s"] == [1001.0, 1010.0]
+    assert (w["tcp_on_shared_mbps"] + w["mptcp_on_shared_mbps"]) * 1e6 == pytest.approx(link, rel=1e-3)
+    assert l2m.shared_path_rates(mptcp, tcp, 0.5)["mptcp_on_shared_mbps"] == pytest.approx(
+        w["mptcp_on_shared_mbps"] / 2, abs=1e-3)

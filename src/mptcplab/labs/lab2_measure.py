@@ -30,39 +30,21 @@ def subflow_table(ss_text: str, want_cc: str) -> list[dict]:
     return rows
 
 
-def shared_path_rates(mptcp_ss, tcp_ss, shared_prefix: str) -> dict:
-    """The fairness run's shared path, both flows over one common window (from `ss` samples, as
-    parsed by observe.parse_ss: time, local, bytes_acked, mptcp_subflow).
+def shared_path_rates(mptcp, tcp, share_on_shared: float) -> dict:
+    """The fairness run's shared path, both flows over one common window: the span in which both
+    the MPTCP connection and the TCP flow were receiving (from the later first byte to the earlier
+    last byte). `mptcp` and `tcp` are the flows' `traffic.BulkResult`s (their receivers' kernel
+    counts; a window that starts in a stall is taken from where it began), `share_on_shared` the
+    part of MPTCP's bytes its shared-path subflow carried.
 
-    Each rate is a difference of the kernel's `bytes_acked` over [start, end], the span in which
-    both the TCP flow and the MPTCP connection were sampled: rates of one link taken over different
-    spans (each flow's first to last byte) add up to more than the link carried, because while one
-    flow has not started or has drained the other has the link (the reference's TCP + MPTCP on the
-    shared path read up to 2.3% above its ceiling that way). `shared_prefix` is the sender's
-    address on the shared path without its last byte ("10.1.0")."""
-    import numpy as np
-
-    subs = mptcp_ss[mptcp_ss.mptcp_subflow.astype(bool) & mptcp_ss.bytes_acked.notna()]
-    tcp = tcp_ss[tcp_ss.bytes_acked.notna()]
-    if subs.empty or tcp.empty:
-        return {}
-    start = max(subs.time.min(), tcp.time.min())
-    end = min(subs.time.max(), tcp.time.max())
+    Rates of one link taken over different spans (each flow's first to last byte) add up to more
+    than the link carried, because while one flow has not started or has drained the other has
+    the link."""
+    start, end = max(mptcp.t0, tcp.t0), min(mptcp.t_end, tcp.t_end)
     if not end > start:
         return {}
-
-    def acked(rows) -> float:  # bytes acked in [start, end], summed over the sockets of `rows`
-        total = 0.0
-        for _, s in rows.groupby("local"):
-            at = np.interp([start, end], s.time, s.bytes_acked, left=0.0)
-            total += at[1] - at[0]
-        return total
-
-    on_shared = acked(subs[subs.local.str.startswith(shared_prefix + ".")])
-    mptcp_all = acked(subs)
-    span = end - start
-    return {"window_s": [round(float(start), 3), round(float(end), 3)],
-            "mptcp_on_shared_mbps": round(on_shared * 8 / span / 1e6, 3),
-            "mptcp_window_mbps": round(mptcp_all * 8 / span / 1e6, 3),
-            "tcp_on_shared_mbps": round(acked(tcp) * 8 / span / 1e6, 3),
-            "mptcp_share_on_shared": round(on_shared / mptcp_all, 4) if mptcp_all else None}
+    m = mptcp.window_mbps(start, end)
+    return {"shared_window_s": [round(float(start), 3), round(float(end), 3)],
+            "mptcp_window_mbps": round(m, 3),
+            "mptcp_on_shared_mbps": round(m * share_on_shared, 3),
+            "tcp_on_shared_mbps": round(tcp.window_mbps(start, end), 3)}

@@ -143,6 +143,44 @@ def check_runs_table(table: Path) -> list[physics.Verdict]:
     return out
 
 
+def check_fairness_table(table: Path) -> list[physics.Verdict]:
+    """Lab 2's fairness runs: the TCP flow and the MPTCP connection's subflow share one link, so
+    together they carry at most its ceiling (`tcp_on_shared_mbps` where the run measured both over
+    one window, else `tcp_mbps`). The link is the `fairness.shared` parameter of the manifest beside
+    the table."""
+    try:
+        man = json.loads((table.parent / "lab2-manifest.json").read_text())
+        rate = LinkSpec.parse(((man.get("parameters") or {}).get("fairness") or {})["shared"]).rate_bps
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    out = []
+    with open(table, newline="") as f:
+        for row in csv.DictReader(f):
+            tcp = _number(row.get("tcp_on_shared_mbps")) or _number(row.get("tcp_mbps"))
+            both = tcp + _number(row.get("mptcp_on_shared_mbps"))
+            out += [physics.Verdict(f"{table.parent.name}/fair-{row.get('algo')}-r{row.get('rep')}: TCP + MPTCP "
+                                    "on the shared path vs its ceiling", v.measured, v.bound, v.unit, v.ok)
+                    for v in _ceiling("", both, rate)]
+    return out
+
+
+def check_setup_checks(path: Path) -> list[physics.Verdict]:
+    """The setup check's single-TCP goodput per path (`tcp_steady_mbps`) against the path's ceiling,
+    from a manifest or summary that carries the checks (`setup_checks` or `checks`)."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    checks = doc.get("setup_checks") or doc.get("checks") or {}
+    out = []
+    for name, row in ((checks.get("paths") or {}) if isinstance(checks, dict) else {}).items():
+        if row.get("tcp_steady_mbps") is None or not row.get("link"):
+            continue
+        where = f"{path.parent.name}/{path.name}: setup check, path {name}"
+        out += _ceiling(where, float(row["tcp_steady_mbps"]), LinkSpec.parse(row["link"]).rate_bps)
+    return out
+
+
 def _path_by_address(run: Path) -> dict[str, dict]:
     """Sender address -> {rtt_s, rate_bps} of its path, from the run's manifest ({} without one)."""
     try:
@@ -217,6 +255,9 @@ def check_results(root: Path | str) -> list[physics.Verdict]:
         for name, judge in lab.results_checks.items():
             for table in sorted(root.rglob(name)):
                 out += judge(table)
+    for doc in [*sorted(root.rglob("*manifest.json")), *sorted(root.rglob("verify*summary.json")),
+                *sorted(root.rglob("verify/summary.json"))]:
+        out += check_setup_checks(doc)
     for summary in sorted(root.rglob("summary.json")):
         if not summary.parent.name.endswith(".partial"):
             out += check_run_dir(summary.parent)

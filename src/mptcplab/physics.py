@@ -200,7 +200,9 @@ def judge_link(path: str, goodput_bps: float, rate_bps: float, min_utilisation: 
     the hole, which crossed the link before the window, are counted when the retransmission fills
     it (Lab 2's 80 ms path with a 117-packet queue: the slow-start overshoot lost 274 packets, the
     count stalled 0.4 s, then rose at 9.6 Mbit/s for 0.3 s, and 1.0 s-to-the-end read 5.1 Mbit/s
-    while netem sent 5.0 every 0.1 s). Without it, on the goodput, as before."""
+    while netem sent 5.0 every 0.1 s). Since `BulkResult.window_mbps` starts such a window where the
+    stall began, the goodput itself no longer passes the ceiling that way; the wire count stays the
+    judge where known. Without it, on the goodput, as before."""
     ceiling = link_ceiling_bps(rate_bps)
     util = goodput_bps / ceiling
     if wire_bps is None:

@@ -175,3 +175,57 @@ def copy_compact(sweep: Path | str, dest: Path | str, names) -> list[Path]:
     sweep, dest = Path(sweep), Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     return [Path(shutil.copy2(sweep / name, dest / name)) for name in names]
+
+
+def compact_is_stale(sweep: Path | str, table: str) -> bool:
+    """True when a sweep's compact `table` is missing or older than one of its runs: a resumed sweep
+    (or a new run into the same directory) must be compacted again before anything reads it, or the
+    notebook would print an interval over other runs than the report's."""
+    sweep = Path(sweep)
+    t = sweep / table
+    if not t.exists():
+        return True
+    made = t.stat().st_mtime
+    return any(p.stat().st_mtime > made for p in sweep.glob("*/summary.json"))
+
+
+def run_commit(run_dir: Path | str) -> str | None:
+    """The git commit (12 hex digits, "+dirty" if the tree had changes) that made a run, from its
+    manifest: a sweep resumed across commits shows its mixture row by row."""
+    try:
+        git = json.loads((Path(run_dir) / "manifest.json").read_text()).get("git") or {}
+    except (OSError, ValueError):
+        return None
+    commit = git.get("commit")
+    return f"{commit[:12]}{'+dirty' if git.get('dirty') else ''}" if commit else None
+
+
+RUN_MANIFEST_COLUMNS = ["run", "started", "finished", "commit", "kernel", "where", "emulation", "host_wall_s",
+                        "sysctls_set", "parameters"]
+
+
+def run_manifests(sweep: Path | str) -> list[dict]:
+    """One compact row per completed run of a sweep, from its manifest: when it ran, the commit
+    that made it (`run_commit`), kernel and place, the sysctls the kit set (as applied) and the
+    run's own parameters. A reference keeps this table (runs-manifest.csv), so a sweep resumed
+    across commits or places shows its mixture run by run."""
+    rows = []
+    for d in Sweep(sweep).runs():
+        try:
+            m = json.loads((d / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue
+        net, plat = m.get("network") or {}, m.get("platform") or {}
+        rows.append({"run": d.name, "started": m.get("started"), "finished": m.get("finished"),
+                     "commit": run_commit(d), "kernel": plat.get("kernel_release"), "where": plat.get("where"),
+                     "emulation": net.get("emulation"), "host_wall_s": (m.get("clock") or {}).get("host_wall_s"),
+                     "sysctls_set": json.dumps(net.get("sysctls_set"), sort_keys=True, separators=(",", ":")),
+                     "parameters": json.dumps(m.get("parameters"), sort_keys=True, separators=(",", ":"),
+                                              default=str)})
+    return rows
+
+
+def completed(sweep: Path | str):
+    """(run directory, its summary) for every completed run of a sweep, in name order."""
+    for d in Sweep(sweep).runs():
+        yield d, json.loads((d / "summary.json").read_text())

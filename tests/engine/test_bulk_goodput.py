@@ -89,3 +89,23 @@ def test_checker_judges_lab3_goodput_against_the_ceiling(tmp_path):
     assert [v.ok for v in verdicts] == [False, True, True, True, False]
     assert verdicts[0].bound == pytest.approx(CEILING * 1.01 / 1e6)
     assert "emulator's wire rate" in verdicts[-1].line() and verdicts[-1].bound == pytest.approx(4.04)
+
+
+def test_a_window_starting_in_a_loss_repair_counts_the_stall():
+    """A loss at 1000.8 s: the in-order count stands still until the retransmission fills the hole at
+    1001.2 s, then every byte held behind it is counted at once, though they crossed the link during
+    the stall. Taken from 1001.0 (inside the stall), the old reading was 110% of the ceiling."""
+    per_s = CEILING / 8
+    held = 0.4 * per_s  # what crossed during the stall, delivered at 1001.2
+    samples = [[1000.0 + k * IV, k * IV * per_s] for k in range(9)]  # 1000.0 .. 1000.8 steady
+    samples += [[1000.9, 0.8 * per_s], [1001.0, 0.8 * per_s], [1001.1, 0.8 * per_s]]  # the stall
+    samples += [[1001.2 + k * IV, (1.2 + k * IV) * per_s] for k in range(19)]  # released, then steady
+    srv = {"flows": [{"flow": 0, "peer": "10.1.0.1:40000", "bytes": samples[-1][1], "first": 1000.0,
+                      "last": samples[-1][0], "counted": "kernel", "samples": samples}]}
+    r = bulk_result({"flows": [{"local": "10.1.0.1:40000"}]}, srv, "10.1.0.2", 5201, "tcp", 3.0, IV)
+    naive = (r.received_by(r.t_end) - r.received_by(1001.0)) * 8 / (r.t_end - 1001.0)
+    assert naive > CEILING * 1.09 and held > 0  # what the window read before: 110% of the ceiling
+    assert r.stall_start(1001.0) == pytest.approx(1000.8)
+    assert r.window_mbps(1001.0, r.t_end) * 1e6 == pytest.approx(CEILING)
+    assert r.steady_mbps(1.0) * 1e6 <= CEILING * (1 + 1e-9)
+    assert r.window_mbps(1000.5, r.t_end) * 1e6 == pytest.approx(CEILING)  # a moving count: unchanged

@@ -179,3 +179,62 @@ def test_delay_window_table_per_path(replays):
     trace = _trace(replays, "cs218")
     t = cctrace.delay_window_table(cctrace.replay(trace).rows)
     assert len(t) >= 2 and (t.with_dwnd <= t.ca_acks).all() and (t.dwnd_mean.between(0, 1)).all()
+
+
+# ---------------------------------------------------------------- a replay with teeth
+
+# Traces recorded where the paths have propagation delay (the VM place: netem). There the delay
+# window is a third to four fifths of LIA's increase, so a rule that is slightly wrong changes
+# many windows; on the native traces (no delay) it was 0.02-0.18% of the increase and scaling it
+# by 0.98 changed 1 event in 7,403.
+DELAYED = [p for p in TRACES if p.name.startswith("vm-")]
+
+
+def _scaled_dwnd(lia, acks, best, last):
+    return ccref.cs218_increase(lia, acks, best, last) - 0.02 * ccref.delay_window(lia, acks, best, last)
+
+
+# name -> (replay arguments, ccref attributes to patch, fewest mismatching events the replay must
+# report given the trace's congestion-avoidance ACKs and losses). A 2% error in the delay window or
+# in alpha changes the increase of most congestion-avoidance ACKs; the threshold one packet later
+# changes one ACK after each loss (the count passes 6 once per loss episode, and the replay takes
+# each window's fraction from the kernel, so an error does not carry over to the next ACK).
+PERTURBATIONS = {
+    "delay window x 0.98": ({"cs218_rule": _scaled_dwnd}, {}, lambda ca, losses: ca // 2),
+    "LIA's alpha x 1.02": ({}, {"lia_alpha": lambda orig: (lambda w, rtt: orig(w, rtt) * 1.02)},
+                           lambda ca, losses: ca // 2),
+    "ACK threshold + 1": ({}, {"CS218_MIN_ACKS": lambda orig: orig + 1}, lambda ca, losses: max(5, losses // 2)),
+}
+
+
+@pytest.fixture(scope="module")
+def delayed_cs218():
+    traces = [cctrace.load(p) for p in DELAYED]
+    cs218 = [t for t in traces if t.algo.iloc[0] == "cs218"]
+    assert cs218, "no cs218 trace recorded with path delay in tests/labs/fixtures/cc-trace (vm-*)"
+    trace = cs218[0]
+    rp = cctrace.replay(trace)
+    dw = cctrace.delay_window_table(rp.rows)
+    assert dw.dwnd_mean.min() > 0.1, f"the trace's delay window is too small to test anything: {dw.to_dict('records')}"
+    return trace, rp
+
+
+def test_the_delayed_trace_matches_as_shipped(delayed_cs218):
+    trace, rp = delayed_cs218
+    assert rp.ok, f"{len(rp.mismatches)} events differ, first: {rp.mismatches.head(5).to_dict('records')}"
+    assert rp.coverage()["acks_with_delay_window"] > 100 and rp.coverage()["losses"] >= 5
+
+
+@pytest.mark.parametrize("name", list(PERTURBATIONS))
+def test_each_perturbed_rule_gives_many_mismatches(delayed_cs218, monkeypatch, name):
+    """Many events, not one: a 2% error in the delay window or in LIA's alpha, or the threshold
+    one packet later, must change a window or an increase after most losses, not once in a trace."""
+    trace, rp = delayed_cs218
+    kwargs, patches, fewest = PERTURBATIONS[name]
+    for attr, make in patches.items():
+        monkeypatch.setattr(ccref, attr, make(getattr(ccref, attr)))
+    bad = cctrace.replay(trace, **kwargs)
+    cov = rp.coverage()
+    want = fewest(cov["acks_congestion_avoidance"], cov["losses"])
+    assert len(bad.mismatches) >= want, \
+        f"{name}: only {len(bad.mismatches)} mismatching events in {len(trace)} (want >= {want}; {cov})"

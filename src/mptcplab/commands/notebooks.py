@@ -35,6 +35,11 @@ def register(sub) -> None:
     r.add_argument("lab", help="lab1, lab2 or lab3")
     r.add_argument("run_dir", type=Path, help="the completed run's directory, e.g. results/lab1")
     r.add_argument("--dest", type=Path, help="default: solutions/results/LAB (replaced)")
+    r.add_argument("--report-only", action="store_true",
+                   help="only write paper-vs-this-run.md again, from the compact tables already in run_dir "
+                        "(e.g. solutions/results/lab2 after the analysis changed; no new measurement)")
+    r.add_argument("--tables", nargs="+", metavar="TABLE",
+                   help="replace only these tables of the existing reference (lab2: e.g. fairness) with the run's")
     r.set_defaults(func=_reference)
 
 
@@ -84,11 +89,19 @@ def _gradescope(args) -> int:
 
 def _reference(args) -> int:
     lab = get_lab(args.lab)
+    if args.report_only:
+        report = args.run_dir / "paper-vs-this-run.md"
+        report.write_text(lab.analysis.report(args.run_dir))
+        log.get(lab.id).info("%s written from the tables in %s", report, args.run_dir)
+        return 0
     if not (args.run_dir / "lab-summary.json").exists():
         raise UsageError(f"{args.run_dir}: not a completed {lab.id} run (no lab-summary.json); "
                          f"run `sudo mptcplab run {lab.id} --out {args.run_dir}` to the end first")
     dest = args.dest or ag.SOLUTIONS / "results" / lab.id
-    lab.export(args.run_dir, dest)
+    if args.tables:
+        lab.analysis.export_reference(args.run_dir, dest, tables=tuple(args.tables))
+    else:
+        lab.export(args.run_dir, dest)
     log.get(lab.id).info("reference results from %s written to %s; now run `mptcplab notebooks assign` and "
                          "commit results and notebooks together", args.run_dir, dest)
     return 0

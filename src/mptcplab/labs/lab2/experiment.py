@@ -17,7 +17,7 @@ import threading
 import time
 
 from ... import kernel, log
-from ...check import check_runs_table
+from ...check import check_fairness_table, check_runs_table
 from ...errors import ExperimentFailed, UsageError
 from ...lab import Lab, Point, RunContext
 from ...links import LinkSpec
@@ -179,7 +179,7 @@ def together(net, flows: list[dict], duration: float) -> list[dict]:
     for f, r in zip(flows, results):
         flow = r.flows[0]
         out.append({**f, "mbps": r.mbps, "bytes": flow["bytes"], "start_late_s": r.extra.get("start_late_s"),
-                    "cc_seen": flow["cc"], "subflows": flow["subflows"]})
+                    "cc_seen": flow["cc"], "subflows": flow["subflows"], "result": r})
     return out
 
 
@@ -188,7 +188,7 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
     flows = [{"name": "mptcp", "proto": "mptcp", "path": "shared", "cc": algo.name, "port": PORT},
              {"name": "tcp", "proto": "tcp", "path": "shared", "cc": "reno", "port": TCP_PORT}]
     with SsSampler(net, "snd", rd, PORT, interval=0.25, name="ss-mptcp.txt") as s_m, \
-            SsSampler(net, "snd", rd, TCP_PORT, interval=0.25, name="ss-tcp.txt"):
+            SsSampler(net, "snd", rd, TCP_PORT, interval=0.25, name="ss-tcp.txt") as s_t:
         res = together(net, flows, duration)
     m, t = res
     if m["subflows"] != 2 or m["cc_seen"] != algo.name or t["cc_seen"] != "reno":
@@ -204,6 +204,15 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
                        "start_late_s": {"mptcp": m["start_late_s"], "tcp": t["start_late_s"]},
                        "mptcp_share_on_shared": round(on_shared / total, 4),
                        "mptcp_on_shared_mbps": round(m["mbps"] * on_shared / total, 3)})
+    # The shared path's split, both flows over one common window: each flow's goodput from its
+    # receiver's kernel count over the span both were running (BulkResult.window_mbps), MPTCP's
+    # part on the shared path by its subflows' byte shares. Rates over each flow's own span add up
+    # to more than the link carried (the 2026-11 reference: up to 2.3% above its ceiling); `ss`
+    # timestamps cannot do it in an emulated CPU (a sample taken seconds late: 3 samples in 10 s).
+    window = shared_path_rates(m["result"], t["result"], on_shared / total)
+    rd.summary.update(window)
+    for f in (m, t):  # the per-interval data behind these figures
+        f["result"].intervals.to_csv(rd.file(f"intervals-{f['name']}.csv"), index=False)
     return rd.summary
 
 
@@ -263,12 +272,15 @@ def session(ctx: RunContext):
 
 def finish(ctx: RunContext) -> dict:
     params = ctx.params
-    tables = lab2_analysis.compact(ctx.out)
+    lab2_analysis.compact(ctx.out)
+    tables = lab2_analysis.load(ctx.out)  # as the report reads them: the written files, not the in-memory copy
     throughput = lab2_analysis.throughput_table(tables["throughput"])
     paired = lab2_analysis.paired_table(tables["throughput"])
     fairness = lab2_analysis.fairness_table(tables["fairness"])
-    _log.info("throughput:\n%s\npaired with uncoupled:\n%s\nfairness:\n%s", throughput.to_string(index=False),
-              paired[["variant", "algo", "vs", "diff", "ci95", "verdict", "runs_needed"]].to_string(index=False),
+    # the same tables, from the same files, as the report (paper-vs-this-run.md) and the notebook
+    _log.info("throughput:\n%s\npaired with uncoupled (Holm-corrected intervals: diff ± half at level):\n%s\n"
+              "fairness:\n%s", throughput.to_string(index=False),
+              paired[["variant", "algo", "vs", "diff", "half", "level", "verdict", "runs_needed"]].to_string(index=False),
               fairness.to_string(index=False))
     n_algos = len(algorithms(params))
     return {"runs": int(params["repetitions"]) * len(params["variants"]) * n_algos,
@@ -291,6 +303,6 @@ LAB = Lab(id="lab2", slug="02-delay-window-cc",
           title="CS218 delay-window multipath congestion control vs uncoupled, EWTCP, coupled and LIA (BPF)",
           topology=topology, points=points, measure=measure, finish=finish, analysis=lab2_analysis,
           session=session, path_checks={"min_utilisation": 0.9}, extra_check=check_congestion_control,
-          needs=("bpf_struct_ops",), results_checks={"throughput.csv": check_runs_table},
+          needs=("bpf_struct_ops",), results_checks={"throughput.csv": check_runs_table, "fairness.csv": check_fairness_table},
           clean=clean, prebuild=cc.loader.prebuild_for,
           renamed={"runs": "repetitions", "fairness.runs": "fairness.repetitions"})

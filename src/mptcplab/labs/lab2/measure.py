@@ -28,3 +28,23 @@ def subflow_table(ss_text: str, want_cc: str) -> list[dict]:
         row["cc_ok"] = s["cc"] == want_cc
         rows.append(row)
     return rows
+
+
+def shared_path_rates(mptcp, tcp, share_on_shared: float) -> dict:
+    """The fairness run's shared path, both flows over one common window: the span in which both
+    the MPTCP connection and the TCP flow were receiving (from the later first byte to the earlier
+    last byte). `mptcp` and `tcp` are the flows' `traffic.BulkResult`s (their receivers' kernel
+    counts; a window that starts in a stall is taken from where it began), `share_on_shared` the
+    part of MPTCP's bytes its shared-path subflow carried.
+
+    Rates of one link taken over different spans (each flow's first to last byte) add up to more
+    than the link carried, because while one flow has not started or has drained the other has
+    the link."""
+    start, end = max(mptcp.t0, tcp.t0), min(mptcp.t_end, tcp.t_end)
+    if not end > start:
+        return {}
+    m = mptcp.window_mbps(start, end)
+    return {"shared_window_s": [round(float(start), 3), round(float(end), 3)],
+            "mptcp_window_mbps": round(m, 3),
+            "mptcp_on_shared_mbps": round(m * share_on_shared, 3),
+            "tcp_on_shared_mbps": round(tcp.window_mbps(start, end), 3)}

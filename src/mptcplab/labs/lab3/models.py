@@ -6,7 +6,7 @@ Every function returns packets per second, accepts numbers or numpy arrays (broa
 each other; a float comes back when every input is a scalar) and raises ValueError naming the
 argument when an input is outside the model's domain.
 
-    from mptcplab import models
+    from mptcplab.labs.lab3 import models
     models.pftk(0.01, rtt=0.06, t0=0.26)                          # one Reno flow
     models.parallel_per_flow(4, p=0.01, rtt=0.06, t0=0.26)        # model 1, per-flow loss events
     models.parallel_cumulative(4, p_e=0.008, p_r=0.012, rtt=0.06, t0=0.26)   # model 2

@@ -1,7 +1,8 @@
 """MkDocs hooks: the lab guides and student notebooks come from their single sources at build time.
 
 - `labs/NN-name/README.md` becomes the page `labs/NN-name.md` (read, never copied into site/);
-  relative links that leave the guide are rewritten to site pages or to plain repo paths.
+  relative links that leave the guide are rewritten to site pages (other guides, notebooks, the
+  pages in site/) or to plain repo paths.
 - `notebooks/NN-name.ipynb` (the Otter student notebook) is executed on the shipped reference
   results (`solutions/results/labN/`, via MPTCPLAB_LABn_RESULTS), cached under build/site-notebooks/,
   and rendered by mkdocs-jupyter. Error outputs and bare `Ellipsis` results (the unanswered `...`
@@ -76,6 +77,8 @@ def _rewrite_links(text: str, guide: Path, rendered: set[str]) -> str:
             page = f"{rel.split('/')[1]}.md"
         elif rel.startswith("notebooks/") and rel in rendered:
             page = f"../{rel}"
+        elif rel.startswith("site/") and rel.endswith(".md") and resolved.is_file():  # a page of this site
+            page = f"../{rel.removeprefix('site/')}"
         if page:
             return f"{bang}[{label}]({page}{'#' + anchor if anchor else ''}{rest})"
         return f"`{rel}`" if bang else f"{label} (`{rel}`)"

@@ -30,7 +30,7 @@ def available() -> tuple[bool, str]:
         return True, f"built: {built}"
     src = next(iter(sorted(Path("/usr/src").glob("linux-source-6.*.tar.xz"))), None)
     if src:
-        return True, f"source {src.name}, built on first use (`mptcplab uml build`, ~6 min on 2 cores)"
+        return True, f"source {src.name}, built on first use (`mptcplab uml build`, about 7 min on 2 cores)"
     return False, "no UML kernel and no linux-source-6.* to build one (apt-get install linux-source-6.12)"
 
 

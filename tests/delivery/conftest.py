@@ -1,5 +1,6 @@
 """The built site, once per session, and a local web server for it (shared by the site's tests)."""
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -16,6 +17,16 @@ REPO = Path(__file__).resolve().parents[2]
 # updates, sync or QUIC probes), so every request a test sees was made by a page.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_asyncio_policy():
+    """Playwright starts its driver as an asyncio subprocess. pyshark (tests/engine, run earlier in
+    the same session) installs a SafeChildWatcher bound to an event loop it then closes, after which
+    asyncio refuses every subprocess ("get_child_watcher() is not activated"); a fresh default
+    policy brings back the ordinary child watcher for the site's tests."""
+    asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
+    yield
 
 
 @pytest.fixture(scope="session")

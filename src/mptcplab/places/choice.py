@@ -92,14 +92,16 @@ def choose(lab: str, needs: tuple[str, ...], capabilities: dict[str, set[str]],
         return Choice(None, f"no place here honours {lab}'s inputs ({', '.join(sorted(wanted)) or 'nothing'})"
                       + (f": {lacks}" if lacks else "") + _failed(best, lab))
 
+    unknown = Facts(rank=len(capabilities))  # a place that declared nothing: last
+
     def order(p: str):
-        rank = facts.get(p, Facts(rank=99)).rank
+        rank = facts.get(p, unknown).rank
         if rank == 0:
             return (0, 0.0)
         return (1, best[p].wall_s) if p in best else (2, float(rank))
 
     pick = min(qualified, key=order)
-    if facts.get(pick, Facts(rank=99)).rank == 0:
+    if facts.get(pick, unknown).rank == 0:
         why = f"this kernel has everything {lab} needs ({', '.join(sorted(wanted)) or 'nothing special'})"
     elif pick in best:
         others = ", ".join(f"{p} {best[p].wall_s:.0f} s" for p in qualified if p != pick and p in best)
@@ -109,7 +111,7 @@ def choose(lab: str, needs: tuple[str, ...], capabilities: dict[str, set[str]],
         why = f"{pick} offers {', '.join(sorted(wanted)) or 'what the lab needs'} and has not been checked yet"
     if lacks:
         why += f"; {lacks}"
-    cost = facts.get(pick, Facts(rank=99)).cost
+    cost = facts.get(pick, unknown).cost
     return Choice(pick, why + _failed(best, lab) + (f". It costs: {cost}" if cost else ""))
 
 

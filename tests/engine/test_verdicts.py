@@ -112,3 +112,25 @@ def test_concurrent_writers_lose_no_record(tmp_path):
     assert [p.wait(60) for p in procs] == [0] * 8
     env_path = tmp_path / "cache" / "mptcplab" / "places" / "checks.json"
     assert len(json.loads(env_path.read_text())) == 40
+
+
+def test_auto_asks_the_places_what_they_offer_and_cost_and_reproduce_says_not_reproduced(
+        fake_place, monkeypatch, tmp_path):
+    """On a host without netem, with only the test place (netem, tbf) besides native: Lab 1 goes there,
+    saying what it costs; Lab 2 (netem and struct_ops) has no qualifying place and is not run."""
+    from mptcplab import kernel
+    from mptcplab.commands import reproduce as rep
+    from mptcplab.places.decide import decide
+
+    monkeypatch.setattr(kernel, "has", lambda c: c in {"tbf", "bpf_struct_ops"})
+    monkeypatch.setattr(kernel, "inside_uml", lambda: False)
+    monkeypatch.setattr("mptcplab.places.uml.available", lambda: (False, "test"))
+    monkeypatch.setattr("mptcplab.places.vm.available", lambda: (False, "test"))
+    picked = decide("auto", get_lab("lab1").needs, lab="lab1")
+    assert picked.place == "fake" and "native lacks netem" in picked.why and "It costs: nothing" in picked.why
+    ran = []
+    outcomes = rep.reproduce({"lab2": get_lab("lab2")}, tmp_path, quick=True, runner=lambda *a: ran.append(a))
+    assert ran == [] and outcomes[0].status == "cannot-run"
+    (line,) = rep.summary(outcomes)
+    assert line.startswith("  lab2   NOT reproduced: no place here can run it: no place here honours lab2's inputs")
+    assert "native lacks netem" in line and "fake lacks bpf_struct_ops" in line

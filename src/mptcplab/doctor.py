@@ -1,7 +1,7 @@
 """What this machine can do for the labs, and how to fix what it cannot.
 
 Each check returns a `Check` with a fix in words; `report()` adds the places this host offers and
-where each lab will run (places.decide.decide_where).
+where each lab will run and why (places.decide.decide).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from . import kernel, places, process
 from .errors import EnvironmentProblem
 from .paths import TRACEFS
 from .places import overview, uml_kernel
-from .places.decide import decide_where
+from .places.decide import decide
 
 @dataclass
 class Check:
@@ -101,8 +101,8 @@ def report() -> tuple[str, bool]:
     lines += ["", "Places to run (--where):", *overview.lines(), ""]
     for lab in all_labs().values():
         try:
-            where = decide_where("auto", lab.needs, lab=lab.id)
-            lines.append(f"{lab.id} ({lab.title}): will run {places.get(where).WORDS}")
+            picked = decide("auto", lab.needs, lab=lab.id)
+            lines.append(f"{lab.id} ({lab.title}): will run {places.get(picked.place).WORDS}: {picked.why}")
         except EnvironmentProblem as exc:
             all_ok = False
             lines.append(f"{lab.id} ({lab.title}): CANNOT RUN here: {exc}")

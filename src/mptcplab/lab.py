@@ -16,6 +16,7 @@ progress. A lab never loops over its points or records its network itself.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib
 import pkgutil
 import tomllib
@@ -75,7 +76,9 @@ class Lab:
     session: Callable[[RunContext], ContextManager] = _no_session  # held around every network (e.g. BPF programs loaded)
     path_checks: dict = field(default_factory=dict)  # options of verify.check_paths for the setup check
     extra_check: Callable[[object, object, dict], str] | None = None  # (net, rundir, params) -> a line
-    needs: tuple[str, ...] = ("netem",)  # capabilities, see mptcplab.kernel.CAPABILITIES
+    # What a place's kernel must offer to honour the lab's inputs (mptcplab.kernel.CAPABILITIES): netem
+    # for its paths' delays and loss, and the features it measures; `auto` picks only such places.
+    needs: tuple[str, ...] = ("netem",)
     parameters: Callable[[dict], None] | None = None  # checks beyond the generic ones (see check_params)
     renamed: dict[str, str] = field(default_factory=dict)  # old parameter name -> new one
     any_kind: tuple[str, ...] = ()  # parameters that take more than one kind of value (checked by the lab)
@@ -124,8 +127,10 @@ class Lab:
 
 # ---------------------------------------------------------------- parameter checks
 
-# Tables whose keys are names the user chooses (a path, a host, a sysctl), not parameters.
-OPEN_TABLES = ("paths", "sysctls", "cross")
+# Tables whose keys are names the user chooses (a path, a host, a sysctl), not parameters, and how
+# many levels below the table those names go: paths.NAME and cross.NAME (what is inside a path is
+# the lab's vocabulary), sysctls.HOST."net.x.y" (names all the way down).
+OPEN_TABLES = {"paths": 1, "cross": 1, "sysctls": 2}
 
 
 def _kind(v) -> str:
@@ -137,16 +142,24 @@ def _kind(v) -> str:
 
 
 def check_keys(lab: Lab, base: dict, over: dict, where: str, prefix: str = "") -> None:
-    """Every key of `over` must exist in the parameter file (`base`) with a value of the same kind."""
+    """Every key of `over`, at any depth, must exist in the parameter file (`base`) with a value of
+    the same kind; a new name in an open table (a new path) has the keys its siblings have."""
     for key, value in over.items():
         name = f"{prefix}{key}"
         if name in lab.renamed:
             raise UsageError(f"{where}: parameter {name!r} is now called {lab.renamed[name]!r}")
         if key not in base:
-            if prefix.split(".")[0] in OPEN_TABLES:
+            parents = prefix.split(".")[:-1]  # "paths.fast." -> ["paths", "fast"]
+            if parents and 1 <= len(parents) <= OPEN_TABLES.get(parents[0], 0):
+                siblings = [v for v in base.values() if isinstance(v, dict)]
+                if isinstance(value, dict) and siblings and len(parents) == OPEN_TABLES[parents[0]]:
+                    # a new path: its keys are those its siblings have
+                    check_keys(lab, {k: v for s in siblings for k, v in s.items()}, value, where, f"{name}.")
                 continue
-            known = ", ".join(sorted(f"{prefix}{k}" for k in base)) or "(none)"
-            raise UsageError(f"{where}: {lab.id} has no parameter {name!r}; its parameters are: {known}")
+            valid = sorted(f"{prefix}{k}" for k in base)
+            near = difflib.get_close_matches(name, valid, n=3, cutoff=0.5) or valid[:5]
+            raise UsageError(f"{where}: {lab.id} has no parameter {name!r}; nearest valid: "
+                             + (", ".join(near) or "(none: this table takes no parameters)"))
         old = base[key]
         if _kind(old) != _kind(value) and name not in lab.any_kind:
             raise UsageError(f"{where}: {name} = {value!r} should be {_kind(old)}, like {old!r}")

@@ -96,7 +96,8 @@ def render(outcomes: list[LabOutcome], labs: dict, quick: bool) -> str:
     for o in outcomes:
         parts.append(f"<h2 id='{o.lab_id}'>{html.escape(o.lab_id)}: {html.escape(o.title)}</h2>")
         if o.status == "cannot-run":
-            parts.append(f"<p class='cannot-run'><b>Cannot run here:</b> {html.escape(o.detail)}</p>")
+            parts.append("<p class='cannot-run'><b>Not reproduced here:</b> no place on this machine can run it: "
+                         f"{html.escape(o.detail)}</p>")
             continue
         place = places.find(o.where)
         parts.append(f"<p>Ran {place.RAN if place else html.escape(o.where or '?')}"

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Callable
 
 from . import engine, kernel, log, places, state
+from .errors import ExperimentFailed
 from .lab import RunContext, check_params, get_lab
 from .places import lifetime, records
-from .places.decide import decide_where
+from .places.decide import decide
 from .results import clock_totals, experiment_lock
 from .shards import Shard, share
 
@@ -28,11 +29,12 @@ _log = log.get()
 
 
 def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | None = None,
-             lab: str = "example", params: dict | None = None) -> int:
+             lab: str = "example", params: dict | None = None, checked: str = "") -> int:
     """Run `here()` natively, or `mptcplab ARGV --where native` in the guest place `where`.
     `out` (the results directory) is written back from the guest and holds the setup check; the
     guest's command is handed the user's command line (for its manifests) and the lab's `params`
-    as resolved here (places.hand), not re-parsed from --set."""
+    as resolved here (places.hand), not re-parsed from --set. `checked` keys the recorded setup
+    check by the `--set` overrides it ran with (records.params_key)."""
     to_guest = places.get(where).GUEST and not places.inside_guest()
     if not to_guest:
         kernel.require_root()
@@ -44,16 +46,21 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
         if places.inside_guest():
             return here()
         since, t0 = time.time(), time.monotonic()
-        rc = 1
+        refused = None  # why the check refused the place: only a verdict is recorded, never an interrupt
         try:
             handed = {"command": sys.argv, **({"params": params} if params is not None else {})}
             rc = here() if not to_guest else places.get(where).run(
                 [*_verbosity(), *argv, "--where", places.current().NAME], [out] if out else [], handed)
+            if rc == ExperimentFailed.exit_status:  # the guest's command refused the experiment
+                refused = f"exit status {rc}"
+        except ExperimentFailed as exc:
+            refused = str(exc)[:300]
+            raise
         finally:
-            if out is not None:
-                got = records.record_sweep(out, lab, where, since)
-                if got is None and rc != 0:
-                    records.record_failure(out, lab, where, since, time.monotonic() - t0, f"exit status {rc}")
+            if out is not None:  # a check that finished is recorded, passed or not (records.from_run)
+                got = records.record_sweep(out, lab, where, since, checked)
+                if got is None and refused:
+                    records.record_failure(out, lab, where, since, time.monotonic() - t0, refused, checked)
         return rc
 
 
@@ -76,7 +83,8 @@ def conclude(lab, out: Path, summary: dict) -> None:
 
 
 def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | None = None,
-            fresh: bool = False, overrides: dict | None = None, shard: Shard | None = None) -> int:
+            fresh: bool = False, overrides: dict | None = None, shard: Shard | None = None,
+            recheck: bool = False) -> int:
     lab = get_lab(lab_id)
     handed = places.handed().get("params")  # inside a guest: the parameters as the host resolved them
     if handed is not None:
@@ -84,7 +92,13 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
     params = handed if handed is not None else lab.load_params(quick, overrides)  # bad ones fail here
     if shard:
         share(lab, params, shard)  # more shards than runs fails here too
-    place = decide_where(where, lab.needs, lab=lab.id)
+    if recheck and not places.inside_guest():
+        for r in records.forget(lab.id):
+            _log.info("checking %s again for %s (it failed: %s)", r.place, lab.id, r.how or "see its run")
+    picked = decide(where, lab.needs, lab=lab.id)
+    place = picked.place
+    if where == "auto" and not places.inside_guest():
+        log.get(lab.id).info("runs %s: %s", places.get(place).WORDS, picked.why)
     out = Path(out or default_out(lab.id, quick, shard)).resolve()
     if fresh and out.exists() and not places.inside_guest():
         shutil.rmtree(out)
@@ -110,4 +124,5 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
 
     if not places.inside_guest():
         places.get(place).prepare(lab)
-    return in_place(place, argv, here, out=out, lab=lab.id, params=params)
+    return in_place(place, argv, here, out=out, lab=lab.id, params=params,
+                    checked=records.params_key(overrides))

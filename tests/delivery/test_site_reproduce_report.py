@@ -48,7 +48,12 @@ def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, mo
     assert by["lab3"].status == "ok" and by["lab3"].where == "native"
 
     page = report.render(outcomes, labs, quick=True)
-    assert "Cannot run here" in page and "no BPF JIT" in page and "Invalid argument" in page
+    assert "Not reproduced here" in page and "no BPF JIT" in page and "Invalid argument" in page
+    # the last lines of `reproduce`: per lab, reproduced or why not
+    lines = rep.summary(outcomes)
+    assert lines[0].split()[:3] == ["lab1", "NOT", "reproduced:"] and "Invalid argument" in lines[0]
+    assert "lab2   NOT reproduced: no place here can run it: needs BPF struct_ops" in lines[1]
+    assert lines[2].startswith("  lab3   reproduced natively (")
     assert "<table>" in page and "lab3-quick" in page  # lab3's markdown table, rendered
     assert "fig-of-lab3" in page and "tc qdisc add" in page  # its figure and its manifest
     assert "took 12 s on the UML guest's time-travel clock, 40 s of wall-clock time" in page

@@ -17,6 +17,7 @@ WORDS = "in the fake place"
 RAN = "in the fake test place"
 KERNEL = "fake kernel"
 CLOCK = ""
+RANK = 1
 OFFERS = {"netem", "tbf"}
 calls: list[tuple[list[str], list[Path], dict]] = []  # every run(): (argv, results, handed)
 prepared: list[str] = []  # the labs prepare() was asked for
@@ -28,6 +29,10 @@ def available() -> tuple[bool, str]:
 
 def capabilities() -> set[str]:
     return set(OFFERS)
+
+
+def cost() -> str:
+    return "nothing: a test double"
 
 
 def describe() -> list[str]:

@@ -3,7 +3,7 @@
 import pytest
 
 from mptcplab import doctor, kernel
-from mptcplab.places.decide import decide_where
+from mptcplab.places.decide import decide, decide_where
 from mptcplab.errors import EnvironmentProblem, UsageError
 
 
@@ -30,7 +30,7 @@ def test_auto_prefers_native_netem_else_uml(caps):
 def test_lab_needing_struct_ops_never_goes_to_uml(caps):
     assert decide_where("auto", ("bpf_struct_ops",)) == "native"
     caps["bpf_struct_ops"] = False
-    with pytest.raises(EnvironmentProblem, match="no place here offers bpf_struct_ops"):
+    with pytest.raises(EnvironmentProblem, match="no place here honours .*native lacks bpf_struct_ops"):
         decide_where("auto", ("bpf_struct_ops",))
     with pytest.raises(EnvironmentProblem, match="needs bpf_struct_ops, which uml cannot offer; use --where vm"):
         decide_where("uml", ("bpf_struct_ops",))
@@ -54,15 +54,18 @@ def test_bad_where(caps):
 def test_vm_when_asked_and_offered(caps, monkeypatch):
     monkeypatch.setattr("mptcplab.places.vm.available", lambda: (True, "test"))
     monkeypatch.setattr("mptcplab.places.vm.capabilities", lambda: {"netem", "tbf", "kprobes", "bpf_struct_ops"})
-    assert decide_where("vm", ("bpf_struct_ops",)) == "vm"
-    # auto: Lab 2 (struct_ops, no UML) goes to the VM, which has netem, once the VM passed a check;
-    # a VM never checked is not tried by auto (minutes of emulation), native runs without delay
-    assert decide_where("auto", ("bpf_struct_ops",), lab="lab2") == "native"
+    monkeypatch.setattr("mptcplab.places.vm.accelerator", lambda: "tcg")
+    assert decide_where("vm", ("netem", "bpf_struct_ops")) == "vm"
+    # auto: Lab 2 (netem for its delays, struct_ops) goes to the VM, the only place honouring both,
+    # checked or not (its own setup check runs first); native without netem never runs it
+    picked = decide("auto", ("netem", "bpf_struct_ops"), lab="lab2")
+    assert picked.place == "vm" and "native lacks netem" in picked.why and "QEMU TCG" in picked.why
     from mptcplab.places.choice import CheckResult
 
     monkeypatch.setattr("mptcplab.places.records.load",
-                        lambda: [CheckResult(place="vm", lab="example", passed=True, wall_s=300)])
-    assert decide_where("auto", ("bpf_struct_ops",), lab="lab2") == "vm"
+                        lambda: [CheckResult(place="vm", lab="lab2", passed=False, wall_s=300)])
+    with pytest.raises(EnvironmentProblem, match="vm failed its lab2 check.*--recheck"):
+        decide_where("auto", ("netem", "bpf_struct_ops"), lab="lab2")
 
 
 def test_checks_have_fixes():

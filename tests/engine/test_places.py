@@ -44,31 +44,56 @@ def test_the_labs_own_check_beats_the_examples():
     assert choice.choose("lab3", ("netem",), NO_NETEM, records_).place == "uml"
 
 
-def test_unchecked_uml_may_be_tried_an_unchecked_vm_not():
-    assert choice.choose("lab1", ("netem",), NO_NETEM, []).place == "uml"
-    got = choice.choose("lab1", ("netem",), NO_NETEM, [rec("uml", passed=False)])
-    assert got.place is None and "example --where vm" in got.why
-    assert choice.choose("lab1", ("netem",), NO_NETEM, [rec("vm", wall=900)]).place == "vm"
+FACTS = {"native": choice.Facts(rank=0), "uml": choice.Facts(rank=1, cost="a UML kernel"),
+         "vm": choice.Facts(rank=2, cost="software emulation, minutes per boot")}
+LAB2 = ("netem", "bpf_struct_ops")
 
 
-def test_capabilities_filter_places():
-    # Lab 2 needs struct_ops: UML cannot, the VM can; native without netem would run without delay.
-    got = choice.choose("lab2", ("bpf_struct_ops",), NO_NETEM, [])
-    assert got.place == "native" and "example --where vm" in got.why  # the VM has not passed a check
-    assert choice.choose("lab2", ("bpf_struct_ops",), NO_NETEM, [rec("vm", lab="example")]).place == "vm"
+def test_unchecked_places_are_tried_fastest_first():
+    assert choice.choose("lab1", ("netem",), NO_NETEM, [], FACTS).place == "uml"
+    got = choice.choose("lab1", ("netem",), NO_NETEM, [rec("uml", passed=False)], FACTS)
+    assert got.place == "vm" and "not been checked yet" in got.why and "uml failed" in got.why
+    assert choice.choose("lab1", ("netem",), NO_NETEM, [rec("vm", wall=900)], FACTS).place == "vm"
+
+
+def test_lab2_without_netem_goes_to_the_vm_and_says_why_and_what_it_costs():
+    """Fidelity first: native without netem cannot honour the paths' delays, UML has no struct_ops."""
+    got = choice.choose("lab2", LAB2, NO_NETEM, [], FACTS)
+    assert got.place == "vm"
+    assert "native lacks netem" in got.why and "uml lacks bpf_struct_ops" in got.why
+    assert "It costs: software emulation" in got.why
+    assert choice.choose("lab2", LAB2, NO_NETEM, [rec("vm", lab="example")], FACTS).place == "vm"
+
+
+def test_no_qualifying_place_is_no_place_never_native_without_delays():
     only_native = {"native": {"tbf", "bpf_struct_ops"}, "uml": {"netem", "tbf"}}
-    got = choice.choose("lab2", ("bpf_struct_ops",), only_native, [])
-    assert got.place == "native" and "without propagation delay" in got.why
-    got = choice.choose("lab2", ("bpf_struct_ops",), {"native": {"tbf"}, "uml": {"netem"}}, [])
+    got = choice.choose("lab2", LAB2, only_native, [], FACTS)
+    assert got.place is None and "native lacks netem" in got.why and "uml lacks bpf_struct_ops" in got.why
+    got = choice.choose("lab2", LAB2, {"native": {"tbf"}, "uml": {"netem"}}, [])
     assert got.place is None and "bpf_struct_ops" in got.why
+
+
+def test_native_with_netem_and_the_labs_needs_is_fastest():
+    caps = {**NO_NETEM, "native": {"netem", "tbf", "bpf_struct_ops"}}
+    got = choice.choose("lab2", LAB2, caps, [rec("vm", lab="lab2", wall=5)], FACTS)
+    assert got.place == "native" and "It costs" not in got.why
+    # ... unless its own check of the lab failed: then it does not qualify
+    got = choice.choose("lab2", LAB2, caps, [rec("native", lab="lab2", passed=False), rec("vm", lab="lab2")], FACTS)
+    assert got.place == "vm" and "native failed its lab2 check" in got.why
 
 
 def test_every_place_failed():
     got = choice.choose("lab1", ("netem",), NO_NETEM, [rec("uml", passed=False), rec("vm", passed=False)])
-    assert got.place is None and "failed" in got.why
-    # a lab native can run without netem falls back to it rather than not running at all
-    got = choice.choose("lab2", ("bpf_struct_ops",), NO_NETEM, [rec("vm", lab="lab2", passed=False)])
-    assert got.place == "native" and "without propagation delay" in got.why
+    assert got.place is None and "failed" in got.why and "`mptcplab run lab1 --recheck` checks it again" in got.why
+    got = choice.choose("lab2", LAB2, NO_NETEM, [rec("vm", lab="lab2", passed=False)])
+    assert got.place is None and "vm failed its lab2 check" in got.why
+
+
+def test_a_check_with_set_parameters_never_speaks_for_the_default_lab():
+    failed_with_set = rec("uml", passed=False, params='{"paths":{"fast":{"link":"delay=1ms"}}}')
+    assert choice.choose("lab1", ("netem",), NO_NETEM, [failed_with_set], FACTS).place == "uml"
+    passed_with_set = rec("vm", wall=1, params='{"sweep":{"repetitions":1}}')
+    assert choice.choose("lab1", ("netem",), NO_NETEM, [rec("uml", wall=500), passed_with_set], FACTS).place == "uml"
 
 
 def test_check_result_round_trips_json():

@@ -26,9 +26,9 @@ tcp ESTAB 0 0 10.2.0.1%p2:40001 10.1.0.2:5201
 """
 
 
-def test_lab_declares_bpf_and_no_uml():
+def test_lab_declares_its_delays_and_bpf_so_neither_uml_nor_native_without_netem():
     lab = get_lab("lab2")
-    assert lab.needs == ("bpf_struct_ops",)
+    assert lab.needs == ("netem", "bpf_struct_ops")
     full, quick = lab.load_params(False), lab.load_params(True)
     assert full["repetitions"] == 10 and quick["repetitions"] < full["repetitions"]
     assert quick["fairness"]["shared"] == full["fairness"]["shared"]  # [quick.fairness] merges, not replaces

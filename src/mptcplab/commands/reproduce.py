@@ -80,6 +80,28 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
     return outcomes
 
 
+def summary(outcomes: list[report.LabOutcome]) -> list[str]:
+    """The last lines of `reproduce`: per lab, reproduced where, or not reproduced and why."""
+    from ..places import find
+
+    out = []
+    for o in outcomes:
+        place = find(o.where)
+        where = place.WORDS if place else (o.where or "")
+        if o.status == "ok":
+            took = f" ({_took(o.seconds)})" if o.seconds is not None else ""
+            out.append(f"  {o.lab_id:6} reproduced {where}{took}")
+        elif o.status == "cannot-run":
+            out.append(f"  {o.lab_id:6} NOT reproduced: no place here can run it: {o.detail}")
+        else:
+            out.append(f"  {o.lab_id:6} NOT reproduced: the run {where} failed: {o.detail}")
+    return out
+
+
+def _took(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
 class _Tee(io.TextIOBase):
     def __init__(self, *streams):
         self.streams = streams
@@ -110,8 +132,7 @@ def _reproduce(args) -> int:
     page = out / "report.html"
     page.write_text(report.render(outcomes, labs, args.quick))
     print(f"\nreport: {page}")
-    for o in outcomes:
-        print(f"  {o.lab_id:6} {o.status:10} {o.where or '':7} {o.detail}")
+    print(*summary(outcomes), sep="\n")
     failed = any(o.status == "failed" for o in outcomes)
     skipped = any(o.status == "cannot-run" for o in outcomes)
     return 1 if failed or (args.strict and skipped) else 0

@@ -14,8 +14,8 @@ def register(sub) -> None:
     p = sub.add_parser("run", help="run a lab's experiment (resumable; results with manifests)")
     p.add_argument("lab", help=f"which lab: {', '.join(all_labs()) or 'lab1, lab2, lab3'}")
     p.add_argument("--quick", action="store_true", help="the short version (fewer points, shorter runs; for CI)")
-    p.add_argument("--where", default="auto", help="auto (native when netem works, else the fastest place that passed "
-                   "the lab's setup check), native, uml or vm")
+    p.add_argument("--where", default="auto", help="auto (the fastest place that honours the lab's inputs and "
+                   "has not failed its setup check), native, uml or vm")
     p.add_argument("--out", type=Path, default=None, help="results directory (default: results/LAB[-quick])")
     p.add_argument("--fresh", action="store_true", help="discard earlier results in --out instead of resuming")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
@@ -23,8 +23,10 @@ def register(sub) -> None:
     p.add_argument("--shard", default=None, metavar="K/N",
                    help="run only shard K of N of the sweep's runs (default --out: results/LAB[-quick]-shard-K-of-N); "
                    "put the shards together with `mptcplab merge`")
+    p.add_argument("--recheck", action="store_true", help="forget this lab's recorded failed setup checks, so "
+                   "--where auto may pick those places again (the lab's own check then decides)")
     p.set_defaults(func=lambda a: run_lab(a.lab, a.quick, a.where, a.out, a.fresh, parse_overrides(a.overrides),
-                                          a.shard and Shard.parse(a.shard)))
+                                          shard=a.shard and Shard.parse(a.shard), recheck=a.recheck))
 
 
 def parse_overrides(items: list[str]) -> dict:

@@ -31,12 +31,17 @@ class Place(Protocol):
     WORDS: str  # how `doctor` says where a lab will run ("in the UML kernel")
     RAN: str  # how a report says where it ran ("inside the kit's User-Mode Linux kernel")
     CLOCK: str  # how a report says the guest's clock differs, with {guest} and {wall} seconds ("" if not)
+    RANK: int  # how fast it runs a lab, for `auto` before a check has measured it: 0 = the host's kernel
 
     def available(self) -> tuple[bool, str]:
         """Can this host offer the place at all (kernel built/installed, tools present), and why."""
 
     def capabilities(self) -> set[str]:
         """What its kernel offers: netem, tbf, kprobes, bpf_struct_ops (mptcplab.kernel.CAPABILITIES)."""
+
+    def cost(self) -> str:
+        """What running a lab here costs compared with the host's kernel, in words ("" if nothing):
+        `auto` says it when it picks this place."""
 
     def describe(self) -> list[str]:
         """Lines for `mptcplab doctor` (kernel, accelerator, ...)."""

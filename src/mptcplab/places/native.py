@@ -14,6 +14,7 @@ WORDS = "natively"
 RAN = "natively on this kernel"
 KERNEL = "native kernel"
 CLOCK = ""
+RANK = 0  # nothing emulated: the fastest place, when its kernel honours the lab's inputs
 OFFERS = {"netem", "tbf", "kprobes", "bpf_struct_ops"}  # what a kernel here may offer (capabilities() probes)
 
 
@@ -25,6 +26,10 @@ def capabilities() -> set[str]:
     probes = {"netem": kernel.netem_usable, "tbf": kernel.tbf_usable, "kprobes": kernel.kprobes_usable,
               "bpf_struct_ops": kernel.struct_ops_usable}
     return {name for name, probe in probes.items() if probe()}
+
+
+def cost() -> str:
+    return ""
 
 
 def describe() -> list[str]:

@@ -3,14 +3,19 @@
 After every run of a lab or of `mptcplab example` in a place, the run's setup check (the
 `checks` that verify.check_paths wrote into the verify run's summary: per-path ping RTT and
 single-TCP rate against the configured links, MPTCP subflows; later also the window-limited
-physics bound) is kept as one CheckResult in `~/.cache/mptcplab/places/checks.json`, keyed by lab
-and place, with the wall-clock time it took and how it was measured (kernel, date, load average).
+physics bound) is kept as one CheckResult in `~/.cache/mptcplab/places/checks.json`, keyed by lab,
+place, the `--set` parameters it ran with and the kit that checked, with the wall-clock time it took
+and how it was measured (kernel, date, load average). Only a check that reached its verdict is
+recorded (runner.in_place): an interrupted one says nothing about the place. Several checkouts
+share the file: a save merges under a lock and replaces only its own key.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -18,6 +23,11 @@ from pathlib import Path
 from .. import __version__, paths
 from ..paths import git_commit
 from .choice import CheckResult
+
+
+# Files' times come from the kernel's coarse clock, up to a tick (4 ms at HZ=250) behind time.time():
+# a directory made right after `since` may look older than it.
+COARSE_S = 0.05
 
 
 def path() -> Path:
@@ -32,23 +42,59 @@ def kit_stamp() -> str:
     return f"{__version__} {git_commit().get('commit') or 'installed'}"
 
 
-def load() -> list[CheckResult]:
-    """The verdicts this kit made (see kit_stamp); those of other versions are not evidence."""
+def params_key(overrides: dict | None) -> str:
+    """The `--set` overrides a check ran with, as a record's key ("" for the lab as shipped)."""
+    return json.dumps(overrides, sort_keys=True, separators=(",", ":")) if overrides else ""
+
+
+def _all() -> list[CheckResult]:
+    """Every record in the file, of every kit (other checkouts share it)."""
     try:
-        found = [CheckResult.from_json(d) for d in json.loads(path().read_text())]
+        return [CheckResult.from_json(d) for d in json.loads(path().read_text())]
     except (OSError, ValueError, KeyError, TypeError):
         return []
-    return [r for r in found if r.kit == kit_stamp()]
+
+
+def load() -> list[CheckResult]:
+    """The verdicts this kit made (see kit_stamp); those of other versions are not evidence."""
+    return [r for r in _all() if r.kit == kit_stamp()]
+
+
+def _key(r: CheckResult) -> tuple:
+    return (r.lab, r.place, r.params, r.kit)
+
+
+@contextlib.contextmanager
+def _locked():
+    """Hold the records' lock: read-merge-write by two checkouts at once must not lose a record."""
+    p = path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield p
+
+
+def _write(p: Path, kept: list[CheckResult]) -> None:
+    tmp = p.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps([r.to_json() for r in kept], indent=2) + "\n")
+    tmp.replace(p)
 
 
 def save(result: CheckResult) -> None:
+    """Record one verdict, replacing only the record of the same lab, place, parameters and kit."""
     result = dataclasses.replace(result, kit=kit_stamp())
-    kept = [r for r in load() if (r.lab, r.place) != (result.lab, result.place)] + [result]
-    p = path()
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps([r.to_json() for r in kept], indent=2) + "\n")
-    tmp.replace(p)
+    with _locked() as p:
+        _write(p, [r for r in _all() if _key(r) != _key(result)] + [result])
+
+
+def forget(lab: str) -> list[CheckResult]:
+    """Drop this kit's recorded failures for `lab` (`run --recheck`): the next check decides again."""
+    with _locked() as p:
+        found = _all()
+        gone = [r for r in found if r.kit == kit_stamp() and r.lab == lab and not r.passed]
+        if gone:
+            _write(p, [r for r in found if r not in gone])
+    return gone
 
 
 def _seconds(manifest: dict) -> float:
@@ -59,7 +105,7 @@ def _seconds(manifest: dict) -> float:
     return (dt.datetime.fromisoformat(t1) - dt.datetime.fromisoformat(t0)).total_seconds() if t0 and t1 else 0.0
 
 
-def from_run(run_dir: Path, lab: str, place: str) -> CheckResult | None:
+def from_run(run_dir: Path, lab: str, place: str, params: str = "") -> CheckResult | None:
     """The CheckResult of one finished run directory whose summary holds `checks`, else None."""
     try:
         summary = json.loads((run_dir / "summary.json").read_text())
@@ -91,7 +137,7 @@ def from_run(run_dir: Path, lab: str, place: str) -> CheckResult | None:
            + f", {manifest.get('started', '')[:16]}Z, host load {os.getloadavg()[0]:.1f}")
     return CheckResult(place=place, lab=lab, passed=bool(checks.get("passed")), wall_s=round(_seconds(manifest), 1),
                        measured={k: v for k, v in measured.items() if v is not None},
-                       bound={k: v for k, v in bound.items() if v is not None}, how=how)
+                       bound={k: v for k, v in bound.items() if v is not None}, how=how, params=params)
 
 
 def newest_check(sweep: Path) -> Path | None:
@@ -108,24 +154,26 @@ def newest_check(sweep: Path) -> Path | None:
     return None
 
 
-def record_sweep(sweep: Path, lab: str, place: str, since: float) -> CheckResult | None:
+def record_sweep(sweep: Path, lab: str, place: str, since: float, params: str = "") -> CheckResult | None:
     """Record the setup check a run made in `sweep` (if it made one after `since`, a time.time())."""
     d = newest_check(sweep)
-    if d is None or (d / "manifest.json").stat().st_mtime < since:
+    if d is None or (d / "manifest.json").stat().st_mtime < since - COARSE_S:
         return None
-    result = from_run(d, lab, place)
+    result = from_run(d, lab, place, params)
     if result:
         save(result)
     return result
 
 
-def record_failure(sweep: Path, lab: str, place: str, since: float, wall_s: float, why: str) -> CheckResult | None:
-    """Record a failed setup check: the run failed and left an unfinished run directory
+def record_failure(sweep: Path, lab: str, place: str, since: float, wall_s: float, why: str,
+                   params: str = "") -> CheckResult | None:
+    """Record a failed setup check: the check refused the place (the caller knows: ExperimentFailed,
+    not an interrupt) and left an unfinished run directory
     (`KEY.partial`, see results.RunDir) made after `since` with no finished check after it."""
-    fresh = [d for d in Path(sweep).glob("*.partial") if d.stat().st_mtime >= since
+    fresh = [d for d in Path(sweep).glob("*.partial") if d.stat().st_mtime >= since - COARSE_S
              and (lab == "example" or d.name == "verify.partial")] if Path(sweep).exists() else []
     if not fresh:
         return None
-    result = CheckResult(place=place, lab=lab, passed=False, wall_s=round(wall_s, 1), how=why)
+    result = CheckResult(place=place, lab=lab, passed=False, wall_s=round(wall_s, 1), how=why, params=params)
     save(result)
     return result

@@ -20,6 +20,7 @@ RAN = "inside the kit's User-Mode Linux kernel"
 KERNEL = "User-Mode Linux kernel"
 CLOCK = ("Its runs took {guest:.0f} s on the UML guest's time-travel clock, {wall:.0f} s of wall-clock time (the "
          "guest skips idle time and counts its kernel's work only in part; each manifest's <code>clock</code>).")
+RANK = 1  # boots in seconds; its time-travel clock skips idle time
 OFFERS = {"netem", "tbf"}  # what vagrant/uml/mptcplab.config gives it; no kprobes, no BPF JIT
 MARKER = f"umid={PREFIX}-"  # on every UML kernel's command line (uml_kernel.run): `clean` finds them
 
@@ -36,6 +37,11 @@ def available() -> tuple[bool, str]:
 
 def capabilities() -> set[str]:
     return set(OFFERS)
+
+
+def cost() -> str:
+    return ("the kit's UML kernel: built once (~10 min on 2 cores), then boots in seconds; its clock "
+            "skips idle time (each manifest records both clocks)")
 
 
 def describe() -> list[str]:

@@ -42,6 +42,7 @@ RAN = "in a VM booting the distribution's stock kernel"
 KERNEL = "stock kernel in a VM"
 CLOCK = ("Its runs took {guest:.0f} s on the VM guest's clock, {wall:.0f} s of wall-clock time (each manifest's "
          "<code>clock</code>).")
+RANK = 2  # boots in 20-40 s under TCG, and every packet is emulated: the slowest place
 OFFERS = {"netem", "tbf", "kprobes", "bpf_struct_ops"}  # a stock kernel's (capabilities() measures them)
 MARKER = f"{PREFIX}-vm-"  # guest name: QEMU's `-name`, the guest's hostname; `clean` finds it
 KVM_BOOT_TIMEOUT_S = 90.0  # a KVM guest boots to its command in seconds; TCG here in ~20-40 s
@@ -379,6 +380,14 @@ def guest_capabilities() -> set[str]:
 
 def capabilities() -> set[str]:
     return guest_capabilities()
+
+
+def cost() -> str:
+    if accelerator() == "kvm":
+        return "a VM under KVM: a boot of a few seconds per lab"
+    # Measured on this kit's 2-core reference machine (issue 27): quick Lab 2, ~200 s of transfers.
+    return ("a VM under software emulation (QEMU TCG, no usable KVM here): each boot takes 20-40 s and "
+            "everything runs several times slower (a quick Lab 2 took 24 min for about 200 s of transfers)")
 
 
 def describe() -> list[str]:

@@ -303,6 +303,7 @@ LAB = Lab(id="lab2", slug="02-delay-window-cc",
           title="CS218 delay-window multipath congestion control vs uncoupled, EWTCP, coupled and LIA (BPF)",
           topology=topology, points=points, measure=measure, finish=finish, analysis=lab2_analysis,
           session=session, path_checks={"min_utilisation": 0.9}, extra_check=check_congestion_control,
-          needs=("bpf_struct_ops",), results_checks={"throughput.csv": check_runs_table, "fairness.csv": check_fairness_table},
+          needs=("netem", "bpf_struct_ops"),
+          results_checks={"throughput.csv": check_runs_table, "fairness.csv": check_fairness_table},
           clean=clean, prebuild=cc.loader.prebuild_for,
           renamed={"runs": "repetitions", "fairness.runs": "fairness.repetitions"})

@@ -49,7 +49,7 @@ UNFILLED = {
     "q1": "returned nothing (None)",
     "q2": "returned nothing (None)",
     "q3": "count_loss_events([], 0.06) returned nothing (None)",
-    "q4": "my_rates needs the columns p, p_e and p_r",
+    "q4": "loss_rates should return a DataFrame with the columns p, p_e and p_r",
     "q5": "comparison needs the columns",
     "q6": "graded needs the columns in_band1 and in_band2",
 }

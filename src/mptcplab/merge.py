@@ -26,6 +26,7 @@ from .engine import VERIFY
 from .errors import UsageError
 from .lab import Lab, RunContext, get_lab
 from .results import Sweep
+from .runner import conclude
 from .shards import SHARD_FILE
 
 SHARDS_DIR = "shards"  # each shard's own files in the merged directory
@@ -173,8 +174,6 @@ def _commit(git: dict | None) -> str:
 def write(p: Plan, out: Path) -> dict:
     """Copy the runs into `out` as one sweep, then the lab's tables and report. Returns the lab's
     summary (lab-summary.json)."""
-    from .runner import conclude
-
     out = Path(out)
     if Sweep(out).runs() or (out / MERGE_FILE).exists():
         raise UsageError(f"{out} already holds results; merge into a new directory (--out)")

@@ -5,7 +5,7 @@ VENV ?= .venv
 MPTCPLAB = $(VENV)/bin/mptcplab
 QUICK = $(if $(FULL),,--quick)
 
-.PHONY: setup setup-dev uml-if-needed reproduce test test-unit clean
+.PHONY: setup setup-dev uml-if-needed reproduce test test-unit test-quick clean
 
 setup:
 	scripts/install-deps.sh
@@ -28,6 +28,9 @@ test: setup-dev uml-if-needed
 
 test-unit: setup-dev
 	$(VENV)/bin/pytest -q -ra -m "not integration"
+
+test-quick:
+	$(VENV)/bin/pytest -q -ra -m "not integration and not slow"
 
 clean:
 	$(MPTCPLAB) clean

@@ -4,17 +4,19 @@
 # Usage: scripts/install-deps.sh [--dev] [--no-apt]   (run as root for the apt part)
 #   --dev  also what the test suite needs: vagrant + vagrant-libvirt (validate the Vagrantfile for
 #          both providers), chromium (check that the site's figures draw) and mmdebstrap (resolve
-#          the Vagrant box's package list against Debian 13: vagrant/box/build.sh --simulate)
+#          the Vagrant box's package list against Debian 13: vagrant/box/build.sh --simulate),
+#          slurm-wlm + munge (the Slurm integration test starts a one-node cluster)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 venv=${MPTCPLAB_VENV:-$here/.venv}
 
-apt_pkgs=(
-  iproute2 iputils-ping ethtool kmod procps tcpdump tshark iperf3 mptcpd   # experiments
-  bc flex bison patch libelf-dev build-essential xz-utils                      # UML kernel build
-  clang llvm libbpf-dev bpftool                                            # Lab 2 BPF congestion controls
+# The experiments' toolset (iproute2, tcpdump, tshark, ..., clang and bpftool for Lab 2): one list,
+# vagrant/provision.sh's, which the student VM and the box build (vagrant/box/build.sh) install too.
+read -r -a apt_pkgs <<<"$(bash "$here/vagrant/provision.sh" --list-packages | tr '\n' ' ')"
+apt_pkgs+=(
+  kmod procps bc flex bison patch libelf-dev xz-utils                      # UML kernel build (host only)
   shellcheck                                                               # CI lint of provisioning
-  python3-venv python3-pip
+  python3-pip
 )
 # The VM place (`--where vm`): QEMU, a static busybox for virtme-ng's init, and a stock kernel package.
 case "$(dpkg --print-architecture 2>/dev/null || echo amd64)" in
@@ -60,9 +62,7 @@ for arg in "$@"; do
     *) echo "install-deps: unknown option $arg" >&2; exit 2 ;;
   esac
 done
-[ "$dev" = 1 ] && apt_pkgs+=(vagrant vagrant-libvirt chromium mmdebstrap)
-# the Slurm integration test starts a one-node cluster (tests/integration/test_slurm_shards.py)
-[ "$dev" = 1 ] && apt_pkgs+=(slurm-wlm munge)
+[ "$dev" = 1 ] && apt_pkgs+=(vagrant vagrant-libvirt chromium mmdebstrap slurm-wlm munge)
 
 if [ "$apt" = 1 ]; then
   if [ "$(id -u)" -ne 0 ]; then echo "install-deps: run as root (apt-get), or pass --no-apt" >&2; exit 2; fi

@@ -16,8 +16,7 @@ from pathlib import Path
 
 from . import process
 from .errors import UsageError
-from .paths import TRACEFS
-from .state import PREFIX
+from .paths import PREFIX, TRACEFS
 
 BTF = Path("/sys/kernel/btf/vmlinux")
 

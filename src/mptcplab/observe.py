@@ -172,34 +172,45 @@ _SS_FIELDS = {"cwnd": r"\bcwnd:(\d+)", "rtt_ms": r"\brtt:([\d.]+)/", "rto_ms": r
               "skmem_w": r"skmem:\([^)]*\bw(\d+)", "skmem_tb": r"skmem:\([^)]*\btb(\d+)"}
 
 
-def parse_ss(text: str):
-    """Parse the sampler's output into one row per (sample, socket)."""
-    import pandas as pd
-
-    rows, now, sock = [], None, None
+def ss_sockets(text: str):
+    """Every socket in `ss -ti[mM]` output, as (time, socket, info line): the one reader of ss's
+    socket lines. `time` is the epoch of the sample (the sampler writes `@ <epoch>` before each;
+    None before the first or in a single `ss` run); `socket` is {netid, state, local, peer}, with
+    the device ss appends to a bound address (10.2.1.1%slow:5201) dropped."""
+    now, sock = None, None
     for line in text.splitlines():
         if line.startswith("@ "):
             now = float(line[2:])
             continue
-        if not line.strip() or now is None:
+        if not line.strip() or line.startswith("State"):
             continue
         if not line[0].isspace():  # socket line: [Netid] State Recv-Q Send-Q Local Peer
             parts = line.split()
+            netid = "tcp"
             if parts and parts[0] in ("tcp", "mptcp"):
-                parts = parts[1:]
-            # ss appends the bound device to the address (10.2.1.1%slow:5201): drop it
-            addr = lambda a: re.sub(r"%[^:]+", "", a)  # noqa: E731
-            sock = ({"time": now, "state": parts[0], "local": addr(parts[3]), "peer": addr(parts[4])}
-                    if len(parts) >= 5 else None)
+                netid, parts = parts[0], parts[1:]
+            sock = ({"netid": netid, "state": parts[0], "local": re.sub(r"%[^:]+", "", parts[3]),
+                     "peer": re.sub(r"%[^:]+", "", parts[4])} if len(parts) >= 5 else None)
             continue
         if sock is not None:  # the info line that follows
-            row = dict(sock)
-            for key, pattern in _SS_FIELDS.items():
-                m = re.search(pattern, line)
-                row[key] = float(m.group(1)) if m else None
-            row["mptcp_subflow"] = "tcp-ulp-mptcp" in line
-            rows.append(row)
+            yield now, sock, line
             sock = None
+
+
+def parse_ss(text: str):
+    """Parse the sampler's output into one row per (sample, socket)."""
+    import pandas as pd
+
+    rows = []
+    for now, sock, line in ss_sockets(text):
+        if now is None:
+            continue
+        row = {"time": now, "state": sock["state"], "local": sock["local"], "peer": sock["peer"]}
+        for key, pattern in _SS_FIELDS.items():
+            m = re.search(pattern, line)
+            row[key] = float(m.group(1)) if m else None
+        row["mptcp_subflow"] = "tcp-ulp-mptcp" in line
+        rows.append(row)
     return pd.DataFrame(rows, columns=["time", "state", "local", "peer", *_SS_FIELDS, "mptcp_subflow"])
 
 

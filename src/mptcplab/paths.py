@@ -21,6 +21,7 @@ CHECKOUT: Path | None = _CHECKOUT if PACKAGE.parent.name == "src" and (_CHECKOUT
 # runs from, else (an installed kit used from a clone) the current directory.
 REPO_ROOT = CHECKOUT or Path.cwd()
 TRACEFS = Path("/sys/kernel/tracing")
+PREFIX = "mlab"  # the name of everything the kit creates (namespaces, tracefs instances, guests, BPF)
 
 
 def data(relative: str) -> Path:
@@ -45,6 +46,20 @@ def _installed_share() -> Path | None:
         if marker in located.replace(os.sep, "/"):
             return Path(located[:located.replace(os.sep, "/").index(marker) + len(marker)]).resolve()
     return None
+
+
+@functools.cache
+def git_commit() -> dict:
+    """The checkout's commit and whether it has uncommitted changes (None for an installed kit:
+    its version says what ran); recorded in manifests and in the places' check records."""
+    from . import process
+
+    if CHECKOUT is None:
+        return {"commit": None, "dirty": None}
+    git = ["git", "-C", str(CHECKOUT)]
+    commit = process.first_line([*git, "rev-parse", "HEAD"])
+    dirty = process.run([*git, "status", "--porcelain", "--untracked-files=no"], check=False, timeout=30).stdout.strip()
+    return {"commit": commit, "dirty": bool(dirty)}
 
 
 def cache_dir(*parts: str) -> Path:

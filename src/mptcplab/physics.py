@@ -1,7 +1,7 @@
 """Physics every measurement must obey, and the check that proves a place to run obeys it.
 
 A place (native kernel, the kit's UML kernel, a VM) whose measurements break these bounds is wrong,
-whatever the lab then shows. Pure functions give the bounds; `check_window()` measures one
+whatever the lab then shows. Pure functions give the bounds; `verify.check_window()` measures one
 window-limited transfer against them; `judge_*` compare one figure with its bound and say so in
 one line; `record()`/`last_results()` keep the last verdict per place for `mptcplab doctor`.
 
@@ -277,48 +277,6 @@ def steady_after_s(duration_s: float, rtt_s: float) -> float:
     RTTs, at least 1 s) but never later than a third of the transfer. Goodput and bytes in flight
     are both judged from then on."""
     return min(duration_s / 3, max(1.0, 12 * rtt_s))
-
-
-def delayed_path(net, src: str, dst: str):
-    """The src->dst path with the longest configured RTT, if long enough to test a window."""
-    paths = [p for p in net.topo.paths if (p.a, p.b) == (src, dst) and p.rtt_s >= MIN_WINDOW_RTT_S]
-    return max(paths, key=lambda p: p.rtt_s) if paths else None
-
-
-def check_window(net, rd, src: str, dst: str, seconds: float = 4.0) -> list[Verdict]:
-    """Run one window-limited transfer (SO_SNDBUF 32 KiB) over the longest-RTT path and judge it.
-
-    Returns the verdicts (empty if no path has enough delay to test); the caller refuses on any
-    that failed. Evidence: `window-ss.txt/.csv` and `rd.summary["physics"]`.
-    """
-    from .observe import SsSampler
-    from .traffic import bulk
-
-    p = delayed_path(net, src, dst)
-    if p is None:
-        return []
-    if not window_limited(sk_sndbuf_for(WINDOW_SO_SNDBUF), p.rtt_s, p.link.rate_bps):
-        # e.g. Lab 2's 5 Mbit/s paths: even the one-skb allowance alone is more than the path's
-        # bandwidth-delay product, so no buffer limits a transfer there and (U) bounds nothing
-        rd.summary.setdefault("physics", {})["window"] = {
-            "path": p.name, "skipped": "no buffer limits a transfer on this path: (sk_sndbuf + 64 KiB) / RTT "
-                                       "is above the link's ceiling"}
-        return []
-    port = 5299
-    warmup = steady_after_s(seconds, p.rtt_s)
-    with SsSampler(net, src, rd, port, interval=0.1, name="window-ss.txt") as ss:
-        r = bulk(net, src, dst, p.name, "tcp", duration=seconds, sndbuf=WINDOW_SO_SNDBUF, port=port)
-        ss.steady_from(r.t0 + warmup)
-    kern = rd.summary["kernel_tcp"]["window-ss"]
-    goodput = r.steady_mbps(warmup) * 1e6
-    sk_sndbuf = int(kern.get("sk_sndbuf") or r.flows[0].get("sndbuf") or sk_sndbuf_for(WINDOW_SO_SNDBUF))
-    rtt_s = min(p.rtt_s, (kern.get("min_rtt_ms") or p.rtt_s * 1e3) / 1e3)  # the smaller: the looser bound
-    verdicts = judge_window(p.name, goodput, kern.get("inflight_bytes_max", 0), sk_sndbuf, rtt_s)
-    rd.summary.setdefault("physics", {})["window"] = {
-        "path": p.name, "so_sndbuf": WINDOW_SO_SNDBUF, "sk_sndbuf": sk_sndbuf, "rtt_s": rtt_s,
-        "steady_after_s": warmup, "goodput_mbps": round(goodput / 1e6, 3), "kernel": kern,
-        "verdicts": [asdict(v) for v in verdicts]}
-    return verdicts
 
 
 def refusal(verdicts: list[Verdict]) -> str | None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from . import __version__, log, places, process
 from .places import guest
-from .paths import CHECKOUT
+from .paths import git_commit
 
 LOCK_FILE = Path(os.environ.get("MPTCPLAB_LOCK", "/run/mptcplab/experiment.lock"))
 
@@ -48,16 +48,6 @@ def tool_versions() -> dict:
         "mptcpd (mptcpize)": deb("mptcpd"),
         "ethtool": _first_line(["ethtool", "--version"]),
     }
-
-
-@functools.cache
-def git_commit() -> dict:
-    if CHECKOUT is None:  # an installed package: its version says what ran
-        return {"commit": None, "dirty": None}
-    git = ["git", "-C", str(CHECKOUT)]
-    commit = process.first_line([*git, "rev-parse", "HEAD"])
-    dirty = process.run([*git, "status", "--porcelain", "--untracked-files=no"], check=False, timeout=30).stdout.strip()
-    return {"commit": commit, "dirty": bool(dirty)}
 
 
 def platform_info() -> dict:

@@ -19,9 +19,8 @@ import time
 from pathlib import Path
 
 from . import process
-from .paths import TRACEFS
-
-PREFIX = "mlab"
+from .kernel import write_kprobe_events
+from .paths import PREFIX, TRACEFS
 STATE_DIR = Path(os.environ.get("MPTCPLAB_STATE_DIR", "/run/mptcplab/state"))
 
 
@@ -154,10 +153,6 @@ def remove_kprobe_events() -> list[str]:
             # e.g. "p:kprobes/mlab_wm sk_stream_wait_memory"
             name = line.split()[0].split(":", 1)[1].split("/")[-1]
             if name.startswith(PREFIX):
-                from .kernel import (
-                    write_kprobe_events,  # lazy: kernel imports state (PREFIX)
-                )
-
                 write_kprobe_events(f"-:{name}")
                 removed.append(f"kprobe event {name}")
     return removed

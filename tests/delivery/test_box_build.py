@@ -113,6 +113,7 @@ def test_boot_disk_refuses_bad_arguments_by_name(tmp_path, args, message):
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mmdebstrap"),
                     reason="needs root and mmdebstrap (apt-get install mmdebstrap)")
+@pytest.mark.slow  # mmdebstrap resolves the whole package list
 def test_package_list_resolves_against_debian_13():
     """Every package the box installs (base + provision.sh's lab list) exists in trixie with its
     dependencies: `mmdebstrap --simulate` downloads the package lists only (1-3 min), and fails

@@ -26,6 +26,8 @@ import pytest
 
 from mptcplab.grading import autograder
 
+pytestmark = pytest.mark.slow  # builds the whole site with MkDocs (about a minute)
+
 REPO = Path(__file__).resolve().parents[2]
 MIN_LEN = 16  # shorter lines ("x = 1", "return df") are too generic to call a leak
 

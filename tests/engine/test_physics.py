@@ -5,7 +5,7 @@ import math
 import subprocess
 from pathlib import Path
 
-from mptcplab import physics
+from mptcplab import physics, verify
 from mptcplab.check import check_results
 from mptcplab.cli import main
 from mptcplab.observe import parse_ss
@@ -108,7 +108,7 @@ def test_window_check_judges_in_flight_bytes_after_slow_start(tmp_path, monkeypa
     net = Net()
     net.topo = topo
     with Sweep(tmp_path).run("r", {}) as rd:
-        verdicts = physics.check_window(net, rd, "snd", "rcv")
+        verdicts = verify.check_window(net, rd, "snd", "rcv")
         kern = rd.summary["physics"]["window"]["kernel"]
     assert [v.ok for v in verdicts] == [True, True]
     assert kern["inflight_bytes_max"] == 50 * 1448 and kern["inflight_bytes_max_whole"] == 103 * 1448

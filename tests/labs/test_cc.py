@@ -75,6 +75,7 @@ def test_source_names_every_algorithm():
 
 @pytest.mark.skipif(not (shutil.which("clang") and Path("/sys/kernel/btf/vmlinux").exists() and os.geteuid() == 0),
                     reason="needs clang, kernel BTF and root")
+@pytest.mark.slow  # clang compiles every BPF congestion control
 def test_every_algorithm_compiles(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     objects = cc.build()

@@ -183,6 +183,7 @@ def test_report_names_kernel_place_and_paper_values():
 # ---------------------------------------------------------------- export
 
 @pytest.mark.skipif(not has_tshark, reason="tshark not installed")
+@pytest.mark.slow  # tshark over the reference capture, then every figure as a PNG
 def test_export_reference_round_trip(tmp_path):
     """A sweep directory laid out as the runner writes it (capture.pcap, tcp_probe.csv) exports to
     the compact layout, which loads to the same analysis."""

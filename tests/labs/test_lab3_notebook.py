@@ -17,6 +17,8 @@ otter = pytest.importorskip("otter")
 nbclient = pytest.importorskip("nbclient")
 import nbformat  # noqa: E402
 
+pytestmark = pytest.mark.slow  # executes the lab 3 notebook
+
 ROOT = Path(__file__).resolve().parents[2]
 MASTER = ROOT / "solutions" / "03-parallel-tcp.ipynb"
 REFERENCE = Path(os.environ.get("MPTCPLAB_LAB3_TEST_RESULTS", ROOT / "solutions" / "results" / "lab3"))

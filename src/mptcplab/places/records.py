@@ -15,7 +15,8 @@ import json
 import os
 from pathlib import Path
 
-from .. import paths
+from .. import __version__, paths
+from ..paths import git_commit
 from .choice import CheckResult
 
 
@@ -28,9 +29,6 @@ def kit_stamp() -> str:
     kit: the checks themselves change between commits, and the file lives in a cache that CI
     keeps between runs (a verdict left by an earlier commit once made a later CI run refuse UML
     for Lab 3 without checking it)."""
-    from .. import __version__
-    from ..results import git_commit
-
     return f"{__version__} {git_commit().get('commit') or 'installed'}"
 
 
@@ -80,7 +78,7 @@ def from_run(run_dir: Path, lab: str, place: str) -> CheckResult | None:
         measured[f"{name}.own_rtt_ms"] = (row.get("own_latency") or {}).get("own_rtt_ms")
         if row.get("link_utilisation"):
             bound[f"{name}.tcp_mbps"] = round(row["tcp_steady_mbps"] / row["link_utilisation"], 2)
-    # The window-limited transfer's verdicts (mptcplab.physics.check_window), when the check ran one.
+    # The window-limited transfer's verdicts (mptcplab.verify.check_window), when the check ran one.
     for v in ((summary.get("physics") or {}).get("window") or {}).get("verdicts", []):
         measured[v["check"]], bound[v["check"]] = v["measured"], v["bound"]
     if (manifest.get("clock") or {}).get("guest_s"):

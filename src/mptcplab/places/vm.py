@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform as _platform
 import re
 import shlex
 import shutil
@@ -80,7 +81,7 @@ def vng() -> str | None:
 
 def qemu_binary() -> str | None:
     return shutil.which({"x86_64": "qemu-system-x86_64", "aarch64": "qemu-system-aarch64"}
-                        .get(os.uname().machine, f"qemu-system-{os.uname().machine}"))
+                        .get(_platform.machine(), f"qemu-system-{_platform.machine()}"))
 
 
 def available() -> tuple[bool, str]:
@@ -318,7 +319,7 @@ def kvm_verdict() -> dict:
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return {"verdict": "no-kvm", "detail": "no usable /dev/kvm"}
     kimg = kernel()
-    key = f"{os.uname().release}|{_qemu_version()}|{kimg}"
+    key = f"{_platform.release()}|{_qemu_version()}|{kimg}"
 
     def measure() -> dict:
         print(f"mptcplab: testing KVM with a boot under a {KVM_BOOT_TIMEOUT_S:.0f} s timeout (once; cached)",

@@ -38,6 +38,7 @@ import pandas as pd
 
 from .... import paths, process
 from ....errors import EnvironmentProblem, UsageError
+from ....observe import ss_sockets
 
 PREFIX = "mlab_"
 SOURCE = Path(__file__).with_name("mlab_cc.bpf.c")
@@ -353,27 +354,13 @@ def parse_ss_cc(text: str) -> list[dict]:
     """Sockets and their congestion control from `ss -tin[mM]` output (the CC is the first word of
     each TCP socket's info line after any skmem:(...), e.g. `mlab_lia wscale:7,7 rto:204 ...`;
     MPTCP sockets have none)."""
-    out, sock = [], None
-    for line in text.splitlines():
-        if not line.strip() or line.startswith("State") or line.startswith("@ "):
-            continue
-        if not line[0].isspace():
-            parts = line.split()
-            netid = "tcp"
-            if parts and parts[0] in ("tcp", "mptcp"):
-                netid, parts = parts[0], parts[1:]
-            # ss appends the bound device to an address (10.2.1.1%p2:5201): drop it
-            addr = lambda a: re.sub(r"%[^:]+", "", a)  # noqa: E731
-            sock = ({"netid": netid, "state": parts[0], "local": addr(parts[3]), "peer": addr(parts[4])}
-                    if len(parts) >= 5 else None)
-            continue
-        if sock is not None:
-            # with -m the info line starts with skmem:(...) and the CC name follows it
-            words = [w for w in line.split() if not w.startswith("skmem:")]
-            first = words[0] if words else ":"
-            out.append({**sock, "cc": first if ":" not in first else None, "mptcp_subflow": "tcp-ulp-mptcp" in line,
-                        "info": line.strip()})
-            sock = None
+    out = []
+    for _, sock, line in ss_sockets(text):  # the kit's one reader of ss's socket lines
+        # with -m the info line starts with skmem:(...) and the CC name follows it
+        words = [w for w in line.split() if not w.startswith("skmem:")]
+        first = words[0] if words else ":"
+        out.append({**sock, "cc": first if ":" not in first else None, "mptcp_subflow": "tcp-ulp-mptcp" in line,
+                    "info": line.strip()})
     return out
 
 

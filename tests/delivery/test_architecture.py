@@ -1,0 +1,44 @@
+"""The architecture (pyproject.toml's [tool.importlinter] contracts) holds, and the contracts can fail:
+a copy of the package with a lab imported by the engine, one lab importing another and an import
+cycle breaks exactly those contracts."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+LINT = [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"]
+
+
+def lint(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*LINT, "--config", str(root / "pyproject.toml")], cwd=root, capture_output=True,
+                          text=True, timeout=120, env={"PYTHONPATH": str(root / "src"), "PATH": "/usr/bin:/bin"})
+
+
+def test_the_contracts_hold():
+    out = lint(REPO)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 broken" in out.stdout
+
+
+def test_a_lab_import_in_the_engine_a_lab_importing_a_lab_and_a_cycle_break_them(tmp_path):
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(REPO / "src" / "mptcplab", tmp_path / "src" / "mptcplab",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.c"))
+    pkg = tmp_path / "src" / "mptcplab"
+    for rel, line in (("engine.py", "from .labs.lab1 import analysis"),  # the engine names a lab
+                      ("labs/lab1/measure.py", "from ..lab3 import models"),  # a lab uses another lab's code
+                      ("paths.py", "from . import results")):  # results imports paths: a cycle
+        f = pkg / rel
+        f.write_text(f.read_text() + f"\n{line}  # deliberately wrong\n")
+    out = lint(tmp_path)
+    assert out.returncode == 1, out.stdout
+    report = out.stdout
+    for broken in ("The engine imports no lab (lab.all_labs finds them) BROKEN",
+                   "Lab packages are independent of each other BROKEN",
+                   "No import cycles between sibling modules or packages BROKEN",
+                   "Layers: a module imports only from the layers below it BROKEN"):
+        assert broken in report, report
+    assert "mptcplab.engine -> mptcplab.labs.lab1.analysis" in report
+    assert "mptcplab.labs.lab1.measure -> mptcplab.labs.lab3.models" in report

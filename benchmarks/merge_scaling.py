@@ -128,6 +128,9 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 3000, 10000])
     ap.add_argument("--shards", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=5, help="merges per size; the median (by CPU time) is recorded")
+    ap.add_argument("--dir", default="/dev/shm" if Path("/dev/shm").is_dir() else None,
+                    help="where the synthetic sweep is written (default /dev/shm, memory: on a shared disk the "
+                    "write-back of each merge's copies slows the next one, which measures the disk, not the merge)")
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)  # OUT SHARD...: the timed child process
     a = ap.parse_args()
     if a.one:
@@ -135,7 +138,7 @@ def main() -> None:
         return
     rows = []
     for size in a.sizes:
-        root = Path(tempfile.mkdtemp(prefix=f"merge-bench-{size}-"))
+        root = Path(tempfile.mkdtemp(prefix=f"merge-bench-{size}-", dir=a.dir))
         try:
             t0 = time.perf_counter()
             dirs = generate(root, size, a.shards)
@@ -161,11 +164,11 @@ def main() -> None:
     result = {"what": "mptcplab merge of a synthetic Lab 2 sweep (benchmarks/merge_scaling.py)",
               "machine": f"{platform.node()}: {os.cpu_count()} cores shared with other jobs (load average "
                          f"{load[0]:.1f} at the end), Python {platform.python_version()}",
-              "rows": rows}
+              "directory": a.dir, "rows": rows}
     (HERE / "results" / "merge_scaling.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = ["# `mptcplab merge`: seconds and memory against the number of runs", "",
              f"Measured by `benchmarks/merge_scaling.py` on {result['machine']}. A synthetic Lab 2 sweep "
-             f"in {a.shards} shards (generated, then removed); the merge in a fresh process: its checks "
+             f"in {a.shards} shards (generated in {a.dir}, then removed); the merge in a fresh process: its checks "
              "(`plan`), then copying the runs and Lab 2's tables and report (`write`).", "",
              f"Of {a.repeat} merges per size, the median by CPU time (all in the JSON). *CPU s* is the "
              "merge process's own user + system time, which the other jobs on the machine do not inflate; "

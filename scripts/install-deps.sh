@@ -4,7 +4,8 @@
 # Usage: scripts/install-deps.sh [--dev] [--no-apt]   (run as root for the apt part)
 #   --dev  also what the test suite needs: vagrant + vagrant-libvirt (validate the Vagrantfile for
 #          both providers), chromium (check that the site's figures draw) and mmdebstrap (resolve
-#          the Vagrant box's package list against Debian 13: vagrant/box/build.sh --simulate)
+#          the Vagrant box's package list against Debian 13: vagrant/box/build.sh --simulate),
+#          slurm-wlm + munge (the Slurm integration test starts a one-node cluster)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 venv=${MPTCPLAB_VENV:-$here/.venv}
@@ -61,9 +62,7 @@ for arg in "$@"; do
     *) echo "install-deps: unknown option $arg" >&2; exit 2 ;;
   esac
 done
-[ "$dev" = 1 ] && apt_pkgs+=(vagrant vagrant-libvirt chromium mmdebstrap)
-# the Slurm integration test starts a one-node cluster (tests/integration/test_slurm_shards.py)
-[ "$dev" = 1 ] && apt_pkgs+=(slurm-wlm munge)
+[ "$dev" = 1 ] && apt_pkgs+=(vagrant vagrant-libvirt chromium mmdebstrap slurm-wlm munge)
 
 if [ "$apt" = 1 ]; then
   if [ "$(id -u)" -ne 0 ]; then echo "install-deps: run as root (apt-get), or pass --no-apt" >&2; exit 2; fi

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import log
@@ -26,6 +26,7 @@ from .engine import VERIFY
 from .errors import UsageError
 from .lab import Lab, RunContext, get_lab
 from .results import Sweep
+from .runner import conclude
 from .shards import SHARD_FILE
 
 SHARDS_DIR = "shards"  # each shard's own files in the merged directory
@@ -49,7 +50,6 @@ class Plan:
     sources: list[Source]
     place: dict  # {"where", "kernel_release"}, the one every run shares
     git: dict
-    later: list[str] = field(default_factory=list)  # points the lab adds once the sweep is complete
 
 
 def _names(items, shown: int = SHOWN) -> str:
@@ -143,7 +143,7 @@ def plan(dirs: list[Path]) -> Plan:
     if missing:
         raise UsageError(f"cannot merge: {len(missing)} of {len(wanted)} runs missing (gaps): {_names(missing)}; "
                          f"run the shards that hold them{_missing_shards(missing, wanted, sources)}")
-    place = first.manifests[0].get("platform") or {} if first.manifests else {}
+    place = (first.manifests[0].get("platform") or {}) if first.manifests else {}
     return Plan(lab, params, bool(first.info.get("quick")), sources,
                 {k: place.get(k) for k in ("where", "kernel_release")}, first.info.get("git") or {})
 
@@ -153,8 +153,8 @@ def _missing_shards(missing: list[str], wanted: list[str], sources: list[Source]
     splits = {s.info["shard"].split("/")[1] for s in sources}
     if len(splits) != 1:
         return ""
-    n = int(splits.pop())
-    ks = sorted({wanted.index(k) % n + 1 for k in missing})
+    n, index = int(splits.pop()), {k: i for i, k in enumerate(wanted)}
+    ks = sorted({index[k] % n + 1 for k in missing})
     return f" ({_names(f'shard {k}/{n}' for k in ks)})"
 
 
@@ -173,20 +173,19 @@ def _commit(git: dict | None) -> str:
 def write(p: Plan, out: Path) -> dict:
     """Copy the runs into `out` as one sweep, then the lab's tables and report. Returns the lab's
     summary (lab-summary.json)."""
-    from .runner import conclude
-
     out = Path(out)
     if Sweep(out).runs() or (out / MERGE_FILE).exists():
         raise UsageError(f"{out} already holds results; merge into a new directory (--out)")
     out.mkdir(parents=True, exist_ok=True)
     for i, s in enumerate(p.sources):
+        runs = set(s.runs)
         for r in s.runs:
             shutil.copytree(s.dir / r, out / r)
         own = out / SHARDS_DIR / s.dir.name
         own = own.with_name(f"{own.name}-{i + 1}") if own.exists() else own
         own.mkdir(parents=True)
         for f in s.dir.iterdir():
-            if f.name in s.runs or f.name.endswith(".partial"):
+            if f.name in runs or f.name.endswith(".partial"):
                 continue
             if f.name == VERIFY and i == 0:  # the sweep's setup check, as a single-host run has one;
                 shutil.copytree(f, out / VERIFY)  # the other shards' stay with their shard's files

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
+from .results import Sweep
 
 SHARD_FILE = "shard.json"
 
@@ -61,8 +62,6 @@ def share(lab, params: dict, shard: Shard) -> list:
 
 def record(ctx, git: dict) -> dict:
     """Write the shard's `shard.json` (what `mptcplab merge` checks) and return it."""
-    from .results import Sweep
-
     keys = [p.key for p in share(ctx.lab, ctx.params, ctx.shard)]
     done = Sweep(ctx.out)
     info = {"lab": ctx.lab.id, "shard": str(ctx.shard), "quick": ctx.quick, "parameters": ctx.params,

@@ -4,7 +4,8 @@ Writes two batch scripts into DIR/slurm/ and submits them with `sbatch`:
 
 - `shards.sbatch`, a job array of N tasks: task K runs `mptcplab run LAB --shard K/N --where auto`
   into DIR/shard-K-of-N, in the place `auto` picks on its node (native where netem works, else the
-  kit's UML kernel, which needs no virtualisation, else a VM where QEMU is installed);
+  kit's UML kernel, which needs no virtualisation, else a VM where QEMU is installed), or in the
+  place `--where` names;
 - `merge.sbatch`, submitted with `--dependency=afterok:<the array>`: `mptcplab merge` of the N
   shards into DIR/merged, then `mptcplab check DIR/merged`.
 
@@ -33,7 +34,7 @@ SHARDS = """#!/bin/bash
 # lock would serialise them anyway, holding the second allocation idle).
 #SBATCH --exclusive
 {extra}set -euo pipefail
-exec {kit} run {lab}{args} --where auto \\
+exec {kit} run {lab}{args} --where {where} \\
     --shard "$SLURM_ARRAY_TASK_ID/{n}" --out "{out}/shard-$SLURM_ARRAY_TASK_ID-of-{n}"
 """
 
@@ -54,6 +55,8 @@ def register(sub) -> None:
     p.add_argument("lab", help="which lab: lab1, lab2, lab3")
     p.add_argument("--array", type=int, required=True, metavar="N", help="how many shards (array tasks)")
     p.add_argument("--quick", action="store_true", help="the short version of the sweep")
+    p.add_argument("--where", default="auto", help="the place each shard runs in (default auto: what each node "
+                   "offers; name one to keep a mixed partition's shards in one place, which merge requires)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                    help="override a parameter, as for `mptcplab run` (every shard gets the same)")
     p.add_argument("--out", type=Path, default=None,
@@ -65,13 +68,14 @@ def register(sub) -> None:
 
 
 def scripts(lab: str, n: int, quick: bool, overrides: list[str], out: Path, sbatch: list[str],
-            kit: str) -> tuple[str, str]:
+            kit: str, where: str = "auto") -> tuple[str, str]:
     """The two batch scripts' text; `kit` is the command that runs mptcplab, shell-quoted."""
     slurm = out / "slurm"
     args = (" --quick" if quick else "") + "".join(f" --set {shlex.quote(o)}" for o in overrides)
     extra = "".join(f"#SBATCH {o}\n" for o in sbatch)
     shards = " ".join(f'"{out}/shard-{k}-of-{n}"' for k in range(1, n + 1))
-    fill = dict(lab=lab, n=n, slurm=slurm, extra=extra, kit=kit, args=args, out=out, shards=shards)
+    fill = dict(lab=lab, n=n, slurm=slurm, extra=extra, kit=kit, args=args, out=out, shards=shards,
+                where=shlex.quote(where))
     return SHARDS.format(**fill), MERGE.format(**fill)
 
 
@@ -89,7 +93,7 @@ def _slurm(a) -> int:
     (out / "slurm").mkdir(parents=True, exist_ok=True)
     beside = Path(sys.executable).with_name("mptcplab")  # this installation's command (its venv's)
     kit = shlex.quote(str(beside)) if beside.exists() else f"{shlex.quote(sys.executable)} -m mptcplab"
-    shards_text, merge_text = scripts(lab.id, a.array, a.quick, a.overrides, out, a.sbatch, kit)
+    shards_text, merge_text = scripts(lab.id, a.array, a.quick, a.overrides, out, a.sbatch, kit, a.where)
     shards_file, merge_file = out / "slurm" / "shards.sbatch", out / "slurm" / "merge.sbatch"
     shards_file.write_text(shards_text)
     merge_file.write_text(merge_text)

@@ -137,7 +137,7 @@ def test_a_quick_lab3_in_three_shards_on_slurm_merges_into_the_tables_of_one_dir
     jobs = res.stdout.split("shards job ")[1].split()[0], res.stdout.split("merge job ")[1].split(";")[0]
     _wait_for(list(jobs), slurm, timeout=2700)
     logs = "\n".join(f"--- {f.name}\n{f.read_text()[-3000:]}" for f in sorted((out / "slurm").glob("*.log")))
-    assert _exit_codes(list(jobs), slurm) == ["ExitCode=0:0 JobState=COMPLETED"] * (SHARDS + 1), logs
+    assert _exit_codes(list(jobs), slurm) == ["JobState=COMPLETED ExitCode=0:0"] * (SHARDS + 1), logs
 
     merged = out / "merged"
     shards = [out / f"shard-{k}-of-{SHARDS}" for k in range(1, SHARDS + 1)]

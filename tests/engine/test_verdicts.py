@@ -88,9 +88,9 @@ def test_recheck_forgets_the_labs_failures_and_checks_again(fake_place, monkeypa
 
 def test_main_accepts_recheck(monkeypatch):
     seen = {}
-    monkeypatch.setattr("mptcplab.commands.run.run_lab", lambda *a: seen.setdefault("args", a) and 0)
+    monkeypatch.setattr("mptcplab.commands.run.run_lab", lambda *a, **kw: seen.setdefault("kw", kw) and 0)
     main(["run", "lab1", "--recheck"])
-    assert seen["args"][-1] is True
+    assert seen["kw"]["recheck"] is True
 
 
 def test_saving_keeps_other_checkouts_records(tmp_path, monkeypatch):

@@ -51,7 +51,7 @@ UNFILLED = {
     "q3": "count_loss_events([], 0.06) returned nothing (None)",
     "q4": "loss_rates should return a DataFrame with the columns p, p_e and p_r",
     "q5": "comparison needs the columns",
-    "q6": "graded needs the columns in_band1 and in_band2",
+    "q6": "graded needs the columns err1, err2 (from comparison), in_band1 and in_band2",
 }
 
 

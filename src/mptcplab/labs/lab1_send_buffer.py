@@ -325,6 +325,11 @@ def _summarise(rd, v: dict, r, kernel: dict) -> None:
 
 def finish(ctx: RunContext) -> dict:
     sweep = Sweep(ctx.out)
+    paper = lab1_analysis.load_paper_point(ctx.out)
+    if len(paper):
+        (ctx.out / "paper-point.md").write_text(lab1_analysis.paper_point_markdown(paper))
+    if ctx.params.get("paper_point", {}).get("only"):
+        return {"paper_point_runs": len(paper)}
     lab1_analysis.compact(ctx.out)
     details = lab1_analysis.find_details(ctx.out)
     return {"runs": len(sweep_points(ctx.params)), "degradation": degradation(sweep.summaries()).to_dict("records"),

@@ -831,9 +831,19 @@ def _mean_at(t: pd.DataFrame, method: str, size: int, config: str) -> pd.Series 
 
 
 def report(sweep_dir: Path | str) -> str:
-    """The "paper vs this run" markdown table (kernel and place from the manifests)."""
+    """The "paper vs this run" markdown table (kernel and place from the manifests), then the
+    paper's point with each scheduler where it ran ([paper_point])."""
     sweep_dir = Path(sweep_dir)
-    sweep = load_sweep(sweep_dir)
+    paper = load_paper_point(sweep_dir)
+    paper_md = paper_point_markdown(paper, paper_point_setting(sweep_dir, paper)) if len(paper) else ""
+    try:
+        sweep = load_sweep(sweep_dir)
+    except FileNotFoundError:
+        sweep = pd.DataFrame()
+    if sweep.empty:
+        if paper_md:  # only the paper's point ran (paper_point.only)
+            return "# Lab 1: paper vs this run\n\n" + paper_md
+        raise FileNotFoundError(f"no completed lab1 transfers in {sweep_dir}: run `sudo mptcplab run lab1 --quick`")
     t = throughput_table(sweep)
     d = Detail.load(sweep_dir)
     plat = d.manifest["platform"]
@@ -911,7 +921,7 @@ def report(sweep_dir: Path | str) -> str:
         "|---|---|---|---|",
     ]
     lines += [f"| {a} | {b} | {c} | {e} |" for a, b, c, e in rows]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + ("\n" + paper_md if paper_md else "")
 
 
 # ---------------------------------------------------------------- the paper's point (issue 24)
@@ -951,17 +961,32 @@ def paper_point_table(runs: pd.DataFrame) -> pd.DataFrame:
     return g
 
 
-def paper_point_markdown(runs: pd.DataFrame, place: str = "") -> str:
+def paper_point_setting(sweep_dir: Path | str, runs: pd.DataFrame) -> str:
+    """Where and at what the [paper_point] runs ran, from the first run's manifest."""
+    if runs.empty or not (Path(sweep_dir) / runs["run"].iloc[0] / "manifest.json").exists():
+        return ""
+    m = json.loads((Path(sweep_dir) / runs["run"].iloc[0] / "manifest.json").read_text())
+    links = ", ".join(f"{p['name']} {p['link']}" for p in m.get("network", {}).get("paths", []))
+    plat = m["platform"]
+    return f"Linux {plat['kernel_release']} ({plat['where']}); paths: {links}"
+
+
+def paper_point_markdown(runs: pd.DataFrame, setting: str = "") -> str:
     """The paper-vs-this-run table at the paper's point and the tcp_min_tso_segs control table."""
     t = paper_point_table(runs)
     p_ci = t95(4) * PAPER["mptcp_mbps_sd"] / np.sqrt(5)
-    lines = ["## The paper's point: 100 Mbit/s paths, 40 ms one way on the slow one, tcp_wmem 1 MiB (min = default = max)",
-             "", f"Place: {place}." if place else "", "",
+    sched = t[t["group"] == "schedulers"]
+    buf = _kib(sched["buffer_bytes"].iloc[0]) if len(sched) else "?"
+    lines = [f"## MPTCP's schedulers at tcp_wmem {buf} (min = default = max)", "",
+             "The paper's point: two 100 Mbit/s paths, 40 ms one way on the slow one, tcp_wmem 1 MiB.",
+             f"This run: {setting}." if setting else "", "",
              "| what | scheduler | n | mean Mbit/s | 95% CI | sd | opp. retransmissions / run | penalisations / run |",
              "|---|---|---|---|---|---|---|---|",
              f"| paper: MPTCP (out-of-tree kernel) | minRTT + RP | 5 | {PAPER['mptcp_mbps_mean']} | "
              f"± {p_ci:.1f} | {PAPER['mptcp_mbps_sd']} | not stated | {PAPER['penalisations']} (one detailed run) |"]
-    for r in t[t["group"] == "schedulers"].itertuples():
+    order = {"default": 0, "minrtt": 1, "minrtt+rp": 2}
+    sched = sched.sort_values(["config", "scheduler"], key=lambda c: c.map(order).fillna(9) if c.name == "scheduler" else c)
+    for r in sched.itertuples():
         what = "MPTCP" if r.config == "mptcp" else f"single-path TCP ({r.config.removeprefix('tcp-')} path)"
         lines.append(f"| this run: {what} | {r.scheduler or '-'} | {r.n} | {r.mean:.1f} | ± {r.ci95:.1f} | {r.sd:.1f} | "
                      + (f"{r.opp_retrans:.0f} | {r.penalised:.0f} |" if r.config == "mptcp" else "- | - |"))
@@ -984,17 +1009,13 @@ def export_paper_point(sweep_dir: Path | str, dest: Path | str) -> Path:
         shutil.rmtree(dest)
     (dest / "runs").mkdir(parents=True)
     runs.to_csv(dest / "paper-point.csv", index=False)
-    place = ""
     for name in runs["run"]:
         (dest / "runs" / name).mkdir()
         for f in ("summary.json", "manifest.json"):
             shutil.copy2(sweep_dir / name / f, dest / "runs" / name / f)
-        if not place:
-            plat = json.loads((sweep_dir / name / "manifest.json").read_text())["platform"]
-            place = f"Linux {plat['kernel_release']} ({plat['where']})"
     for s in sorted(sweep_dir.glob("paper-detail-*/summary.json")):
         _copy_run_tables(s.parent, dest / s.parent.name)
-    (dest / "paper-point.md").write_text(paper_point_markdown(runs, place))
+    (dest / "paper-point.md").write_text(paper_point_markdown(runs, paper_point_setting(sweep_dir, runs)))
     return dest
 
 

@@ -327,7 +327,8 @@ def finish(ctx: RunContext) -> dict:
     sweep = Sweep(ctx.out)
     paper = lab1_analysis.load_paper_point(ctx.out)
     if len(paper):
-        (ctx.out / "paper-point.md").write_text(lab1_analysis.paper_point_markdown(paper))
+        setting = lab1_analysis.paper_point_setting(ctx.out, paper)
+        (ctx.out / "paper-point.md").write_text(lab1_analysis.paper_point_markdown(paper, setting))
     if ctx.params.get("paper_point", {}).get("only"):
         return {"paper_point_runs": len(paper)}
     lab1_analysis.compact(ctx.out)

@@ -951,10 +951,13 @@ def paper_point_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per group, buffer, config, scheduler and tcp_min_tso_segs: n, mean goodput, sd, 95% CI
     half-width (Student's t), and the mean RP counters. Skipped runs are not counted."""
     runs = runs[runs["mbps"].notna()].copy()
+    for c in ("scheduler", "min_tso_segs", "rp_opp_retrans", "rp_penalised", "mptcp_retrans"):
+        if c not in runs:
+            runs[c] = np.nan
     runs["scheduler"] = runs["scheduler"].where(runs["config"] == "mptcp", "")
     runs["scheduler"] = runs["scheduler"].fillna("default")
     keys = ["group", "buffer_bytes", "config", "scheduler", "min_tso_segs"]
-    g = runs.groupby(keys, sort=False).agg(n=("mbps", "size"), mean=("mbps", "mean"), sd=("mbps", "std"),
+    g = runs.groupby(keys, sort=False, dropna=False).agg(n=("mbps", "size"), mean=("mbps", "mean"), sd=("mbps", "std"),
                                           opp_retrans=("rp_opp_retrans", "mean"), penalised=("rp_penalised", "mean"),
                                           mptcp_retrans=("mptcp_retrans", "mean")).reset_index()
     g["ci95"] = [t95(n - 1) * sd / np.sqrt(n) if n > 1 else np.nan for sd, n in zip(g["sd"], g["n"])]

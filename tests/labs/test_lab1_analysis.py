@@ -212,7 +212,7 @@ def test_export_reference_round_trip(tmp_path):
 
 def test_paper_point_table_gives_each_scheduler_its_mean_and_ci():
     import pandas as pd
-    from mptcplab.labs import lab1_analysis as la
+    from mptcplab.labs import lab1_paper_point as la
 
     rows = []
     for rep, (d, m, rp, tcp) in enumerate([(140, 120, 60, 94), (150, 118, 50, 95), (145, 122, 55, 94)], 1):

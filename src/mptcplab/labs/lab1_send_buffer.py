@@ -33,7 +33,7 @@ from ..observe import Capture, Counters, SsSampler, Tracing
 from ..results import Sweep
 from ..topology import BASE_SYSCTLS, NetPath, Topology
 from ..traffic import bulk, verify_capture
-from . import lab1_analysis
+from . import lab1_analysis, lab1_paper_point
 from .lab1_measure import kernel_view
 
 _log = log.get("lab1")
@@ -325,10 +325,10 @@ def _summarise(rd, v: dict, r, kernel: dict) -> None:
 
 def finish(ctx: RunContext) -> dict:
     sweep = Sweep(ctx.out)
-    paper = lab1_analysis.load_paper_point(ctx.out)
+    paper = lab1_paper_point.load_paper_point(ctx.out)
     if len(paper):
-        setting = lab1_analysis.paper_point_setting(ctx.out, paper)
-        (ctx.out / "paper-point.md").write_text(lab1_analysis.paper_point_markdown(paper, setting))
+        setting = lab1_paper_point.paper_point_setting(ctx.out, paper)
+        (ctx.out / "paper-point.md").write_text(lab1_paper_point.paper_point_markdown(paper, setting))
     if ctx.params.get("paper_point", {}).get("only"):
         return {"paper_point_runs": len(paper)}
     lab1_analysis.compact(ctx.out)

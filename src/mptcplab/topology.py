@@ -61,7 +61,7 @@ REPORTED_SYSCTLS = (
     "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_congestion_control",
     "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_no_metrics_save", "net.ipv4.tcp_min_tso_segs", "net.ipv4.tcp_sack",
     "net.ipv4.tcp_timestamps", "net.core.wmem_max", "net.core.rmem_max",
-    "net.mptcp.enabled", "net.mptcp.scheduler", "net.mptcp.stale_loss_cnt",
+    "net.mptcp.enabled", "net.mptcp.scheduler", "net.mptcp.minrtt_rp", "net.mptcp.stale_loss_cnt",
 )
 
 

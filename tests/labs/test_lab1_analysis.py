@@ -209,3 +209,29 @@ def test_export_reference_round_trip(tmp_path):
     again = la.Detail.load(out)
     assert len(again.packets) == len(la.Detail.load(src).packets)
     assert json.loads((out / det.name / "summary.json").read_text())["detail"] is True
+
+
+def test_paper_point_table_gives_each_scheduler_its_mean_and_ci():
+    import pandas as pd
+    from mptcplab.labs.lab1 import paper_point as la
+
+    rows = []
+    for rep, (d, m, rp, tcp) in enumerate([(140, 120, 60, 94), (150, 118, 50, 95), (145, 122, 55, 94)], 1):
+        for sched, mbps, opp in (("default", d, 0), ("minrtt", m, 0), ("minrtt+rp", rp, 30 + rep)):
+            rows.append({"run": f"paper-1M-mptcp-{sched}-r{rep}", "buffer_bytes": 1 << 20, "config": "mptcp",
+                         "scheduler": sched, "min_tso_segs": "64", "mbps": mbps, "rp_opp_retrans": opp,
+                         "rp_penalised": opp // 2, "mptcp_retrans": 0})
+        rows.append({"run": f"paper-1M-tcp-fast-r{rep}", "buffer_bytes": 1 << 20, "config": "tcp-fast",
+                     "scheduler": None, "min_tso_segs": "64", "mbps": tcp})
+        rows.append({"run": f"tso2-128K-mptcp-r{rep}", "buffer_bytes": 1 << 17, "config": "mptcp",
+                     "scheduler": None, "min_tso_segs": "2", "mbps": 70.0})
+    runs = pd.DataFrame(rows)
+    runs.insert(0, "group", ["tso" if r.startswith("tso") else "schedulers" for r in runs["run"]])
+    t = la.paper_point_table(runs).set_index(["group", "config", "scheduler"])
+    rp = t.loc[("schedulers", "mptcp", "minrtt+rp")]
+    assert rp["n"] == 3 and rp["mean"] == 55 and rp["opp_retrans"] == 32
+    assert abs(rp["ci95"] - 4.303 * 5 / 3 ** 0.5) < 1e-9  # t(2) x sd / sqrt(n)
+    assert t.loc[("schedulers", "tcp-fast", "")]["mean"] == 94 + 1 / 3
+    text = la.paper_point_markdown(runs)
+    assert "| paper: MPTCP (out-of-tree kernel) | minRTT + RP | 5 | 46.8 | ± 4.4 |" in text
+    assert "| this run: MPTCP | minrtt+rp | 3 | 55.0 |" in text and "| 128 KiB | mptcp | 2 | 3 | 70.0 |" in text

@@ -215,6 +215,7 @@ class Recorder:
 
         class Observer:
             wait_method = "kprobe:sk_stream_wait_memory"
+            delta = {"MPTcpExtMPTCPRetrans": 3}  # Counters: nstat's differences
 
             def __init__(self, *args, **kw):
                 rec.calls.append((name, kw))
@@ -283,14 +284,15 @@ def _finished_sweep(root: Path, params: dict, degraded_at: int = 65536) -> Sweep
 def test_points_add_the_controls_after_the_sweep(tmp_path, quick):
     sweep = _finished_sweep(tmp_path / "q", quick)
     todo = l1.points(quick, sweep)
-    extra = todo[len(l1.sweep_points(quick)):]
+    extra = todo[len(l1.sweep_points(quick)) + len(l1.paper_points(quick)):]  # the paper's point comes first
     assert [p.key for p in extra] == ["detail-wmem-64K-mptcp", "detail-wmem-64K-tcp-fast", "detail-wmem-1M-mptcp"]
     assert [p.values.get("control") for p in extra] == [None, "tcp-fast", "mptcp@largest"]
     assert all(p.values["detail"] and p.values["duration_s"] == quick["detail"]["duration_s"] for p in extra)
-    assert l1.points(quick, None) == l1.sweep_points(quick)  # nothing detailed before the sweep is complete
+    # nothing detailed before the sweep is complete
+    assert l1.points(quick, None) == l1.sweep_points(quick) + l1.paper_points(quick)
 
     full = get_lab("lab1").load_params(quick=False, overrides={"sweep": {"repetitions": 1}})
-    extra = l1.points(full, _finished_sweep(tmp_path / "f", full))[len(l1.sweep_points(full)):]
+    extra = l1.points(full, _finished_sweep(tmp_path / "f", full))[len(l1.sweep_points(full)) + len(l1.paper_points(full)):]
     assert [p.key for p in extra] == ["detail-wmem-64K-mptcp", "detail-wmem-64K-tcp-fast", "detail-wmem-4M-mptcp"]
 
 
@@ -332,12 +334,12 @@ def test_engine_runs_the_sweep_then_the_detailed_run_and_its_controls(tmp_path, 
     lab = Lab(**{**vars(l1.LAB), "topology": Topo, "measure": measure, "finish": l1.finish})
     params = {**quick, "sweep": {**quick["sweep"], "methods": ["wmem"]}}
     summary = engine.run(RunContext(lab=lab, params=params, out=tmp_path / "run", quick=True, where="native"))
-    n = len(l1.sweep_points(params))
-    assert order[n:] == ["detail-wmem-128K-mptcp", "detail-wmem-128K-tcp-fast", "detail-wmem-1M-mptcp"]
+    n, paper = len(l1.sweep_points(params)), [p.key for p in l1.paper_points(params)]
+    assert order[n:] == paper + ["detail-wmem-128K-mptcp", "detail-wmem-128K-tcp-fast", "detail-wmem-1M-mptcp"]
     assert summary["detail"] == "detail-wmem-128K-mptcp"
     assert summary["controls"] == ["detail-wmem-128K-tcp-fast", "detail-wmem-1M-mptcp"]
     sweep = la.load_sweep(tmp_path / "run")
-    assert len(sweep) == n  # the detailed runs are not sweep rows
+    assert len(sweep) == n  # neither the paper's point nor the detailed runs are sweep rows
 
 
 # ---------------------------------------------------------------- analysis: bounds, controls, tracing cost
@@ -505,3 +507,46 @@ def test_a_full_path_comes_from_the_runs_own_links():
     assert rate == "10 Mbit/s" and full == pytest.approx(9.564, abs=1e-3)
     assert la.full_path_mbps(None) == (pytest.approx(95.64, abs=0.01), "100 Mbit/s")
     assert la.slow_path_bdp(m) == pytest.approx(full * 1e6 / 8 * 0.080)
+
+
+# ---------------------------------------------------------------- the paper's point (issue 24)
+
+def test_paper_point_runs_each_scheduler_beside_tcp_and_the_tso_control(quick):
+    params = get_lab("lab1").load_params(quick=False)
+    paper = l1.paper_points(params)
+    keys = [p.key for p in paper]
+    assert keys[:4] == ["paper-1M-mptcp-default-r1", "paper-1M-mptcp-minrtt-r1", "paper-1M-mptcp-minrtt+rp-r1",
+                        "paper-1M-tcp-fast-r1"]
+    assert sum(k.startswith("paper-1M-") and "detail" not in k for k in keys) == 4 * params["paper_point"]["repetitions"]
+    assert "tsokernel-128K-tcp-slow-r1" in keys and "tso64-1M-mptcp-r3" in keys
+    assert all(p.values["part"] == "paper_point" and p.values["method"] == "wmem" for p in paper)
+    only = get_lab("lab1").load_params(quick=False, overrides={"paper_point": {"only": True}})
+    assert [p.key for p in l1.points(only, None)] == keys  # no sweep, no detailed run
+    assert [p.key for p in l1.points(quick, None)][-3:] == ["paper-1M-mptcp-default-r1", "paper-1M-mptcp-minrtt+rp-r1",
+                                                           "paper-1M-tcp-fast-r1"]
+
+
+def test_configure_sets_the_scheduler_and_tso_and_sets_them_back(tmp_path, quick):
+    net = FakeNet(tmp_path, "")
+    net.sysctls["snd"].update({"net.mptcp.scheduler": "default", "net.mptcp.available_schedulers": "default minrtt",
+                               "net.ipv4.tcp_min_tso_segs": "64"})
+    net.sysctls["rcv"] = {"net.ipv4.tcp_min_tso_segs": "64"}
+    paper = {p.key: p for p in l1.paper_points(get_lab("lab1").load_params(quick=False))}
+    l1.configure(net, paper["paper-1M-mptcp-minrtt+rp-r1"], quick)
+    assert net.sysctls["snd"]["net.mptcp.scheduler"] == "minrtt" and net.sysctls["snd"]["net.mptcp.minrtt_rp"] == "1"
+    assert net.sysctls["snd"]["net.ipv4.tcp_wmem"] == "1048576 1048576 1048576"
+    l1.configure(net, paper["tsokernel-128K-mptcp-r1"], quick)
+    assert net.sysctls["snd"]["net.mptcp.scheduler"] == "default"
+    assert net.sysctls["snd"]["net.ipv4.tcp_min_tso_segs"] == net.sysctls["rcv"]["net.ipv4.tcp_min_tso_segs"] == "2"
+    l1.configure(net, _point(quick, "wmem-64K-mptcp-r1"), quick)  # a sweep run: the kit's own again
+    assert net.sysctls["snd"]["net.ipv4.tcp_min_tso_segs"] == net.sysctls["rcv"]["net.ipv4.tcp_min_tso_segs"] == "64"
+
+
+def test_a_scheduler_the_kernel_lacks_is_recorded_as_skipped(tmp_path, quick):
+    net = FakeNet(tmp_path, "")
+    net.sysctls["snd"]["net.mptcp.available_schedulers"] = "default"
+    point = next(p for p in l1.paper_points(quick) if p.values.get("scheduler") == "minrtt+rp")
+    line = engine.run_point(l1.LAB, net, Sweep(tmp_path), point, quick)
+    s = json.loads((tmp_path / point.key / "summary.json").read_text())
+    assert "skipped" in line and "mptcp-minrtt-scheduler.patch" in s["skipped"] and "mbps" not in s
+    assert "net.mptcp.minrtt_rp" not in net.sysctls["snd"]

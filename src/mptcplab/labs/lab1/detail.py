@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,7 +109,7 @@ def find_details(sweep_dir: Path | str) -> list[tuple[Path, str | None]]:
             summary = json.loads(s.read_text())
         except json.JSONDecodeError:
             continue
-        if summary.get("detail"):
+        if summary.get("detail") and not summary.get("part"):
             found.append((s.parent, summary.get("control")))
     main = [d for d, c in found if c is None]
     out = [(max(main, key=lambda p: (p / "summary.json").stat().st_mtime), None)] if main else []
@@ -153,3 +155,20 @@ def read_packets(d: Path, paths: dict, t0: float) -> pd.DataFrame:
     if compact.exists():
         return pd.read_csv(compact, dtype={"dsn": "Int64"})
     return packets_from_capture(d / "capture.pcap", paths, t0)
+
+
+def copy_run_tables(run: Path, out: Path) -> None:
+    """A detailed run's small files and its tcp_probe and ss samples (gzipped) into `out`."""
+    out.mkdir(parents=True)
+    for name in ("summary.json", "manifest.json", "counters.json", "sndbuf_waits.csv", "intervals.csv",
+                 "topology.sh"):
+        if (run / name).exists():
+            shutil.copy2(run / name, out / name)
+    manifest = json.loads((run / "manifest.json").read_text())
+    if (run / "tcp_probe.csv").exists():
+        probe = pd.read_csv(run / "tcp_probe.csv")
+        with gzip.open(out / "tcp_probe.csv.gz", "wt") as f:
+            probe[probe["saddr"].isin(path_names(manifest))].to_csv(f, index=False)
+    if (run / "ss.csv").exists():
+        with gzip.open(out / "ss.csv.gz", "wt") as f:
+            pd.read_csv(run / "ss.csv").to_csv(f, index=False)

@@ -7,6 +7,13 @@ sweep stopped half-way already covers every point once. Every sweep run samples 
 half second and keeps the kernel's view of it (srtt, min RTT, bytes in flight, the send buffer)
 as numbers in its summary, which `mptcplab check` judges against the window bound.
 
+The paper's own point (`[paper_point]`, issue 24): MPTCP at 1 MiB with each scheduler (upstream's
+"default", and the paper's "minrtt" without and with its RP mechanism, which the kit's UML kernel
+carries as vagrant/uml/mptcp-minrtt-scheduler.patch) beside single-path TCP on the fast path, and
+the `tcp_min_tso_segs` control (the kit's 64 against the kernel's own 2) at that point and at one
+buffer inside the degradation region. Every one of these runs keeps its nstat counters (the RP
+counters among them) in its summary.
+
 Then one degraded run is repeated with full observation for the paper's Figures 4, 5, 6/9 and 10,
 and the control runs (`[detail] controls`) with the same observation: a sender that writes faster
 than the network carries blocks in sk_stream_wait_memory whatever limits it, so the degraded run's
@@ -25,9 +32,9 @@ from ...errors import UsageError
 from ...lab import Lab, Point, RunContext
 from ...observe import Capture, Counters, SsSampler, Tracing
 from ...results import Sweep
-from ...topology import NetPath, Topology
+from ...topology import BASE_SYSCTLS, NetPath, Topology
 from ...traffic import bulk, verify_capture
-from . import analysis as lab1_analysis
+from . import analysis as lab1_analysis, paper_point as lab1_paper_point
 from .measure import kernel_view
 
 _log = log.get("lab1")
@@ -37,12 +44,22 @@ CONFIGS = {  # config -> (protocol, path the connection starts on)
     "tcp-slow": ("tcp", "slow"),
     "mptcp": ("mptcp", "fast"),
 }
+HOSTS = ("snd", "rcv")
 DEFAULT_WMEM = "4096 16384 4194304"  # the kernel's default tcp_wmem, used with the SO_SNDBUF method
 # ss in the sweep runs: one sample (date + `ss -tinmHM`) took ~11 ms of CPU on the kit's 2-core
 # host (20 samples: 0.23 s, the host busy), so every 0.5 s is ~2 % of one CPU, the same in every
 # sweep run; 20 samples of a 10 s transfer (8 of a 4 s one) catch a window-limited flow's plateau.
 # The detailed runs sample every 50 ms, beside a capture and tracing.
 SWEEP_SS_INTERVAL_S = 0.5
+# Scheduler choices of [paper_point] -> (net.mptcp.scheduler, net.mptcp.minrtt_rp); the minrtt ones
+# exist only in a kernel with the kit's patch (vagrant/uml/mptcp-minrtt-scheduler.patch).
+SCHEDULERS = {"default": ("default", None), "minrtt": ("minrtt", "0"), "minrtt+rp": ("minrtt", "1")}
+# tcp_min_tso_segs settings of the control: "kernel" is the kernel's own default (2, net/ipv4/tcp_ipv4.c),
+# any number is written as is; every other run has the kit's 64 (topology.BASE_SYSCTLS).
+TSO_KERNEL_DEFAULT = "2"
+# nstat counters each [paper_point] and detailed run keeps in its summary (its counters.json has all).
+SUMMARY_COUNTERS = {"rp_opp_retrans": "MPTcpExtMinRTTOppRetrans", "rp_penalised": "MPTcpExtMinRTTPenalised",
+                    "mptcp_retrans": "MPTcpExtMPTCPRetrans", "tcp_retrans_segs": "TcpRetransSegs"}
 
 
 def parse_size(text) -> int:
@@ -57,7 +74,7 @@ def topology(params: dict) -> Topology:
     paths = [NetPath(name, "snd", "rcv", spec["link"]) for name, spec in params["paths"].items()]
     if [p.name for p in paths] != ["fast", "slow"]:
         raise UsageError("lab1 needs exactly two paths named fast and slow in experiment.toml")
-    return Topology("lab1", hosts=("snd", "rcv"), paths=paths, sysctls=params.get("sysctls", {}),
+    return Topology("lab1", hosts=HOSTS, paths=paths, sysctls=params.get("sysctls", {}),
                     mptcp_subflows=2)
 
 
@@ -124,23 +141,63 @@ def detail_points(params: dict, size: int) -> list[Point]:
     return out
 
 
+def paper_points(params: dict) -> list[Point]:
+    """[paper_point]: at its buffer (tcp_wmem min = default = max), MPTCP with each scheduler and
+    single-path TCP on the fast path; the tcp_min_tso_segs control (each setting, at each of
+    `tso_buffers`, MPTCP with the default scheduler and single-path TCP on each path); and one
+    fully observed run per scheduler in `detail`, before the control. Repetitions are the outer loop."""
+    pp = params.get("paper_point")
+    if not pp:
+        return []
+    for name in [*pp["schedulers"], *pp["detail"]]:
+        if name not in SCHEDULERS:
+            raise UsageError(f"paper_point: scheduler {name!r} is not one of {', '.join(SCHEDULERS)}")
+    tso = [str(t) for t in pp["tso_settings"]]
+    for t in tso:
+        if t != "kernel" and not t.isdigit():
+            raise UsageError(f"paper_point.tso_settings: {t!r} is neither \"kernel\" nor a number of segments")
+    duration, buf = float(pp["duration_s"]), pp["buffer"]
+
+    def point(key, buffer, config, rep, **extra):
+        values = {"method": "wmem", "buffer": buffer, "buffer_bytes": parse_size(buffer), "config": config,
+                  "rep": rep, "part": "paper_point", "duration_s": duration, **extra}
+        return Point(key, values)
+
+    out = []
+    for rep in range(1, int(pp["repetitions"]) + 1):
+        for name in pp["schedulers"]:
+            out.append(point(f"paper-{buf}-mptcp-{name}-r{rep}", buf, "mptcp", rep, scheduler=name))
+        out.append(point(f"paper-{buf}-tcp-fast-r{rep}", buf, "tcp-fast", rep))
+    for name in pp["detail"]:
+        out.append(point(f"paper-detail-{buf}-mptcp-{name}", buf, "mptcp", 0, scheduler=name, detail=True))
+    for rep in range(1, int(pp["tso_repetitions"]) + 1):
+        for t in tso:
+            for b in pp["tso_buffers"]:
+                for config in ("mptcp", "tcp-fast", "tcp-slow"):
+                    out.append(point(f"tso{t}-{b}-{config}-r{rep}", b, config, rep, min_tso_segs=t))
+    return out
+
+
 def points(params: dict, sweep: Sweep | None) -> list[Point]:
-    """The sweep; once it is complete, the detailed run at its most degraded buffer ("auto") and
-    the control runs."""
+    """The sweep and the paper's point; once the sweep is complete, the detailed run at its most
+    degraded buffer ("auto") and the control runs."""
     todo = sweep_points(params)
+    paper = paper_points(params)
     want = params["detail"]["buffer"]
     if want != "auto":
         parse_size(want)
     controls(params)  # checked before anything runs
+    if params.get("paper_point", {}).get("only"):
+        return paper
     if sweep is None or not all(sweep.done(p.key) for p in todo):
-        return todo
+        return todo + paper
     if want == "auto":
         deg = degradation(sweep.summaries())
         deg = deg[deg["method"] == "wmem"].sort_values("mptcp_over_tcp_fast")
         size = int(deg.iloc[0]["buffer_bytes"])
     else:
         size = parse_size(want)
-    return todo + detail_points(params, size)
+    return todo + paper + detail_points(params, size)
 
 
 def apply_buffer(net, method: str, size: int) -> int | None:
@@ -153,14 +210,48 @@ def apply_buffer(net, method: str, size: int) -> int | None:
 
 
 def configure(net, point: Point, params: dict) -> None:
-    """This run's send buffer (and a wmem_max that does not cap it)."""
+    """This run's send buffer (and a wmem_max that does not cap it), and the sender's MPTCP
+    scheduler and every host's tcp_min_tso_segs, each set back to the kit's own when a run does not
+    name it (one network carries every run of a sweep)."""
     v = point.values
-    _ensure_wmem_max(net, max(p.values["buffer_bytes"] for p in sweep_points(params)))
+    _ensure_wmem_max(net, max([p.values["buffer_bytes"] for p in sweep_points(params) + paper_points(params)]))
     apply_buffer(net, v["method"], v["buffer_bytes"])
+    sched, rp = SCHEDULERS[v.get("scheduler", "default")]
+    if _scheduler_missing(net, sched):
+        return  # measure() records the run as skipped
+    # Only the sender schedules data (the receiver sends ACKs), so only its namespace is set.
+    _set_if_changed(net, ["snd"], "net.mptcp.scheduler", sched, force="scheduler" in v)
+    if rp is not None:
+        net.set_sysctl("snd", "net.mptcp.minrtt_rp", rp)
+    tso = str(v.get("min_tso_segs", BASE_SYSCTLS["net.ipv4.tcp_min_tso_segs"]))
+    tso = TSO_KERNEL_DEFAULT if tso == "kernel" else tso
+    _set_if_changed(net, list(HOSTS), "net.ipv4.tcp_min_tso_segs", tso, force="min_tso_segs" in v)
+
+
+def _set_if_changed(net, hosts: list[str], key: str, value: str, force: bool) -> None:
+    """Set `key` where a run names it, or where the kernel has another value (an earlier run's);
+    a kernel without the sysctl is left alone unless the run names it."""
+    for h in hosts:
+        current = net.sysctl(h, key)
+        if force or (current is not None and current != value):
+            net.set_sysctl(h, key, value)
+
+
+def _scheduler_missing(net, name: str) -> str | None:
+    """Why this kernel cannot run scheduler `name`, or None."""
+    if name == "default":
+        return None
+    have = (net.sysctl("snd", "net.mptcp.available_schedulers") or "").split()
+    if name in have:
+        return None
+    return (f"this kernel has no MPTCP scheduler {name!r} (available: {' '.join(have) or 'none'}): it comes with "
+            "the kit's UML kernel (vagrant/uml/mptcp-minrtt-scheduler.patch; `mptcplab run lab1 --where uml`)")
 
 
 def measure(net, rd, point: Point, params: dict) -> str:
     v = point.values
+    if v.get("part") == "paper_point":
+        return _measure_paper_point(net, rd, point, params)
     proto, path = CONFIGS[v["config"]]
     sndbuf = v["buffer_bytes"] if v["method"] == "sndbuf" else None  # wmem: set by configure
     duration = float(v["duration_s"])
@@ -176,11 +267,12 @@ def measure(net, rd, point: Point, params: dict) -> str:
         return f"{r.mbps:7.1f} Mbit/s  ({rd.summary['subflows']} subflow(s))"
     what = f"control run ({v['control']})" if v.get("control") else "detailed run"
     _log.info("%s: %s at tcp_wmem %s (%.0f s, capture + tracing)", what, v["config"], v["buffer"], duration)
-    with Capture(net, "snd", rd), Counters(net, "snd", rd), SsSampler(net, "snd", rd, PORT) as ss, \
+    with Capture(net, "snd", rd), Counters(net, "snd", rd) as counters, SsSampler(net, "snd", rd, PORT) as ss, \
             Tracing(net, rd, PORT, mptcp=proto == "mptcp", sndbuf_waits=True) as tracing:
         r = bulk(net, "snd", "rcv", path, proto, duration=duration, sndbuf=sndbuf, port=PORT)
         ss.steady_from(r.t0 + warmup)
     _summarise(rd, v, r, kernel_view(ss.table, paths, since=ss.since))
+    _summarise_counters(rd, counters.delta)
     rd.summary["detail"] = True
     if v.get("control"):
         rd.summary["control"] = v["control"]
@@ -190,6 +282,38 @@ def measure(net, rd, point: Point, params: dict) -> str:
         rd.summary["capture_check"] = verify_capture(rd.file("capture.pcap"), 2)
         line += f" over {rd.summary['capture_check']['subflows_with_data']} subflows"
     return f"{line}; send-buffer waits via {rd.summary['sndbuf_wait_method']}"
+
+
+def _measure_paper_point(net, rd, point: Point, params: dict) -> str:
+    """A [paper_point] run: as a sweep run (or, with detail, as the detailed run), with its nstat
+    counters kept in the summary; skipped, and said so, where the kernel lacks its scheduler."""
+    v = point.values
+    sched = SCHEDULERS[v.get("scheduler", "default")][0]
+    missing = _scheduler_missing(net, sched)
+    if missing:
+        rd.summary.update({k: v.get(k) for k in ("part", "method", "buffer", "buffer_bytes", "config", "rep",
+                                                  "scheduler")})
+        rd.summary["skipped"] = missing
+        _log.warning("%s skipped: %s", point.key, missing)
+        return "skipped (no such scheduler in this kernel)"
+    if v.get("detail"):
+        line = measure(net, rd, Point(point.key, {**v, "part": None}), params)
+    else:
+        with Counters(net, "snd", rd) as counters:
+            line = measure(net, rd, Point(point.key, {**v, "part": None}), params)
+        _summarise_counters(rd, counters.delta)
+    rd.summary.update({"part": "paper_point", "scheduler": v.get("scheduler"),
+                       "min_tso_segs": net.sysctl("snd", "net.ipv4.tcp_min_tso_segs")})
+    if v.get("config") == "mptcp":
+        rd.summary["scheduler_applied"] = net.sysctl("snd", "net.mptcp.scheduler")
+        rd.summary["minrtt_rp_applied"] = net.sysctl("snd", "net.mptcp.minrtt_rp")
+        line += f"  [{v.get('scheduler')}: opp. retrans {rd.summary.get('rp_opp_retrans', 0)}, " \
+                f"penalised {rd.summary.get('rp_penalised', 0)}]"
+    return line
+
+
+def _summarise_counters(rd, delta: dict) -> None:
+    rd.summary.update({name: int(delta.get(counter, 0)) for name, counter in SUMMARY_COUNTERS.items()})
 
 
 def _summarise(rd, v: dict, r, kernel: dict) -> None:
@@ -202,6 +326,12 @@ def _summarise(rd, v: dict, r, kernel: dict) -> None:
 
 def finish(ctx: RunContext) -> dict:
     sweep = Sweep(ctx.out)
+    paper = lab1_paper_point.load_paper_point(ctx.out)
+    if len(paper):
+        setting = lab1_paper_point.paper_point_setting(ctx.out, paper)
+        (ctx.out / "paper-point.md").write_text(lab1_paper_point.paper_point_markdown(paper, setting))
+    if ctx.params.get("paper_point", {}).get("only"):
+        return {"paper_point_runs": len(paper)}
     lab1_analysis.compact(ctx.out)
     details = lab1_analysis.find_details(ctx.out)
     return {"runs": len(sweep_points(ctx.params)), "degradation": degradation(sweep.summaries()).to_dict("records"),
@@ -214,6 +344,8 @@ def degradation(table):
     runs = table[table.get("config").notna()] if "config" in table else table
     if "detail" in runs:
         runs = runs[runs["detail"].isna() | (runs["detail"] == False)]  # noqa: E712  (the sweep only)
+    if "part" in runs:
+        runs = runs[runs["part"].isna()]  # not the paper's point
     mean = runs.pivot_table(index=["method", "buffer_bytes"], columns="config", values="mbps", aggfunc="mean")
     mean = mean.reset_index()
     if {"mptcp", "tcp-fast"} <= set(mean.columns):

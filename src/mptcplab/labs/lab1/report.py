@@ -12,6 +12,7 @@ from .bounds import full_path_mbps, mptcp_bounds, window_bounds
 from .controls import wait_table
 from .detail import Detail, load_details
 from .measure import cwnd_drops
+from .paper_point import load_paper_point, paper_point_markdown, paper_point_setting
 from .sweep import PAPER, _kib, degradation_region, load_sweep, throughput_table
 
 
@@ -21,9 +22,19 @@ def _mean_at(t: pd.DataFrame, method: str, size: int, config: str) -> pd.Series 
 
 
 def report(sweep_dir: Path | str) -> str:
-    """The "paper vs this run" markdown table (kernel and place from the manifests)."""
+    """The "paper vs this run" markdown table (kernel and place from the manifests), then the
+    paper's point with each scheduler where it ran ([paper_point])."""
     sweep_dir = Path(sweep_dir)
-    sweep = load_sweep(sweep_dir)
+    paper = load_paper_point(sweep_dir)
+    paper_md = paper_point_markdown(paper, paper_point_setting(sweep_dir, paper)) if len(paper) else ""
+    try:
+        sweep = load_sweep(sweep_dir)
+    except FileNotFoundError:
+        sweep = pd.DataFrame()
+    if sweep.empty:
+        if paper_md:  # only the paper's point ran (paper_point.only)
+            return "# Lab 1: paper vs this run\n\n" + paper_md
+        raise FileNotFoundError(f"no completed lab1 transfers in {sweep_dir}: run `sudo mptcplab run lab1 --quick`")
     t = throughput_table(sweep)
     d = Detail.load(sweep_dir)
     plat = d.manifest["platform"]
@@ -102,4 +113,4 @@ def report(sweep_dir: Path | str) -> str:
         "|---|---|---|---|",
     ]
     lines += [f"| {a} | {b} | {c} | {e} |" for a, b, c, e in rows]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + ("\n" + paper_md if paper_md else "")

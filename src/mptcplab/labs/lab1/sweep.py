@@ -35,6 +35,8 @@ def load_sweep(path: Path | str) -> pd.DataFrame:
     keep = table["config"].notna()
     if "detail" in table:
         keep &= table["detail"].isna() | (table["detail"] == False)  # noqa: E712
+    if "part" in table:
+        keep &= table["part"].isna()  # the paper's point has its own table (paper_point_table)
     cols = ["run", "method", "buffer", "buffer_bytes", "config", "rep", "mbps", "subflows", "sndbuf_effective"]
     kernel = [c for c in table.columns if c in KERNEL_COLUMNS or c.startswith(KERNEL_PER_PATH)]
     out = table.loc[keep, [c for c in cols if c in table] + sorted(kernel)].reset_index(drop=True)

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mptcplab import stats
 from mptcplab.lab import REPO_ROOT
 from mptcplab.labs.lab1 import analysis as la
 from mptcplab.labs.lab1 import measure as lm
@@ -230,7 +231,7 @@ def test_paper_point_table_gives_each_scheduler_its_mean_and_ci():
     t = la.paper_point_table(runs).set_index(["group", "config", "scheduler"])
     rp = t.loc[("schedulers", "mptcp", "minrtt+rp")]
     assert rp["n"] == 3 and rp["mean"] == 55 and rp["opp_retrans"] == 32
-    assert abs(rp["ci95"] - 4.303 * 5 / 3 ** 0.5) < 1e-9  # t(2) x sd / sqrt(n)
+    assert abs(rp["ci95"] - stats.t975(2) * 5 / 3 ** 0.5) < 1e-9  # t(2) x sd / sqrt(n)
     assert t.loc[("schedulers", "tcp-fast", "")]["mean"] == 94 + 1 / 3
     text = la.paper_point_markdown(runs)
     assert "| paper: MPTCP (out-of-tree kernel) | minRTT + RP | 5 | 46.8 | ± 4.4 |" in text

@@ -489,9 +489,9 @@ def test_compact_copy_of_a_control_run_loads_without_packets(tmp_path):
         run / "tcp_probe.csv", index=False)
     parse_ss(tcp_slow_samples()).to_csv(run / "ss.csv", index=False)
     (run / "capture.pcap").write_bytes(b"")  # never copied
-    from mptcplab.labs.lab1.reference import _copy_run_tables
+    from mptcplab.labs.lab1.detail import copy_run_tables
 
-    _copy_run_tables(run, tmp_path / "ref" / run.name)
+    copy_run_tables(run, tmp_path / "ref" / run.name)
     kept = {p.name for p in (tmp_path / "ref" / run.name).iterdir()}
     assert kept == {"summary.json", "manifest.json", "sndbuf_waits.csv", "tcp_probe.csv.gz", "ss.csv.gz"}
     d = la.Detail.load_run(tmp_path / "ref" / run.name)

@@ -115,14 +115,14 @@ step_modules() {
     done
   fi
   need "modules persisted in $conf" test -s "$conf" || true
-  # The real test: can a netem qdisc be created? In a throwaway namespace, so nothing lingers.
-  local ns="mlab-provision-$$"
-  if ip netns add "$ns" 2>/dev/null; then
-    local ok=0
-    ip -n "$ns" link set lo up && tc -n "$ns" qdisc add dev lo root netem delay 1ms loss 1% 2>/dev/null && ok=1
-    ip netns delete "$ns"
-    if [ "$ok" = 1 ]; then say "ok: netem qdisc created in a throwaway namespace"; return 0; fi
-  fi
+  # The real test: can a netem qdisc be created? The kit's own probe (mptcplab.kernel: a qdisc in
+  # a throwaway namespace), run from its source with the system's python3, as the kit is installed
+  # only by a later step.
+  local kit=$SRC/src rc=0
+  [ -f "$kit/mptcplab/kernel.py" ] || kit=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/src
+  PYTHONPATH=$kit python3 -c 'import sys; from mptcplab import kernel; sys.exit(0 if kernel.netem_usable() else 3)' || rc=$?
+  if [ "$rc" = 0 ]; then say "ok: netem qdisc created in a throwaway namespace"; return 0; fi
+  [ "$rc" = 3 ] || die "the kit's netem probe did not run (python3 and the kit's source at $SRC/src?)"
   local why="this kernel ($kernel) cannot create a netem qdisc, so Labs 1 and 3 cannot emulate delay and loss."
   if is_ubuntu; then why="$why Install linux-modules-extra-$kernel and run \`modprobe sch_netem\`"
   else why="$why Run \`modprobe sch_netem\`; where modules cannot be loaded use the UML kernel (\`mptcplab uml build\`)"; fi

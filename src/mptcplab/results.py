@@ -189,6 +189,18 @@ def compact_is_stale(sweep: Path | str, table: str) -> bool:
     return any(p.stat().st_mtime > made for p in sweep.glob("*/summary.json"))
 
 
+def compacted(path: Path | str, table: str, compact, lab: str) -> Path:
+    """The folder whose compact tables a lab's `load` reads: a sweep's, compacted again first when
+    `table` is stale (compact_is_stale), or a reference copy's as it is; none there is an error."""
+    path = Path(path)
+    if any(path.glob("*/summary.json")):
+        if compact_is_stale(path, table):
+            compact(path)
+    elif not (path / table).exists():
+        raise FileNotFoundError(f"{path}: no {lab} results (run `sudo mptcplab run {lab} --quick`)")
+    return path
+
+
 def run_commit(run_dir: Path | str) -> str | None:
     """The git commit (12 hex digits, "+dirty" if the tree had changes) that made a run, from its
     manifest: a sweep resumed across commits shows its mixture row by row."""

@@ -59,6 +59,7 @@ def load_all(base: str, paths: list[str], chromium: list[str]) -> dict[str, list
     return found
 
 
+@pytest.mark.slow  # the built site (about a minute) and every page in Chromium (39 s measured on a loaded host)
 def test_no_page_requests_anything_outside_the_site(built, site_url, chromium):
     pages = sorted(p.relative_to(built).as_posix() for p in built.rglob("*.html"))
     assert len(pages) > 10, pages

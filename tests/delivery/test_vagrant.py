@@ -18,9 +18,11 @@ from pathlib import Path
 import pytest
 
 from mptcplab import kernel
+from mptcplab.places import kvm_probe
 
 REPO = Path(__file__).resolve().parents[2]
 PROVISION = REPO / "vagrant" / "provision.sh"
+KVM_PROBE = REPO / "src" / "mptcplab" / "places" / "kvm_probe.py"  # the Vagrantfile runs it
 vagrant = pytest.mark.skipif(not shutil.which("vagrant"), reason="vagrant not installed (apt-get install vagrant)")
 
 
@@ -35,9 +37,11 @@ def _libvirt_plugin() -> bool:
 
 def _validate(tmp_path: Path, provider: str, vagrantfile: str | None = None,
               **extra_env: str) -> subprocess.CompletedProcess:
-    """`vagrant validate` on a copy of the Vagrantfile (+ provisioning script) in tmp_path."""
+    """`vagrant validate` on a copy of the Vagrantfile (+ provisioning script, KVM probe) in tmp_path."""
     (tmp_path / "vagrant").mkdir(exist_ok=True)
     shutil.copy(PROVISION, tmp_path / "vagrant" / "provision.sh")
+    (tmp_path / KVM_PROBE.parent.relative_to(REPO)).mkdir(parents=True, exist_ok=True)
+    shutil.copy(KVM_PROBE, tmp_path / KVM_PROBE.relative_to(REPO))
     (tmp_path / "Vagrantfile").write_text(vagrantfile or (REPO / "Vagrantfile").read_text())
     env = {**os.environ, "VAGRANT_DEFAULT_PROVIDER": provider}
     if provider != "qemu":  # vagrant-qemu is a user plugin: it lives in the user's Vagrant home
@@ -142,8 +146,10 @@ def test_libvirt_driver_follows_the_host(tmp_path):
     assert not (tmp_path / ".vagrant" / "mptcplab-libvirt-driver").exists()  # an override skips the probe
     r = _validate(tmp_path, "libvirt")
     assert r.returncode == 0, r.stdout + r.stderr
-    if os.access("/dev/kvm", os.W_OK):  # decided by a boot test under KVM, cached
-        assert (tmp_path / ".vagrant" / "mptcplab-libvirt-driver").read_text() in ("kvm", "qemu")
+    if os.access("/dev/kvm", os.W_OK):  # decided by the kit's boot test under KVM (kvm_probe), cached
+        kernels = sorted(k for k in Path("/boot").glob("vmlinuz-*") if os.access(k, os.R_OK))
+        expected = "kvm" if kernels and kvm_probe.boots_linux(kernels[-1], timeout=30)[0] else "qemu"
+        assert (tmp_path / ".vagrant" / "mptcplab-libvirt-driver").read_text() == expected
     else:  # no usable /dev/kvm: software emulation, without probing
         assert not (tmp_path / ".vagrant" / "mptcplab-libvirt-driver").exists()
 
@@ -160,7 +166,8 @@ root = pytest.mark.skipif(os.geteuid() != 0, reason="provisioning steps need roo
 
 
 def _provision(tmp_path, *args):
-    env = {**os.environ, "MPTCPLAB_ETC": str(tmp_path / "etc"), "MPTCPLAB_APT_UPDATE": "never"}
+    env = {**os.environ, "MPTCPLAB_ETC": str(tmp_path / "etc"), "MPTCPLAB_APT_UPDATE": "never",
+           "MPTCPLAB_SRC": str(REPO)}  # the kit whose netem probe the modules step runs
     return subprocess.run(["bash", str(PROVISION), *args], env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -187,11 +194,15 @@ def test_package_step_is_idempotent(tmp_path):
 
 @root
 def test_module_step_persists_and_fails_loudly_without_netem(tmp_path):
+    def probes() -> set[str]:
+        out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        return {line.split()[0] for line in out.splitlines() if line.startswith("mlab-probe-")}
+
+    before = probes()
     r = _provision(tmp_path, "--only", "modules")
     conf = tmp_path / "etc" / "modules-load.d" / "mptcplab.conf"
     assert "sch_netem" in conf.read_text()
-    leftovers = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert "mlab-provision" not in leftovers
+    assert probes() <= before  # the kit's probe (mptcplab.kernel) removed its namespace
     if kernel.netem_usable():
         assert r.returncode == 0 and "netem qdisc created" in r.stdout
     else:  # e.g. this CI host: no module loading; the step must say so and stop

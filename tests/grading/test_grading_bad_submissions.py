@@ -50,6 +50,7 @@ EXPECTED = {
 }
 
 pytestmark = [pytest.mark.skipif(sandbox.available() is not None, reason=str(sandbox.available())),
+              pytest.mark.slow,
               pytest.mark.timeout(2400)]  # one batch of 22: ~4 min idle, 17 min at load 24 on 2 cores
 
 

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import lab3_attacks  # noqa: E402  (a helper beside this test, not a package)
 
 pytestmark = [pytest.mark.skipif(sandbox.available() is not None, reason=str(sandbox.available())),
-              pytest.mark.timeout(2400)]
+              pytest.mark.slow, pytest.mark.timeout(2400)]
 
 NEIGHBOURS = {"solution_a": 20, "solution_b": 20, "solution_c": 20, "fork_bomb": 0, "thread_hoarder": 0, "memory_hog": 0}
 OTHERS = {

@@ -14,7 +14,8 @@ from mptcplab.grading import autograder, batch, sandbox
 
 MASTERS = autograder.masters()
 
-pytestmark = pytest.mark.skipif(sandbox.available() is not None, reason=str(sandbox.available()))
+pytestmark = [pytest.mark.skipif(sandbox.available() is not None, reason=str(sandbox.available())),
+              pytest.mark.slow]  # every lab's notebooks executed in the sandbox
 
 
 @pytest.fixture(scope="module")

@@ -86,6 +86,7 @@ def test_every_algorithm_compiles(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(not (shutil.which("clang") and Path("/sys/kernel/btf/vmlinux").exists() and os.geteuid() == 0),
                     reason="needs clang, kernel BTF and root")
+@pytest.mark.slow  # clang compiles the programs for the guest's kernel (36 s measured on a loaded host)
 def test_prebuild_for_a_guest_kernel_uses_the_vmlinux_h_its_guest_dumped(tmp_path, monkeypatch):
     """The VM place compiles a guest's objects on the host, into the folder the guest reads."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

@@ -211,12 +211,7 @@ def bpf_counters(man: dict) -> pd.DataFrame | None:
 
 def load(path: Path) -> dict:
     """The compact tables of a sweep (compacting it first if needed) or of a reference copy."""
-    path = Path(path)
-    if any(path.glob("*/summary.json")):  # a sweep: its tables, made again if a run is newer (resumed)
-        if results.compact_is_stale(path, "throughput.csv"):
-            compact(path)
-    elif not (path / "throughput.csv").exists():
-        raise FileNotFoundError(f"{path}: no lab2 results (run `sudo mptcplab run lab2 --quick`)")
+    path = results.compacted(path, "throughput.csv", compact, "lab2")
     tables = {name: pd.read_csv(path / f"{name}.csv") for name in ("throughput", "subflows", "fairness",
                                                                   "timeseries")}
     dw = path / "delay-window.csv"

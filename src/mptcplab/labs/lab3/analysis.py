@@ -230,12 +230,7 @@ def compact(out: Path) -> dict:
 
 def load(path: Path) -> dict:
     """The compact tables of a sweep (compacting it first if needed) or of a reference copy."""
-    path = Path(path)
-    if any(path.glob("*/summary.json")):  # a sweep: its tables, made again if a run is newer (resumed)
-        if results.compact_is_stale(path, "runs.csv"):
-            compact(path)
-    elif not (path / "runs.csv").exists():
-        raise FileNotFoundError(f"{path}: no lab3 results (run `sudo mptcplab run lab3 --quick`)")
+    path = results.compacted(path, "runs.csv", compact, "lab3")
     return {"runs": pd.read_csv(path / "runs.csv"), "flows": pd.read_csv(path / "flows.csv"),
             "losses": pd.read_csv(path / "losses.csv"),
             "manifest": json.loads((path / "lab3-manifest.json").read_text())}

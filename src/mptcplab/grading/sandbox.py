@@ -31,10 +31,12 @@ packaged for Debian 12.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import resource
 import shutil
+import signal
 import site
 import subprocess
 import sys
@@ -42,6 +44,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..lab import REPO_ROOT
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 @dataclass
@@ -180,6 +184,7 @@ def prepare(spec: Spec) -> None:
     os.setgroups([])
     os.setgid(gid)
     os.setuid(uid)
+    _die_with_parent()
     os.chdir(spec.cwd)
     os.environ.clear()
     os.environ.update({
@@ -188,6 +193,17 @@ def prepare(spec: Spec) -> None:
         "JUPYTER_RUNTIME_DIR": "/tmp/jupyter-runtime", "IPYTHONDIR": "/tmp/ipython",
         "MPTCPLAB_GRADING": "1", "USER": f"mlab-{uid}", "LOGNAME": f"mlab-{uid}",  # no passwd entry: say who
     })
+
+
+def _die_with_parent() -> None:
+    """`unshare --kill-child` asks the kernel to SIGKILL this process (PID 1 of the sandbox, so the
+    whole sandbox with it) when unshare dies, but a change of credentials clears that request
+    (prctl(2), PR_SET_PDEATHSIG): ask again as the submission's user. Without it a grader killed
+    mid-batch left every sandbox running until its wall-clock limit (measured: the plain setuid child
+    outlived a SIGKILLed unshare, the re-armed one did not)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
 
 
 def main(argv: list[str]) -> None:

@@ -19,9 +19,11 @@ def test_default_and_chosen_clock(monkeypatch):
 
 
 def test_the_kernel_is_patched_and_the_patch_keys_the_cache(monkeypatch, tmp_path):
-    """The stale-alarm fix is applied to every build, and editing a patch means a new kernel."""
-    assert [p.name for p in uml.PATCHES] == ["time-travel-stale-alarm.patch"]
-    assert "+\tif (time_travel_next_event >= time_travel_time)" in uml.PATCHES[0].read_text()
+    """The stale-alarm fix (and the minrtt scheduler) are applied to every build, and editing a
+    patch means a new kernel."""
+    names = {p.name: p for p in uml.PATCHES}
+    assert set(names) == {"time-travel-stale-alarm.patch", "mptcp-minrtt-scheduler.patch"}
+    assert "+\tif (time_travel_next_event >= time_travel_time)" in names["time-travel-stale-alarm.patch"].read_text()
     monkeypatch.setattr(uml, "find_source", lambda: (tmp_path / "linux-source-6.12.tar.xz", "6.12.117-1"))
     before = uml.kernel_dir()
     edited = tmp_path / "edited.patch"

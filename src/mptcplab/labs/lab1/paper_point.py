@@ -85,7 +85,7 @@ def paper_point_markdown(runs: pd.DataFrame, setting: str = "") -> str:
     sched = sched.sort_values(["config", "scheduler"], key=lambda c: c.map(order).fillna(9) if c.name == "scheduler" else c)
     for r in sched.itertuples():
         what = "MPTCP" if r.config == "mptcp" else f"single-path TCP ({r.config.removeprefix('tcp-')} path)"
-        lines.append(f"| this run: {what} | {r.scheduler or '-'} | {r.n} | {r.mean:.1f} | ± {r.ci95:.1f} | {r.sd:.1f} | "
+        lines.append(f"| this run: {what} | {r.scheduler or '-'} | {r.n} | {r.mean:.1f} | {_spread(r)} | "
                      + (f"{r.opp_retrans:.0f} | {r.penalised:.0f} |" if r.config == "mptcp" else "- | - |"))
     tso = t[t["group"] == "tso"]
     if not tso.empty:
@@ -93,8 +93,13 @@ def paper_point_markdown(runs: pd.DataFrame, setting: str = "") -> str:
                   "| tcp_wmem | config | tcp_min_tso_segs | n | mean Mbit/s | 95% CI | sd |", "|---|---|---|---|---|---|---|"]
         for r in tso.sort_values(["buffer_bytes", "config", "min_tso_segs"]).itertuples():
             lines.append(f"| {_kib(r.buffer_bytes)} | {r.config} | {r.min_tso_segs} | {r.n} | {r.mean:.1f} | "
-                         f"± {r.ci95:.1f} | {r.sd:.1f} |")
+                         f"{_spread(r)} |")
     return "\n".join(lines) + "\n"
+
+
+def _spread(r) -> str:
+    """The '95% CI | sd' cells: one run has neither, and says so instead of printing nan."""
+    return "none (n = 1) | -" if r.n < 2 else f"± {r.ci95:.1f} | {r.sd:.1f}"
 
 
 def export_paper_point(sweep_dir: Path | str, dest: Path | str) -> Path:

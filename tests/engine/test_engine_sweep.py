@@ -115,27 +115,6 @@ def test_bad_parameters_fail_before_any_place_starts(argv, says, capsys, monkeyp
     assert says in capsys.readouterr().err
 
 
-@pytest.fixture
-def fake_place(monkeypatch, tmp_path):
-    """The test place (tests/engine/fake_place.py), registered like any place, with the runner's
-    machine-wide parts (the experiment lock, the sweep of dead runs) kept out of the test."""
-    import contextlib
-
-    import fake_place as fake
-
-    from mptcplab import places, runner
-
-    monkeypatch.setitem(places.REGISTRY, "fake", "fake_place")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MPTCPLAB_WHERE", raising=False)
-    monkeypatch.setattr(runner, "experiment_lock", contextlib.nullcontext)
-    monkeypatch.setattr(runner.state, "clean", lambda all_owners: [])
-    monkeypatch.setattr(runner.lifetime, "reap_orphan_guests", lambda: [])
-    fake.calls.clear()
-    fake.prepared.clear()
-    return fake
-
-
 def test_the_runner_runs_a_lab_in_a_guest_place_it_knows_only_by_its_registry_entry(fake_place, tmp_path):
     from mptcplab import runner
 

@@ -226,23 +226,12 @@ def test_slurm_refuses_an_array_larger_than_the_sweep_before_writing_anything(tm
     assert "at most 3 shards" in capsys.readouterr().err and not (tmp_path / "s").exists()
 
 
-def test_a_shard_reaches_the_guest_place_as_its_own_option(tmp_path, monkeypatch):
+def test_a_shard_reaches_the_guest_place_as_its_own_option(fake_place, tmp_path, monkeypatch):
     """The fake guest place (tests/engine/fake_place.py) gets `--shard K/N`; the default results
     directory names the shard."""
-    import contextlib
+    from mptcplab import runner
 
-    import fake_place
-
-    from mptcplab import places, runner
-
-    monkeypatch.setitem(places.REGISTRY, "fake", "fake_place")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MPTCPLAB_WHERE", raising=False)
-    monkeypatch.setattr(runner, "experiment_lock", contextlib.nullcontext)
-    monkeypatch.setattr(runner.state, "clean", lambda all_owners: [])
-    monkeypatch.setattr(runner.lifetime, "reap_orphan_guests", lambda: [])
     monkeypatch.chdir(tmp_path)
-    fake_place.calls.clear()
     runner.run_lab("lab3", quick=True, where="fake", overrides=LAB3, shard=Shard(2, 3))
     (argv, results, handed), = fake_place.calls
     assert "--shard=2/3" in argv and results == [tmp_path / "results" / "lab3-quick-shard-2-of-3"]

@@ -14,7 +14,6 @@ from mptcplab.lab import check_keys, get_lab
 from mptcplab.places import choice, records
 from mptcplab.places.choice import CheckResult
 
-from test_engine_sweep import fake_place  # noqa: F401  (the fixture)
 
 
 def test_unknown_set_keys_at_any_depth_are_refused_before_anything_starts(monkeypatch, capsys):

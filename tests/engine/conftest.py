@@ -1,0 +1,24 @@
+"""Fixtures shared by the engine's tests."""
+
+import pytest
+
+
+@pytest.fixture
+def fake_place(monkeypatch, tmp_path):
+    """The test place (tests/engine/fake_place.py), registered like any place, with the runner's
+    machine-wide parts (the experiment lock, the sweep of dead runs) kept out of the test."""
+    import contextlib
+
+    import fake_place as fake
+
+    from mptcplab import places, runner
+
+    monkeypatch.setitem(places.REGISTRY, "fake", "fake_place")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("MPTCPLAB_WHERE", raising=False)
+    monkeypatch.setattr(runner, "experiment_lock", contextlib.nullcontext)
+    monkeypatch.setattr(runner.state, "clean", lambda all_owners: [])
+    monkeypatch.setattr(runner.lifetime, "reap_orphan_guests", lambda: [])
+    fake.calls.clear()
+    fake.prepared.clear()
+    return fake

@@ -14,6 +14,10 @@ repeats the sweep's most degraded point), so the lab is asked again until it wan
 from __future__ import annotations
 
 import contextlib
+import csv
+import dataclasses
+import json
+import shutil
 import time
 
 from . import log, shards
@@ -45,6 +49,62 @@ def setup_check(net, params: dict, ctx: RunContext) -> None:
         if lab.extra_check:
             lines.append(lab.extra_check(net, rd, params))
         say.info("setup verified:\n%s", "\n".join(lines))
+
+
+def check_setup(ctx: RunContext, times: int) -> list[dict]:
+    """The lab's setup check `times` times, each on a freshly built network (its own latency
+    measured again), and nothing measured: `mptcplab run LAB --check-setup N`. How often does
+    this place pass, and with what margins? Each attempt is a run directory
+    (setup-check-K/verify, or verify.partial/failed.json when it refused); the table of all
+    attempts is setup-checks.csv. Returns its rows."""
+    from .errors import ExperimentFailed
+
+    lab, params, say = ctx.lab, ctx.params, log.get(ctx.lab.id)
+    rows, t0 = [], wall_clock(ctx.out)
+    with lab.session(ctx):
+        for i in range(1, times + 1):
+            attempt = dataclasses.replace(ctx, out=ctx.out / f"setup-check-{i}")
+            if Sweep(attempt.out).done(VERIFY):
+                shutil.rmtree(attempt.out)  # a new attempt, never a resumed one
+            refused = ""
+            try:
+                with lab.topology(params).up() as net:
+                    setup_check(net, params, attempt)
+            except ExperimentFailed as exc:
+                refused = str(exc)
+            rows += attempt_rows(attempt.out, i, refused)
+            elapsed = wall_clock(ctx.out) - t0
+            left = f", about {_duration(elapsed / i * (times - i))} left" if i < times else ""
+            say.info("setup check %d/%d: %s  [%s%s]", i, times, f"REFUSED: {refused}" if refused else "passed",
+                     _duration(elapsed), left)
+    table = ctx.out / "setup-checks.csv"
+    with table.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["attempt"])
+        w.writeheader()
+        w.writerows(rows)
+    passed = len({r["attempt"] for r in rows if r["passed"]})
+    say.info("setup checks: %d of %d passed (%s)", passed, times, table)
+    return rows
+
+
+def attempt_rows(out, attempt: int, refused: str) -> list[dict]:
+    """One row per path of one setup-check attempt: the lowest and median ping RTT against the
+    configured RTT and the check's bound, the place's own latency, and single-path TCP."""
+    done, partial = out / VERIFY / "summary.json", out / f"{VERIFY}.partial" / "failed.json"
+    summary = (json.loads(done.read_text()) if done.exists()
+               else json.loads(partial.read_text())["summary"] if partial.exists() else {})
+    checks = summary.get("checks") or {}
+    bounds = {line.split(":")[0]: line for line in checks.get("physics", [])}
+    rows = []
+    for name, row in (checks.get("paths") or {"-": {}}).items():
+        ping, own = row.get("ping") or {}, row.get("own_latency") or {}
+        rows.append({"attempt": attempt, "passed": not refused, "path": name,
+                     "configured_rtt_ms": row.get("configured_rtt_ms"), "ping_wire_ms": row.get("ping_wire_ms"),
+                     "ping_min_ms": ping.get("min_ms"), "ping_median_ms": ping.get("median_ms"),
+                     "ping_max_ms": ping.get("max_ms"), "own_floor_ms": own.get("own_rtt_ms"),
+                     "own_spread_ms": own.get("own_spread_ms"), "rtt_verdict": bounds.get(f"lowest ping RTT on path {name}", ""),
+                     "tcp_steady_mbps": row.get("tcp_steady_mbps"), "refused": refused[:300]})
+    return rows
 
 
 def run_point(lab: Lab, net, sweep: Sweep, point: Point, params: dict) -> str:

@@ -185,7 +185,7 @@ def judge_rtt(path: str, measured_ms: float, configured_ms: float, tolerance: fl
     spread = f"{slack:g} ms" if slack > tolerance * configured_ms else f"{tolerance:.0%}"
     detail = f"configured {configured_ms:.1f} ms{wire} +-{spread}"
     bound = want - slack if measured_ms < want else want + slack  # the side it is on
-    return Verdict(f"ping RTT on path {path}", measured_ms, bound, "ms", ok,
+    return Verdict(f"lowest ping RTT on path {path}", measured_ms, bound, "ms", ok,
                    detail + (f"; {cause}" if cause and not ok else ""))
 
 

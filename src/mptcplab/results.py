@@ -103,6 +103,13 @@ class RunDir:
     def _read_clocks(self) -> tuple[float, float]:
         return time.time(), guest.host_time(self.path)
 
+    def keep_evidence(self, exc: BaseException) -> None:
+        """A run that failed: what it had measured and why it stopped, in <key>.partial/failed.json
+        (never summary.json: a partial run must not look done)."""
+        self.manifest["failed"] = now()
+        self.write_json("failed.json", {"error": f"{type(exc).__name__}: {exc}", "summary": self.summary,
+                                        "manifest": self.manifest})
+
     def finish(self) -> Path:
         self.manifest["finished"] = now()
         if self._clocks:
@@ -128,7 +135,11 @@ class Sweep:
     @contextlib.contextmanager
     def run(self, key: str, params: dict):
         rd = RunDir(self.root / key, params)
-        yield rd  # an exception leaves <key>.partial behind, which never counts as done
+        try:
+            yield rd  # an exception leaves <key>.partial behind, which never counts as done
+        except BaseException as exc:
+            rd.keep_evidence(exc)
+            raise
         rd.finish()
 
     def runs(self) -> list[Path]:

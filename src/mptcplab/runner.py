@@ -84,7 +84,7 @@ def conclude(lab, out: Path, summary: dict) -> None:
 
 def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | None = None,
             fresh: bool = False, overrides: dict | None = None, shard: Shard | None = None,
-            recheck: bool = False) -> int:
+            recheck: bool = False, check_setup: int = 0) -> int:
     lab = get_lab(lab_id)
     handed = places.handed().get("params")  # inside a guest: the parameters as the host resolved them
     if handed is not None:
@@ -104,11 +104,16 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
         shutil.rmtree(out)
     argv = ["run", lab.id, "--out", str(out)] + (["--quick"] if quick else [])
     argv += [f"--shard={shard}"] if shard else []
+    argv += [f"--check-setup={check_setup}"] if check_setup else []
 
     def here() -> int:
         out.mkdir(parents=True, exist_ok=True)
         where_now = places.current().NAME
         say = log.get(lab.id)
+        if check_setup:  # attempts of the setup check only: a measurement of the place, recorded nowhere else
+            rows = engine.check_setup(RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now),
+                                      check_setup)
+            return ExperimentFailed.exit_status if any(not r["passed"] for r in rows) else 0
         say.info("%s — %s run%s, %s, results in %s", lab.title, "quick" if quick else "full",
                  f", shard {shard}" if shard else "", where_now, out)
         summary = engine.run(RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now, shard=shard))

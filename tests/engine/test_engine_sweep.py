@@ -150,3 +150,32 @@ def test_inside_the_test_place_the_manifest_carries_its_facts(fake_place, monkey
     m = json.loads((tmp_path / "r1" / "manifest.json").read_text())
     assert m["platform"]["where"] == "fake" and m["platform"]["fake"] is True and "clock" in m
     assert m["command"] == ["mptcplab", "run", "lab1", "--set", "x=1"]  # what the user ran, not the guest's
+
+
+def test_check_setup_repeats_the_check_on_fresh_networks_and_tables_every_attempt(tmp_path, monkeypatch):
+    """`run LAB --check-setup N`: N attempts, each its own network and run directory; a refusal is
+    one row (with what it had measured), not the end of the series; nothing is measured."""
+    from mptcplab.errors import ExperimentFailed
+
+    attempts = []
+
+    def check_paths(net, rd, a, b, **kw):
+        attempts.append(net)
+        rd.summary["checks"] = {"paths": {"p1": {"configured_rtt_ms": 20.0, "ping": {"min_ms": 20.3, "median_ms": 21.0},
+                                                 "own_latency": {"own_rtt_ms": 1.5, "own_spread_ms": 0.7}}},
+                                "physics": ["lowest ping RTT on path p1: measured 20.3 ms, bound 20.81 ms (within)"]}
+        if len(attempts) == 2:
+            raise ExperimentFailed("lowest ping RTT on path p1: measured 22 ms (OUTSIDE)")
+
+    monkeypatch.setattr(engine, "check_paths", check_paths)
+    monkeypatch.setattr(engine, "describe", lambda checks: "")
+    measured = []
+    lab = _toy_lab(measured, [])
+    rows = engine.check_setup(RunContext(lab=lab, params={}, out=tmp_path, quick=True, where="native"), 3)
+    assert [r["passed"] for r in rows] == [True, False, True] and measured == []
+    assert len({id(n) for n in attempts}) == 3  # a fresh network each time
+    assert rows[1]["ping_min_ms"] == 20.3 and "OUTSIDE" in rows[1]["refused"]  # kept from failed.json
+    assert rows[0]["own_spread_ms"] == 0.7 and "within" in rows[0]["rtt_verdict"]
+    table = (tmp_path / "setup-checks.csv").read_text().splitlines()
+    assert len(table) == 4 and table[0].startswith("attempt,passed,path")
+    assert (tmp_path / "setup-check-2" / "verify.partial" / "failed.json").exists()

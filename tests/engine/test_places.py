@@ -181,7 +181,7 @@ def _run_dir(root: Path, name: str, checks: dict, clock: dict | None = None) -> 
 
 def test_records_from_a_run_and_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    checks = {"passed": True, "paths": {"slow": {"ping": {"median_ms": 81.9}, "configured_rtt_ms": 80.0,
+    checks = {"passed": True, "paths": {"slow": {"ping": {"min_ms": 81.9, "median_ms": 82.4}, "configured_rtt_ms": 80.0,
                                                  "tcp_steady_mbps": 90.0, "link_utilisation": 0.94,
                                                  "own_latency": {"own_rtt_ms": 2.1, "compensated": True}}},
               "mptcp": {"subflows_with_data": 2}}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import sys
 import time
 from pathlib import Path
@@ -68,7 +69,7 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
             with contextlib.redirect_stderr(_Tee(sys.stderr, tail)):
                 rc = runner(lab.id, quick, where, sweep)
             if rc:
-                o.status, o.detail = "failed", f"exit status {rc}"
+                o.status, o.detail = "failed", f"exit status {rc}" + _why_failed(sweep)
         except (EnvironmentProblem, ExperimentFailed, UsageError) as exc:
             o.status, o.detail = "failed", f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # a bug in one lab must not cost the others their run
@@ -78,6 +79,18 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
         _log.info("== %s: %s%s", lab.id, o.status, ": " + o.detail if o.detail else "")
         outcomes.append(o)
     return outcomes
+
+
+def _why_failed(sweep: Path) -> str:
+    """The error of the run that failed last in `sweep` (results.RunDir.keep_evidence), if any: a
+    guest's refusal reaches the host only as an exit status."""
+    failed = sorted(sweep.glob("*.partial/failed.json"), key=lambda f: f.stat().st_mtime) if sweep.exists() else []
+    if not failed:
+        return ""
+    try:
+        return f" ({failed[-1].parent.name}: {json.loads(failed[-1].read_text())['error']})"
+    except (OSError, ValueError, KeyError):
+        return ""
 
 
 def summary(outcomes: list[report.LabOutcome]) -> list[str]:

@@ -65,6 +65,9 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
         with QdiscSampler(net, EMULATOR, rd, f"b-{p.name}", interval=0.1, name=f"verify-qdisc-{p.name}.txt") as q:
             r = bulk(net, src, dst, p.name, "tcp", duration=tcp_seconds)
         row["tcp_mbps"] = round(r.mbps, 2)
+        # The receiver's samples behind the steady reading (a few KB): a reading above the link is
+        # then traceable to the samples it came from.
+        rd.write_json(f"verify-tcp-{p.name}-samples.json", {"t0": r.t0, "t_end": r.t_end, "samples": r.samples})
         # Steady state: after slow start (physics.steady_after_s).
         warmup = physics.steady_after_s(tcp_seconds, p.rtt_s)
         row["tcp_steady_mbps"] = round(r.steady_mbps(warmup), 2)

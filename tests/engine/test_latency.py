@@ -198,7 +198,7 @@ def test_a_missing_delay_is_still_blamed_on_netem(tmp_path, no_cache):
 
 
 def test_setup_check_passes_a_compensated_path_and_says_so(tmp_path, no_cache, monkeypatch):
-    result = SimpleNamespace(mbps=4.7, steady_mbps=lambda w: 4.7, reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0)
+    result = SimpleNamespace(mbps=4.7, steady_mbps=lambda w: 4.7, reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0, samples=[])
     monkeypatch.setattr(verify, "bulk", lambda *a, **k: result)
     net = built(lab2_like("rate=5mbit,queue=25,delay=10ms", "rate=5mbit,queue=50,delay=20ms"))
     with Sweep(tmp_path).run("v", {}) as rd:
@@ -237,7 +237,7 @@ def test_the_floor_is_taken_out_and_the_spread_recorded():
 def test_a_spike_while_the_latency_is_measured_does_not_refuse_a_correct_place(tmp_path, no_cache, monkeypatch):
     """The failure this replaced: one sample's median taken out, a later sample's median judged
     against 0.5 ms. Half the measuring pings late by 3 ms moved the median, not the floor."""
-    result = SimpleNamespace(mbps=4.7, steady_mbps=lambda w: 4.7, reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0)
+    result = SimpleNamespace(mbps=4.7, steady_mbps=lambda w: 4.7, reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0, samples=[])
     monkeypatch.setattr(verify, "bulk", lambda *a, **k: result)
     topo = lab2_like("rate=5mbit,queue=25,delay=10ms")
     net = FakePlace(topo)

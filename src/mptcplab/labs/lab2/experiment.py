@@ -25,7 +25,7 @@ from ...observe import SsSampler, Tracing
 from ...topology import NetPath, Topology
 from ...traffic import Transfer, bulk, concurrent, start_time, udp_onoff
 from . import analysis as lab2_analysis, cc, cctrace
-from .measure import subflow_table
+from .measure import shared_path_rates, subflow_table
 
 _log = log.get("lab2")
 PORT = 5201

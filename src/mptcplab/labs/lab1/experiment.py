@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from ... import log, physics, process
+from ... import log, physics
 from ...check import check_sweep
 from ...errors import UsageError
 from ...lab import Lab, Point, RunContext
@@ -111,8 +111,10 @@ def topology(params: dict) -> Topology:
     paths = [NetPath(name, "snd", "rcv", spec["link"]) for name, spec in params["paths"].items()]
     if [p.name for p in paths] != ["fast", "slow"]:
         raise UsageError("lab1 needs exactly two paths named fast and slow in experiment.toml")
+    # SO_SNDBUF is capped at net.core.wmem_max, a limit of the whole kernel (no namespace sets it).
+    largest = max(p.values["buffer_bytes"] for p in sweep_points(params) + paper_points(params))
     return Topology("lab1", hosts=HOSTS, paths=paths, sysctls=params.get("sysctls", {}),
-                    mptcp_subflows=2)
+                    mptcp_subflows=2, kernel_limits={"net.core.wmem_max": largest})
 
 
 def sweep_points(params: dict) -> list[Point]:
@@ -238,11 +240,10 @@ def points(params: dict, sweep: Sweep | None) -> list[Point]:
 
 
 def configure(net, point: Point, params: dict) -> None:
-    """This run's send buffer (and a wmem_max that does not cap it), and the sender's MPTCP
+    """This run's send buffer (a wmem_max that does not cap it is the topology's), and the sender's MPTCP
     scheduler and every host's tcp_min_tso_segs, each set back to the kit's own when a run does not
     name it (one network carries every run of a sweep)."""
     v = point.values
-    _ensure_wmem_max(net, max([p.values["buffer_bytes"] for p in sweep_points(params) + paper_points(params)]))
     net.set_sysctl("snd", "net.ipv4.tcp_wmem", SendBuffer.of(v).tcp_wmem)  # its SO_SNDBUF: measure()
     sched, rp = SCHEDULERS[v.get("scheduler", "default")]
     if _scheduler_missing(net, sched):
@@ -380,19 +381,6 @@ def degradation(table):
         mean["mptcp_over_tcp_fast"] = mean["mptcp"] / mean["tcp-fast"]
         mean["degraded"] = mean["mptcp"] < mean["tcp-fast"]
     return mean
-
-
-def _ensure_wmem_max(net, largest: int) -> None:
-    """SO_SNDBUF is capped at net.core.wmem_max, which namespaces inherit from the host: raise it."""
-    current = int(net.sysctl("snd", "net.core.wmem_max") or 0)
-    if current >= largest:
-        return
-    process.run(["sysctl", "-qw", f"net.core.wmem_max={largest}"], check=False)
-    now = int(net.sysctl("snd", "net.core.wmem_max") or 0)
-    if now >= largest:
-        _log.info("raised net.core.wmem_max from %d to %d so SO_SNDBUF is not capped", current, largest)
-    else:
-        _log.warning("net.core.wmem_max is %d; SO_SNDBUF above it is capped by the kernel", now)
 
 
 LAB = Lab(id="lab1", slug="01-send-buffer", title="MPTCP send-buffer starvation (Kato et al. 2020)",

@@ -273,8 +273,9 @@ def ss_summary(table, since: float | None = None) -> dict:
     if not rows:
         return {}
     by_conn: dict = {}
-    for r in rows:
-        by_conn.setdefault(f"{r.get('local')}->{r.get('peer')}", []).append(r)
+    for r in rows:  # an MPTCP socket apart from its first subflow, whose addresses ss gives it
+        mptcp = " (mptcp socket)" if r.get("netid") == "mptcp" else ""
+        by_conn.setdefault(f"{r.get('local')}->{r.get('peer')}{mptcp}", []).append(r)
     return {"connections": {k: ss_stats(v) for k, v in by_conn.items()}, **ss_stats(rows)}
 
 

@@ -348,8 +348,6 @@ def _summarise_counters(rd, delta: dict) -> None:
 def _summarise(rd, v: dict, r, kernel: dict) -> None:
     rd.summary.update({k: v[k] for k in ("method", "buffer", "buffer_bytes", "config", "rep")})
     rd.summary.update(r.summary())
-    # The send buffer the kernel gave the sending socket (sk_sndbuf, getsockopt after the transfer:
-    # tcp_wmem's autotuning included), recorded once: every reader of a run's buffer reads this.
     rd.summary["sndbuf_effective"] = r.flows[0]["sndbuf"]
     rd.summary.update(kernel)
     r.intervals.to_csv(rd.file("intervals.csv"), index=False)

@@ -109,10 +109,9 @@ def kernel_view(ss: pd.DataFrame, paths: dict[str, str], since: float | None = N
     most bytes it had unacknowledged `inflight_max_<path>` (ss's `unacked` segments x mss), and its
     own send buffer `sk_sndbuf_<path>` (skmem tb; a subflow has one besides the MPTCP socket's). For the
     run: `inflight_max`, the most unacknowledged bytes summed over subflows at one sample;
-    `wmem_queued_max`, the most bytes queued (skmem w) in the send buffer of the socket the
-    application writes to: the TCP socket, or the MPTCP socket, which ss lists with the same
-    addresses as its first subflow but without TCP's fields. That buffer's size is recorded once,
-    as the kernel reports it to the sender (`sndbuf_effective`, experiment._summarise), not again here.
+    `sk_sndbuf_kernel` and `wmem_queued_max`, the send buffer (skmem tb) and the most bytes queued
+    in it (skmem w) of the socket the application writes to: the TCP socket, or the MPTCP socket,
+    which ss lists with the same addresses as its first subflow but without TCP's fields.
 
     With `since` (epoch s), bytes in flight are judged from the samples taken then or later (after
     slow start, as `physics.ss_summary` does), and the run's whole-transfer peak is kept as
@@ -148,6 +147,7 @@ def kernel_view(ss: pd.DataFrame, paths: dict[str, str], since: float | None = N
     if steady["inflight"].notna().any():
         out["inflight_max"] = int(steady.groupby("time")["inflight"].sum().max())  # over subflows at once
     k = physics.ss_stats(app)
-    if "wmem_queued_max" in k:
-        out["wmem_queued_max"] = int(k["wmem_queued_max"])
+    for name, key in (("sk_sndbuf_kernel", "sk_sndbuf"), ("wmem_queued_max", "wmem_queued_max")):
+        if key in k:
+            out[name] = int(k[key])
     return out

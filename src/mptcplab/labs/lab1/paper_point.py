@@ -23,7 +23,7 @@ from .sweep import PAPER, _kib, t95
 PAPER_POINT_COLUMNS = ["run", "buffer", "buffer_bytes", "config", "scheduler", "scheduler_applied", "minrtt_rp_applied",
                        "min_tso_segs", "rep", "mbps", "subflows", "rp_opp_retrans", "rp_penalised", "mptcp_retrans",
                        "tcp_retrans_segs", "srtt_ms_fast", "srtt_ms_slow", "inflight_max_fast", "inflight_max_slow",
-                       "wmem_queued_max", "sndbuf_effective", "skipped"]
+                       "wmem_queued_max", "sk_sndbuf_kernel", "skipped"]
 
 
 def load_paper_point(path: Path | str) -> pd.DataFrame:

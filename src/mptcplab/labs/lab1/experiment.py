@@ -195,26 +195,25 @@ def paper_points(params: dict) -> list[Point]:
     for t in tso:
         if t != "kernel" and not t.isdigit():
             raise UsageError(f"paper_point.tso_settings: {t!r} is neither \"kernel\" nor a number of segments")
-    duration, buf = float(pp["duration_s"]), SendBuffer.parse(pp["buffer"])
-    tso_buffers = [SendBuffer.parse(b) for b in pp["tso_buffers"]]
+    duration, buf = float(pp["duration_s"]), pp["buffer"]
 
-    def point(key, buffer: SendBuffer, config, rep, **extra):
-        values = {**buffer.values(), "config": config, "rep": rep, "part": "paper_point", "duration_s": duration,
-                  **extra}
+    def point(key, buffer, config, rep, method="wmem", **extra):
+        values = {**SendBuffer.parse(buffer, method).values(), "config": config, "rep": rep, "part": "paper_point",
+                  "duration_s": duration, **extra}
         return Point(key, values)
 
     out = []
     for rep in range(1, int(pp["repetitions"]) + 1):
         for name in pp["schedulers"]:
-            out.append(point(f"paper-{buf.label}-mptcp-{name}-r{rep}", buf, "mptcp", rep, scheduler=name))
-        out.append(point(f"paper-{buf.label}-tcp-fast-r{rep}", buf, "tcp-fast", rep))
+            out.append(point(f"paper-{buf}-mptcp-{name}-r{rep}", buf, "mptcp", rep, scheduler=name))
+        out.append(point(f"paper-{buf}-tcp-fast-r{rep}", buf, "tcp-fast", rep))
     for name in pp["detail"]:
-        out.append(point(f"paper-detail-{buf.label}-mptcp-{name}", buf, "mptcp", 0, scheduler=name, detail=True))
+        out.append(point(f"paper-detail-{buf}-mptcp-{name}", buf, "mptcp", 0, scheduler=name, detail=True))
     for rep in range(1, int(pp["tso_repetitions"]) + 1):
         for t in tso:
-            for b in tso_buffers:
+            for b in pp["tso_buffers"]:
                 for config in ("mptcp", "tcp-fast", "tcp-slow"):
-                    out.append(point(f"tso{t}-{b.label}-{config}-r{rep}", b, config, rep, min_tso_segs=t))
+                    out.append(point(f"tso{t}-{b}-{config}-r{rep}", b, config, rep, min_tso_segs=t))
     return out
 
 

@@ -3,8 +3,8 @@
 Reads what the labs write, without re-running anything; each lab names its results tables and the
 judge of each (`Lab.results_checks`):
 - a sweep table (`check_sweep`: one row per run; `config` tcp-<path> is single-path TCP over
-  that path, `sndbuf_effective` the sk_sndbuf the sender reported, and in runs that sampled `ss`
-  `sk_sndbuf_kernel` and `inflight_max_<path>`) with a manifest next to it (or in a run directory
+  that path, `sndbuf_effective` the sk_sndbuf the kernel reported to the sender, and in runs that
+  sampled `ss` `inflight_max_<path>`) with a manifest next to it (or in a run directory
   under it) that gives each path's configured RTT and rate;
 - a goodput table (`check_runs_table`: `mbps`, the receiver's goodput of all n flows together over the
   steady window, over a bottleneck of `capacity_mbps`; `emulator_wire_mbps`, what the bottleneck
@@ -60,14 +60,15 @@ def _number(value) -> float:
 def single_path_bounds(row, path: dict) -> dict:
     """The bounds of one single-path TCP run of a sweep table over `path` ({rtt_s, rate_bps}).
 
-    The run's sk_sndbuf is the largest it can have had (the looser bound): what the sender read
-    back (`sndbuf_effective`), what ss saw (`sk_sndbuf_kernel`), and for the tcp_wmem method
-    tcp_wmem[2] (`buffer_bytes`), up to which autotuning may grow it. Returns sk_sndbuf, rtt_s and
+    The run's sk_sndbuf is the largest it can have had (the looser bound): the one the kernel
+    reported after the transfer (`sndbuf_effective`), and for the tcp_wmem method tcp_wmem[2]
+    (`buffer_bytes`), since global TCP memory pressure may have shrunk it before that report
+    (sk_stream_moderate_sndbuf, 6.12 include/net/sock.h). Returns sk_sndbuf, rtt_s and
     the bounds: `window_bps` ((sk_sndbuf + 64 KiB) / RTT), `ceiling_bps` (the link) and
     `unacked_bytes` (sk_sndbuf + 64 KiB, for a window-limited run only: physics.window_limited);
     inf where there is nothing to bound with.
     """
-    sk = max(_number(row.get("sndbuf_effective")), _number(row.get("sk_sndbuf_kernel")))
+    sk = _number(row.get("sndbuf_effective"))
     if row.get("method") == "wmem":
         sk = max(sk, _number(row.get("buffer_bytes")))
     sk = int(sk)

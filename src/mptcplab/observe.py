@@ -210,8 +210,9 @@ def parse_ss(text: str):
             m = re.search(pattern, line)
             row[key] = float(m.group(1)) if m else None
         row["mptcp_subflow"] = "tcp-ulp-mptcp" in line
+        row["netid"] = sock["netid"]  # "mptcp": the MPTCP socket, listed with its first subflow's addresses
         rows.append(row)
-    return pd.DataFrame(rows, columns=["time", "state", "local", "peer", *_SS_FIELDS, "mptcp_subflow"])
+    return pd.DataFrame(rows, columns=["time", "state", "local", "peer", *_SS_FIELDS, "mptcp_subflow", "netid"])
 
 
 # ---------------------------------------------------------------- qdisc counters

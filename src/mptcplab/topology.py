@@ -98,12 +98,23 @@ class Cmd:
 
 
 class Topology:
+    """`sysctls` per host (namespace); `kernel_limits`: limits of the kernel itself (its root
+    namespace, the whole kernel of the place) that the network needs at least, such as
+    net.core.wmem_max, which caps SO_SNDBUF in every namespace and is read-only inside one
+    (net/core/sysctl_net_core.c, sysctl_core_net_init).
+    Like every setting, they are among the topology's commands and in the manifest
+    (`kernel_limits`: needed, found, now); each is raised where the kernel has less, never lowered,
+    and put back when the network is torn down."""
+
     def __init__(self, name: str, hosts, paths: list[NetPath], sysctls: dict | None = None,
-                 mptcp_subflows: int | None = None, netem: bool | None = None) -> None:
+                 mptcp_subflows: int | None = None, netem: bool | None = None,
+                 kernel_limits: dict[str, int] | None = None) -> None:
         self.name = name
         self.hosts = tuple(hosts)
         self.paths = list(paths)
         self.sysctls = {h: dict(v) for h, v in (sysctls or {}).items()}
+        self.kernel_limits = {k: int(v) for k, v in (kernel_limits or {}).items()}
+        self._limits_found: dict[str, int | None] | None = None  # read once, before any is raised
         self.mptcp_subflows = mptcp_subflows
         self.netem = netem  # None: decided when built (is sch_netem usable here?)
         # path name -> the place's own latency on it, measured when the network came up (up()).
@@ -211,7 +222,22 @@ class Topology:
             for key, value in {**BASE_SYSCTLS, **self.sysctls.get(h, {})}.items():
                 cmds.append(Cmd(["ip", "netns", "exec", self.ns(h), "sysctl", "-qw", f"{key}={value}"]))
         cmds += self._mptcp_cmds()
-        return cmds
+        return self._kernel_limit_cmds() + cmds
+
+    def limits_found(self) -> dict[str, int | None]:
+        """Each kernel limit as the kernel had it before this topology raised it (read once)."""
+        if self._limits_found is None:
+            self._limits_found = {k: _root_sysctl(k) for k in self.kernel_limits}
+        return self._limits_found
+
+    def limits_raised(self) -> dict[str, tuple[int | None, int]]:
+        """The kernel limits this topology raises: key -> (as found, as needed)."""
+        found = self.limits_found()
+        return {k: (found[k], need) for k, need in self.kernel_limits.items() if (found[k] or 0) < need}
+
+    def _kernel_limit_cmds(self) -> list[Cmd]:
+        return [Cmd(["sysctl", "-qw", f"{k}={need}"], f"the kernel's {k} is {was}: this network needs {need}")
+                for k, (was, need) in self.limits_raised().items()]
 
     def netem_links(self, p: NetPath) -> tuple[LinkSpec, LinkSpec]:
         """The links the emulator applies on `p`: as configured, less the place's own latency on
@@ -266,6 +292,8 @@ class Topology:
         """
         kernel.require_root()
         cmds = self.commands()  # raises on impossible links before anything is configured
+        for k, (was, need) in self.limits_raised().items():
+            _log.info("the kernel's %s raised from %s to %d for this network (put back after it)", k, was, need)
         net = Network(self)
         try:
             for c in cmds:
@@ -386,6 +414,10 @@ class Network:
             "sysctls": {h: {k: self.sysctl(h, k) for k in REPORTED_SYSCTLS} for h in self.topo.hosts},
             "mptcp": {},
         }
+        if self.topo.kernel_limits:
+            found = self.topo.limits_found()
+            snap["kernel_limits"] = {k: {"needed": need, "found": found[k], "now": _root_sysctl(k)}
+                                     for k, need in self.topo.kernel_limits.items()}
         for h in self.topo.hosts:
             snap["mptcp"][h] = {k: self.check(argv).strip().splitlines()
                                 for k, argv in mptcpconf.show_commands(self.ns(h)).items()}
@@ -407,3 +439,15 @@ class Network:
             remove_namespace(name)
             for item in [i for i in TRACKER.items if i == {"kind": "netns", "name": name}]:
                 TRACKER.discard(item)
+        for key, (was, _) in self.topo.limits_raised().items():  # put back what this network raised
+            if was is not None:
+                process.run(["sysctl", "-qw", f"{key}={was}"], check=False)
+
+
+def _root_sysctl(key: str) -> int | None:
+    """A numeric sysctl of the kernel itself (the root namespace), or None where it cannot be read."""
+    out = process.run(["sysctl", "-n", key], check=False)
+    try:
+        return int(out.stdout.split()[0]) if out.returncode == 0 else None
+    except (IndexError, ValueError):
+        return None

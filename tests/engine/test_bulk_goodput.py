@@ -42,7 +42,7 @@ def test_goodput_of_several_flows_is_counted_over_one_span():
     # second half): 1.25 links.
     assert per_flow_sum == pytest.approx(1.25 * CEILING, rel=0.01) and per_flow_sum > CEILING * 1.2
     assert r.mbps * 1e6 == pytest.approx(CEILING, rel=0.01)
-    assert r.mbps * 1e6 <= CEILING * (1 + physics.MEASUREMENT_SLACK)
+    assert r.mbps * 1e6 <= physics.allowed(CEILING)
 
 
 def test_window_goodput_interpolates_the_kernel_count():

@@ -53,6 +53,7 @@ def test_parse_ss_samples():
     row = df.iloc[0]
     assert row["local"] == "10.2.0.1:41234" and row["cwnd"] == 312 and row["rtt_ms"] == 81.2
     assert row["retrans_total"] == 3 and row["notsent"] == 4096 and bool(row["mptcp_subflow"])
+    assert row["netid"] == "tcp"
 
 
 QDISC = """\

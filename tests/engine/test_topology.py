@@ -57,6 +57,24 @@ def test_sysctls_per_host_and_metrics_cache_off():
     assert f"ip netns exec {topo.ns('rcv')} sysctl -qw net.ipv4.tcp_no_metrics_save=1" in lines
 
 
+def test_kernel_limits_are_raised_by_the_topology_never_lowered_and_put_back(monkeypatch):
+    import mptcplab.topology as topology
+
+    monkeypatch.setattr(topology, "_root_sysctl", lambda key: 212992)
+    topo = kato(kernel_limits={"net.core.wmem_max": 4 << 20})
+    assert topo.commands()[0].argv == ["sysctl", "-qw", f"net.core.wmem_max={4 << 20}"]
+    assert "the kernel's net.core.wmem_max is 212992" in topo.script()
+    ran = []
+    monkeypatch.setattr(topology, "remove_namespace", lambda name: None)
+    monkeypatch.setattr(topology.process, "run", lambda argv, **kw: ran.append(argv))
+    topology.Network(topo).teardown()
+    assert ran == [["sysctl", "-qw", "net.core.wmem_max=212992"]]
+    # a kernel that already has more keeps it: nothing set, nothing put back
+    monkeypatch.setattr(topology, "_root_sysctl", lambda key: 8 << 20)
+    topo = kato(kernel_limits={"net.core.wmem_max": 4 << 20})
+    assert not [c for c in topo.commands() if "net.core.wmem_max" in " ".join(c.argv)] and topo.limits_raised() == {}
+
+
 def test_script_is_replayable_shell():
     script = kato(mptcp_subflows=2).script()
     assert script.startswith("#!/bin/sh") and "set -e" in script

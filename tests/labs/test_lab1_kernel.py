@@ -202,6 +202,20 @@ def test_mptcp_sweep_run_records_both_subflows(tmp_path, monkeypatch, quick):
     assert not [v for v in check_results(tmp_path / "sweep") if "bytes in flight" in v.check]
 
 
+def test_each_buffer_is_parsed_once_and_sets_what_its_method_says(tmp_path, monkeypatch, quick):
+    b = l1.SendBuffer.parse("64K", "sndbuf")
+    assert (b.size, b.so_sndbuf, b.tcp_wmem) == (65536, 65536, l1.DEFAULT_WMEM)
+    assert (l1.SendBuffer.parse("1M").tcp_wmem, l1.SendBuffer.parse("1M").so_sndbuf) == ("1048576 1048576 1048576", None)
+    assert l1.SendBuffer.of(_point(quick, "sndbuf-64K-mptcp-r1").values) == b  # a point carries it, parsed
+    sent = []
+    monkeypatch.setattr(l1, "bulk", lambda *a, **kw: sent.append(kw["sndbuf"]) or fake_bulk(40.0)(*a, **kw))
+    for key in ("sndbuf-64K-mptcp-r1", "wmem-64K-mptcp-r1"):
+        net = FakeNet(tmp_path, mptcp_samples())
+        engine.run_point(l1.LAB, net, Sweep(tmp_path / "sweep"), _point(quick, key), quick)
+        sent.append(net.sysctls["snd"]["net.ipv4.tcp_wmem"])
+    assert sent == [65536, l1.DEFAULT_WMEM, None, "65536 65536 65536"]
+
+
 # ---------------------------------------------------------------- the control runs
 
 class Recorder:

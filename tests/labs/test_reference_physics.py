@@ -20,7 +20,6 @@ from mptcplab.lab import REPO_ROOT
 
 RESULTS = REPO_ROOT / "solutions" / "results"
 TABLES = ("throughput.csv", "fairness.csv", "runs.csv", "sweep.csv")
-SLACK = 1 + physics.MEASUREMENT_SLACK
 PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*% of the (?:ceiling|link)")
 VERDICT = re.compile(r"measured ([\d.,]+) Mbit/s, bound ([\d.,]+) Mbit/s \(within\)[^\n\"]*ceiling")
 
@@ -38,10 +37,10 @@ def _texts():
 
 def over_the_ceiling(text: str) -> list[str]:
     """The phrases of `text` that set a goodput above its ceiling."""
-    bad = [m.group(0) for m in PERCENT.finditer(text) if float(m.group(1)) > 100 * SLACK]
+    bad = [m.group(0) for m in PERCENT.finditer(text) if float(m.group(1)) > physics.allowed(100)]
     for m in VERDICT.finditer(text):
         measured, bound = (float(x.replace(",", "")) for x in m.groups())
-        if measured > bound * SLACK:
+        if measured > physics.allowed(bound):
             bad.append(m.group(0)[:120])
     return bad
 

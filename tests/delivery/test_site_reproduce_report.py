@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from mptcplab import report
 from mptcplab.commands import reproduce as rep
 from mptcplab.lab import Lab
+from mptcplab.places.choice import Choice
 
 
 def _lab(id_, needs=(), figures=None):
@@ -23,11 +24,13 @@ def _lab(id_, needs=(), figures=None):
 
 
 def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(rep, "decide_where", lambda where, needs, **_: (_ for _ in ()).throw(
-        rep.EnvironmentProblem("needs BPF struct_ops; UML has no BPF JIT")) if "bpf" in needs else "native")
+    monkeypatch.setattr(rep, "decide", lambda where, needs, **_: (_ for _ in ()).throw(
+        rep.EnvironmentProblem("needs BPF struct_ops; UML has no BPF JIT")) if "bpf" in needs else
+        Choice("native", "the host's kernel offers netem"))
     ran = []
 
-    def runner(lab_id, quick, where, out):
+    def runner(lab_id, quick, where, out, picked):
+        assert picked.place == "native"  # the decision made once, handed on
         ran.append(lab_id)
         if lab_id == "lab1":
             raise RuntimeError("tc said: Invalid argument")
@@ -62,6 +65,6 @@ def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, mo
 
 
 def test_report_only_needs_results(tmp_path, monkeypatch):
-    monkeypatch.setattr(rep, "decide_where", lambda *a, **_: "uml")
+    monkeypatch.setattr(rep, "decide", lambda *a, **_: Choice("uml", "test"))
     (o,) = rep.reproduce({"lab1": _lab("lab1")}, tmp_path, quick=False, report_only=True)
     assert o.status == "failed" and "no results" in o.detail and o.where == "uml"

@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 
 from .. import log, report
-from ..places.decide import decide_where
 from ..errors import EnvironmentProblem, ExperimentFailed, UsageError
 from ..lab import all_labs
+from ..places.decide import decide
+from ..runner import run_lab
 
 
 _log = log.get("reproduce")
@@ -34,20 +35,17 @@ def register(sub) -> None:
     p.set_defaults(func=_reproduce)
 
 
-def _runner(lab_id: str, quick: bool, where: str, out: Path) -> int:
-    from ..runner import run_lab
-
-    return run_lab(lab_id, quick, where, out)
-
-
 def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_only: bool = False,
-              runner=_runner) -> list[report.LabOutcome]:
+              runner=run_lab) -> list[report.LabOutcome]:
+    """Each lab's place is decided once, here (to report it), and handed to `runner`
+    (runner.run_lab: `runner(lab_id, quick, where, out, picked=...)`)."""
     outcomes = []
     for lab in labs.values():
         sweep = out / (f"{lab.id}-quick" if quick else lab.id)
         o = report.LabOutcome(lab.id, lab.title, "ok", out=sweep)
         try:
-            o.where = decide_where(where, lab.needs, lab=lab.id)
+            picked = decide(where, lab.needs, lab=lab.id)
+            o.where = picked.place
         except (EnvironmentProblem, UsageError) as exc:
             o.status, o.detail, o.out = "cannot-run", str(exc), None
             log.get(lab.id).warning("CANNOT RUN here: %s", exc)
@@ -66,7 +64,7 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
         tail = io.StringIO()
         try:
             with contextlib.redirect_stderr(_Tee(sys.stderr, tail)):
-                rc = runner(lab.id, quick, where, sweep)
+                rc = runner(lab.id, quick, where, sweep, picked=picked)
             if rc:
                 o.status, o.detail = "failed", f"exit status {rc}"
         except (EnvironmentProblem, ExperimentFailed, UsageError) as exc:

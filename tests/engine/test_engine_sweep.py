@@ -129,6 +129,19 @@ def test_the_runner_runs_a_lab_in_a_guest_place_it_knows_only_by_its_registry_en
     assert fake_place.prepared == ["lab1"]
 
 
+@pytest.mark.parametrize("quick", [False, True])
+def test_a_shard_in_a_guest_gets_quick_only_when_asked(fake_place, tmp_path, quick):
+    """The guest's command says --quick only for a quick run, and gets the parameters of the run
+    asked for (a full shard's are the full sweep's, not [quick]'s)."""
+    from mptcplab import runner
+    from mptcplab.shards import Shard
+
+    assert runner.run_lab("lab3", quick=quick, where="fake", out=tmp_path / "s", shard=Shard(2, 3)) == 0
+    (argv, _, handed), = fake_place.calls
+    assert ("--quick" in argv) is quick and "--shard=2/3" in argv
+    assert handed["params"] == get_lab("lab3").load_params(quick)
+
+
 def test_a_place_decided_by_the_caller_is_not_decided_again(fake_place, tmp_path, monkeypatch, caplog):
     """`reproduce` decides each lab's place once (to report it) and hands the decision on; the
     "runs X: why" line is still said once, by run_lab."""

@@ -13,15 +13,18 @@ setup:
 setup-dev:
 	scripts/install-deps.sh --dev
 
+# Without netem the labs run in the UML kernel: build it (or find it cached) first, with its own
+# progress line, outside any per-test timeout and outside the first lab's time (reproduce's time ratio).
+UML_IF_NEEDED = $(VENV)/bin/python -c "import sys; from mptcplab.kernel import netem_usable; sys.exit(not netem_usable())" \
+	  || $(MPTCPLAB) uml build
+
 reproduce: setup
 	$(MPTCPLAB) doctor || true
+	$(UML_IF_NEEDED)
 	$(MPTCPLAB) reproduce $(QUICK)
 
-# Without netem the real-kernel tests run in the UML kernel: build it (or find it cached) first,
-# outside any per-test timeout.
 uml-if-needed: setup-dev
-	$(VENV)/bin/python -c "import sys; from mptcplab.kernel import netem_usable; sys.exit(not netem_usable())" \
-	  || $(MPTCPLAB) uml build
+	$(UML_IF_NEEDED)
 
 test: setup-dev uml-if-needed
 	$(VENV)/bin/pytest -q -ra

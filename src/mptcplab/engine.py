@@ -20,7 +20,7 @@ import json
 import shutil
 import time
 
-from . import log, shards
+from . import eta, log, shards
 from .lab import Lab, Point, RunContext
 from .results import Sweep, git_commit, wall_clock
 from .verify import check_paths, describe
@@ -42,12 +42,14 @@ def setup_check(net, params: dict, ctx: RunContext) -> None:
     first = net.topo.paths[0]
     with sweep.run(VERIFY, {"what": "verify the setup", **params}) as rd:
         net.record(rd)
-        say.info("verifying the setup before measuring")
-        # window=True: the physics check (mptcplab.physics) in every place, before every lab.
-        check_paths(net, rd, first.a, first.b, **{"window": True, **lab.path_checks})
-        lines = [describe(rd.summary["checks"])]
-        if lab.extra_check:
-            lines.append(lab.extra_check(net, rd, params))
+        # Minutes in an emulated CPU, with nothing to count: its progress against the last time.
+        with eta.step(say, "verifying the setup before measuring", f"{lab.id}/{ctx.where}/setup check",
+                      clock=lambda: wall_clock(ctx.out)):
+            # window=True: the physics check (mptcplab.physics) in every place, before every lab.
+            check_paths(net, rd, first.a, first.b, **{"window": True, **lab.path_checks})
+            lines = [describe(rd.summary["checks"])]
+            if lab.extra_check:
+                lines.append(lab.extra_check(net, rd, params))
         say.info("setup verified:\n%s", "\n".join(lines))
 
 
@@ -115,17 +117,13 @@ def run_point(lab: Lab, net, sweep: Sweep, point: Point, params: dict) -> str:
         return lab.measure(net, rd, point, params)
 
 
-def _duration(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
-
-
 class Progress:
     """`i/n key: line (elapsed, about ETA left)`, in wall-clock time.
 
     The time left is the runs' own mean time times the runs left. Building a network and the setup
     check happen once and are left out: counted in, they made the first run of a quick Lab 2 say
-    "about 1h17m left" of a sweep that took 20 minutes.
+    "about 1h17m left" of a sweep that took 20 minutes. (The setup check and the analysis say
+    their own progress: eta.step.)
     """
 
     def __init__(self, ctx: RunContext, total: int) -> None:
@@ -139,8 +137,8 @@ class Progress:
         self.measuring += took
         elapsed = wall_clock(self.ctx.out) - self.t0
         left = self.measuring / self.done * (self.total - self.done)
-        eta = f", about {_duration(left)} left" if self.done < self.total else ""
-        self.say.info("%d/%d %s: %s  [%s%s]", self.done, self.total, key, line, _duration(elapsed), eta)
+        rest = f", about {eta.duration(left)} left" if self.done < self.total else ""
+        self.say.info("%d/%d %s: %s  [%s%s]", self.done, self.total, key, line, eta.duration(elapsed), rest)
 
 
 def run(ctx: RunContext) -> dict:
@@ -173,4 +171,8 @@ def run(ctx: RunContext) -> dict:
                 line = run_point(lab, net, sweep, point, params)
                 progress.step(point.key, line, wall_clock(ctx.out) - started)
             left = [p for p in points() if not sweep.done(p.key)]
-    return shards.record(ctx, git_commit()) if ctx.shard else lab.finish(ctx)
+    if ctx.shard:
+        return shards.record(ctx, git_commit())
+    with eta.step(say, "analysing the runs", f"{lab.id}/{ctx.where}/analysis/{'quick' if ctx.quick else 'full'}",
+                  clock=lambda: wall_clock(ctx.out)):
+        return lab.finish(ctx)

@@ -143,7 +143,8 @@ class Sweep:
         rd.finish()
 
     def runs(self) -> list[Path]:
-        return sorted(d for d in self.root.iterdir() if d.is_dir() and self.done(d.name)) \
+        return sorted(d for d in self.root.iterdir()  # a crash after finish() wrote both files leaves a .partial
+                      if d.is_dir() and not d.name.endswith(".partial") and self.done(d.name)) \
             if self.root.exists() else []
 
     def summaries(self):
@@ -162,6 +163,18 @@ def clock_totals(sweep: Path | str) -> tuple[float, float]:
         guest += clock.get("guest_s", 0.0)
         wall += clock.get("host_wall_s", 0.0)
     return guest, wall
+
+
+def transfer_seconds(sweep: Path | str) -> float:
+    """How long a sweep's runs spent transferring: per completed run, the transfer its summary
+    records (`span_s`, measured; else `duration_s`, as configured), on the clock of the place it ran
+    in (a UML guest's: the time the kernel under test lived). Runs without one (the setup check, a
+    skipped point) add nothing. `reproduce` divides the lab's wall time by it."""
+    total = 0.0
+    for d in Sweep(sweep).runs():
+        summary = json.loads((d / "summary.json").read_text())
+        total += float(summary.get("span_s") or summary.get("duration_s") or 0.0)
+    return total
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from . import engine, kernel, log, places, state
 from .errors import ExperimentFailed
 from .lab import RunContext, check_params, get_lab
 from .places import lifetime, records
+from .places.choice import Choice
 from .places.decide import decide
 from .results import clock_totals, experiment_lock
 from .shards import Shard, share
@@ -84,7 +85,10 @@ def conclude(lab, out: Path, summary: dict) -> None:
 
 def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | None = None,
             fresh: bool = False, overrides: dict | None = None, shard: Shard | None = None,
-            recheck: bool = False, check_setup: int = 0) -> int:
+            recheck: bool = False, picked: Choice | None = None, check_setup: int = 0) -> int:
+    """`mptcplab run LAB`. `picked`: the place already decided for `where` (`reproduce` decides
+    once per lab, to report it); without it the place is decided here. `check_setup`: N attempts
+    of the setup check only (engine.check_setup), nothing measured."""
     lab = get_lab(lab_id)
     handed = places.handed().get("params")  # inside a guest: the parameters as the host resolved them
     if handed is not None:
@@ -95,7 +99,7 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
     if recheck and not places.inside_guest():
         for r in records.forget(lab.id):
             _log.info("checking %s again for %s (it failed: %s)", r.place, lab.id, r.how or "see its run")
-    picked = decide(where, lab.needs, lab=lab.id)
+    picked = picked or decide(where, lab.needs, lab=lab.id)
     place = picked.place
     if where == "auto" and not places.inside_guest():
         log.get(lab.id).info("runs %s: %s", places.get(place).WORDS, picked.why)

@@ -129,13 +129,42 @@ def test_the_runner_runs_a_lab_in_a_guest_place_it_knows_only_by_its_registry_en
     assert fake_place.prepared == ["lab1"]
 
 
+@pytest.mark.parametrize("quick", [False, True])
+def test_a_shard_in_a_guest_gets_quick_only_when_asked(fake_place, tmp_path, quick):
+    """The guest's command says --quick only for a quick run, and gets the parameters of the run
+    asked for (a full shard's are the full sweep's, not [quick]'s)."""
+    from mptcplab import runner
+    from mptcplab.shards import Shard
+
+    assert runner.run_lab("lab3", quick=quick, where="fake", out=tmp_path / "s", shard=Shard(2, 3)) == 0
+    (argv, _, handed), = fake_place.calls
+    assert ("--quick" in argv) is quick and "--shard=2/3" in argv
+    assert handed["params"] == get_lab("lab3").load_params(quick)
+
+
+def test_a_place_decided_by_the_caller_is_not_decided_again(fake_place, tmp_path, monkeypatch, caplog):
+    """`reproduce` decides each lab's place once (to report it) and hands the decision on; the
+    "runs X: why" line is still said once, by run_lab."""
+    from mptcplab import runner
+    from mptcplab.places.choice import Choice
+
+    monkeypatch.setattr(runner, "decide", lambda *a, **k: pytest.fail("decided a second time"))
+    caplog.set_level("INFO")
+    picked = Choice("fake", "the only place that offers netem here")
+    assert runner.run_lab("lab1", quick=True, where="auto", out=tmp_path / "lab1",
+                          overrides={"sweep": {"repetitions": 1}}, picked=picked) == 0
+    assert len(fake_place.calls) == 1
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("runs ")]
+    assert said == ["runs in the fake place: the only place that offers netem here"]
+
+
 def test_a_lab_goes_to_the_test_place_only_when_it_offers_what_the_lab_needs(fake_place):
     from mptcplab.errors import EnvironmentProblem
-    from mptcplab.places.decide import decide_where
+    from mptcplab.places.decide import decide
 
-    assert decide_where("fake", ("netem",)) == "fake"
+    assert decide("fake", ("netem",)).place == "fake"
     with pytest.raises(EnvironmentProblem, match="needs bpf_struct_ops, which fake cannot offer"):
-        decide_where("fake", ("bpf_struct_ops",), lab="lab2")
+        decide("fake", ("bpf_struct_ops",), lab="lab2")
 
 
 def test_inside_the_test_place_the_manifest_carries_its_facts(fake_place, monkeypatch, tmp_path):

@@ -35,20 +35,21 @@ def test_lab_declares_its_delays_and_bpf_so_neither_uml_nor_native_without_netem
     assert set(full["algorithms"]) == {"uncoupled", "ewtcp", "coupled", "lia", "cs218"}
 
 
-def test_topology_uses_delay_only_with_netem():
+def test_topology_keeps_every_path_delay():
+    """No place without netem runs the lab (`needs`), so the delays are never dropped."""
     params = get_lab("lab2").load_params(True)
-    tbf = l2.topology(params, netem=False)
-    assert tbf.mptcp_subflows == len(tbf.paths) == 4
-    assert all(p.link.delay_s == 0 and p.link.rate_bps == 5e6 for p in tbf.paths)
-    netem = l2.topology(params, netem=True)
-    assert [p.link.delay_s for p in netem.paths] == [0.01, 0.02, 0.03, 0.04]
+    topo = l2.topology(params)
+    assert topo.mptcp_subflows == len(topo.paths) == 4
+    assert [p.link.delay_s for p in topo.paths] == [0.01, 0.02, 0.03, 0.04]
+    assert all(p.link.rate_bps == 5e6 for p in topo.paths)
+    assert [p.link.delay_s for p in l2.fairness_topology(params).paths] == [0.01, 0.02]
 
 
 def test_topology_rejects_bad_mobility():
     params = get_lab("lab2").load_params(True)
     params["mobility"] = [{"at": 0.5, "path": "p9", "link": "rate=1mbit"}]
     with pytest.raises(UsageError, match="mobility entry"):
-        l2.topology(params, netem=False)
+        l2.topology(params)
 
 
 def test_subflow_table_takes_the_last_sample_of_each_subflow():
@@ -92,13 +93,6 @@ def test_report_from_compact_tables(tmp_path):
     md = la.report(tmp_path)
     assert "| CS218 ALGO | 25.04 |" in md and "16.00 ±" in md
     assert "| RTT Compensator / LIA | 6.00 (1 run) | 1.50 (1 run) | 3.50 (1 run) | 70% (1 run) | — | no uncoupled runs |" in md
-    assert "not the reproduction" not in md, "no network in the manifest: nothing known about delays"
-    (tmp_path / "lab2-manifest.json").write_text(json.dumps({"network": {"paths": [
-        {"name": "p1", "link": "rate=5mbit,delay=0ms,queue=25"}, {"name": "p2", "link": "rate=5mbit,queue=50"}]}}))
-    assert "**This run is not the reproduction.**" in la.report(tmp_path)
-    (tmp_path / "lab2-manifest.json").write_text(json.dumps({"network": {"paths": [
-        {"name": "p1", "link": "rate=5mbit,delay=10ms,queue=25"}, {"name": "p2", "link": "rate=5mbit,queue=50"}]}}))
-    assert "not the reproduction" not in la.report(tmp_path)
     pd.DataFrame([{"path": 1, "ca_acks": 100, "with_dwnd": 90, "share": 0.9, "dwnd_mean": 0.75, "dwnd_median": 0.8,
                    "best_rtt_ms": 20.0, "last_rtt_ms": 26.0, "variant": "static", "rep": 1}]).to_csv(
         tmp_path / "delay-window.csv", index=False)

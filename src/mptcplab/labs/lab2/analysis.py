@@ -397,27 +397,6 @@ def _fmt(m, ci=None, digits=2) -> str:
     return f"{m:.{digits}f} ± {ci:.{digits}f}" if ci == ci else f"{m:.{digits}f} (1 run)"
 
 
-def delays_ms(manifest: dict) -> dict[str, float]:
-    """Configured one-way delay per path of the run (0 everywhere without netem)."""
-    out = {}
-    for p in (manifest.get("network") or {}).get("paths", []):
-        try:
-            out[p["name"]] = LinkSpec.parse(p["link"]).delay_s * 1e3
-        except Exception:  # noqa: BLE001 - an unreadable link counts as no delay
-            out[p["name"]] = 0.0
-    return out
-
-
-NO_DELAY = (
-    "**This run is not the reproduction.** Its paths had no propagation delay (the kernel has no "
-    "netem: rate limits and queues only), so every RTT is queueing delay, the bandwidth-delay "
-    "product is about zero and any AIMD scheme fills what the cross traffic leaves. It cannot show "
-    "(1) what CS218's delay window does: `best_RTT / last_RTT` only measures the queue, (2) LIA's "
-    "RTT compensation: the paths do not differ in base RTT, (3) mobility as the report meant it: "
-    "only capacity changes. Read it as a check that the programs run and couple, not as a test of "
-    "the report's claim; run the lab where netem exists (`--where vm`, the student VM).")
-
-
 def best_path_ceiling_mbps(man: dict) -> float | None:
     """Goal 1's yardstick: the goodput ceiling of the best path the fairness runs' MPTCP connection
     had (physics.link_ceiling_bps of the shared and the private link's rate), from the parameters."""
@@ -477,7 +456,6 @@ def report(out: Path) -> str:
     pv = paper_vs_run(tp)
     net = (man.get("network") or {})
     paths = ", ".join(f"{p['name']} {p['link']}" for p in net.get("paths", []))
-    delays = delays_ms(man)
     lines = [
         "# Lab 2 — paper vs this run",
         "",
@@ -487,8 +465,6 @@ def report(out: Path) -> str:
         "*ratios to uncoupled* and the ranking, not the absolute Mbit/s.",
         "",
     ]
-    if delays and not any(delays.values()):
-        lines += [NO_DELAY, ""]
     lines += [
         "| algorithm | paper, mobility | this run, mobility | paper, static | this run, static | "
         "÷ uncoupled: paper mob. / run mob. | ÷ uncoupled: paper static / run static |",

@@ -16,7 +16,7 @@ import json
 import threading
 import time
 
-from ... import kernel, log
+from ... import log
 from ...check import check_fairness_table, check_runs_table
 from ...errors import ExperimentFailed, UsageError
 from ...lab import Lab, Point, RunContext
@@ -34,23 +34,19 @@ CROSS_PORT = 5301
 CROSS_FIRST_S = 0.5  # the cross traffic starts this long before the MPTCP sender, as in the report
 
 
-def _netem() -> bool:
-    return kernel.netem_usable()
-
-
-def link_spec(spec: dict | str, netem: bool) -> str:
-    """A path's link from experiment.toml: `link`, plus its `delay` where netem can apply it."""
+def link_spec(spec: dict | str) -> str:
+    """A path's link from experiment.toml: `link`, plus its `delay`. The lab needs netem for the
+    delays (`needs`): no place without it runs the lab, so a delay is never dropped."""
     if isinstance(spec, str):
         return spec
     link = spec["link"]
-    if netem and spec.get("delay"):
+    if spec.get("delay"):
         link += f",delay={spec['delay']}"
     return link
 
 
-def topology(params: dict, netem: bool | None = None) -> Topology:
-    netem = _netem() if netem is None else netem
-    paths = [NetPath(name, "snd", "rcv", link_spec(spec, netem)) for name, spec in params["paths"].items()]
+def topology(params: dict) -> Topology:
+    paths = [NetPath(name, "snd", "rcv", link_spec(spec)) for name, spec in params["paths"].items()]
     if len(paths) < 2:
         raise UsageError("lab2 needs at least two paths in experiment.toml")
     for name in params.get("cross", {}):
@@ -59,15 +55,14 @@ def topology(params: dict, netem: bool | None = None) -> Topology:
     for m in params.get("mobility", []):
         if m.get("path") not in params["paths"] or not 0 <= float(m.get("at", -1)) < 1:
             raise UsageError(f"mobility entry {m}: needs a known path and 0 <= at < 1")
-        LinkSpec.parse(link_spec(m, netem))
+        LinkSpec.parse(link_spec(m))
     return Topology("lab2", hosts=("snd", "rcv"), paths=paths, sysctls=params.get("sysctls", {}),
                     mptcp_subflows=len(paths))
 
 
-def fairness_topology(params: dict, netem: bool | None = None) -> Topology:
-    netem = _netem() if netem is None else netem
+def fairness_topology(params: dict) -> Topology:
     f = params["fairness"]
-    links = {name: link_spec({"link": f[name], "delay": f.get(f"{name}_delay")}, netem) for name in ("shared", "other")}
+    links = {name: link_spec({"link": f[name], "delay": f.get(f"{name}_delay")}) for name in ("shared", "other")}
     return Topology("lab2fair", hosts=("snd", "rcv"),
                     paths=[NetPath("shared", "snd", "rcv", links["shared"]), NetPath("other", "snd", "rcv", links["other"])],
                     sysctls=params.get("sysctls", {}), mptcp_subflows=2)
@@ -79,13 +74,13 @@ def algorithms(params: dict) -> list[cc.Algorithm]:
 
 # ---------------------------------------------------------------- one transfer
 
-def _schedule_mobility(net, params: dict, duration: float, netem: bool, t0: float,
+def _schedule_mobility(net, params: dict, duration: float, t0: float,
                        applied: list[dict]) -> list[threading.Timer]:
     """Timers that change the paths at `at` x duration after the transfer started (t0, the sender's
     clock), each appending when its change began and ended (s after t0) to `applied`."""
     def change(m: dict) -> None:
         begun = time.time() - t0
-        net.set_link(m["path"], link_spec(m, netem))
+        net.set_link(m["path"], link_spec(m))
         applied.append({"path": m["path"], "link": m["link"], "delay": m.get("delay"), "at_s": float(m["at"]) * duration,
                         "begun_s": round(begun, 3), "done_s": round(time.time() - t0, 3)})
 
@@ -99,8 +94,7 @@ def _schedule_mobility(net, params: dict, duration: float, netem: bool, t0: floa
     return timers
 
 
-def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, detail: bool,
-             netem: bool) -> dict:
+def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, detail: bool) -> dict:
     """One MPTCP transfer with cross traffic (and mobility); fills rd.summary, returns it."""
     duration = float(params["duration_s"])
     originals = {p.name: (p.link, p.reverse) for p in net.topo.paths}
@@ -128,7 +122,7 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
 
             def on_start(t0: float) -> None:  # mobility is timed from the transfer's start
                 if variant == "mobility":
-                    timers.extend(_schedule_mobility(net, params, duration, netem, t0, applied))
+                    timers.extend(_schedule_mobility(net, params, duration, t0, applied))
 
             try:
                 with recorder as rec:
@@ -246,7 +240,7 @@ def measure(net, rd, point: Point, params: dict) -> str:
         s = fairness_run(net, rd, algo, v["rep"], params)
         return (f"MPTCP {s['mptcp_mbps']:5.2f} (on shared {s['mptcp_on_shared_mbps']:4.2f})  "
                 f"TCP {s['tcp_mbps']:5.2f} Mbit/s")
-    s = transfer(net, rd, algo, v["variant"], v["rep"], params, v["detail"], net.topo.netem)
+    s = transfer(net, rd, algo, v["variant"], v["rep"], params, v["detail"])
     return f"{s['mbps']:6.2f} Mbit/s  subflows {s['subflows']} all {','.join(s['subflow_ccs'])}"
 
 
@@ -260,10 +254,6 @@ def check_congestion_control(net, rd, params: dict) -> str:
 def session(ctx: RunContext):
     """The BPF congestion controls, loaded for the whole sweep; their counters saved at the end."""
     algos = algorithms(ctx.params)
-    if not _netem():
-        _log.warning("no netem on this kernel: paths are rate limits and queues only (no propagation delay). "
-                     "This run is NOT the reproduction: it cannot show what the delay window or LIA's RTT "
-                     "compensation do (see the guide); run where netem exists (--where vm).")
     with cc.loaded(algos, record=bool(ctx.params.get("record_events", False))):
         yield
         stats = {a.name: cc.stats(a.name) for a in algos}
@@ -285,7 +275,6 @@ def finish(ctx: RunContext) -> dict:
     n_algos = len(algorithms(params))
     return {"runs": int(params["repetitions"]) * len(params["variants"]) * n_algos,
             "fairness_runs": int(params["fairness"]["repetitions"]) * n_algos,
-            "emulation": "netem" if _netem() else "tbf",
             "throughput": throughput.to_dict("records"), "paired": paired.to_dict("records"),
             "fairness": fairness.to_dict("records")}
 

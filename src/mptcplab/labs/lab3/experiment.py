@@ -135,6 +135,7 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
         # check` holds against the link's ceiling), and over the whole transfer, warm-up included.
         # Each flow's own rate over its own span, kept to show why their sum is not the aggregate.
         "mbps": round(r.window_mbps(*window), 3), "mbps_transfer": round(r.mbps, 3),
+        "span_s": round(r.t_end - r.t0, 3),  # the whole transfer, warm-up included (as every lab records it)
         "per_flow_mbps": [round(f["mbps"], 3) for f in r.flows],
         "p_r_emulator": emu["p_r_emulator"], "emulator_wire_mbps": emu["wire_mbps"],
         "emulator_wire_mbps_min": emu["wire_mbps_min"],

@@ -82,6 +82,7 @@ def topology(params: dict) -> Topology:
                     sysctls=params.get("sysctls", {}))
 
 
+RECOVERIES = ("TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery")  # nstat: fast recoveries entered
 BOTTLENECK_DEV = "b-p1"  # the emulator's egress toward rcv: the data direction's qdisc
 
 
@@ -142,6 +143,12 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
                      "qdisc": qdisc.table["kind"].iloc[-1] if len(qdisc.table) else None},
         "capture_dropped": capture_note.get("dropped by kernel"),
         "timeouts_nstat": counters.delta.get("TcpExtTCPTimeouts", 0),
+        # How the sender's kernel recovered (whole transfer, warm-up included): fast recoveries
+        # entered with and without SACK, tail-loss probes sent, timeouts F-RTO found spurious.
+        "recoveries_nstat": sum(counters.delta.get(k, 0) for k in RECOVERIES),
+        "loss_probes_nstat": counters.delta.get("TcpExtTCPLossProbes", 0),
+        "recovery_nstat": {k: counters.delta.get(k, 0) for k in (*RECOVERIES, "TcpExtTCPLossProbes",
+                                                                 "TcpExtTCPSpuriousRTOs", "TcpExtTCPTimeouts")},
         "window": list(window), "cc": ccs[0],
     })
     return rd.summary

@@ -46,7 +46,8 @@ FILL_MIN = 0.9
 BANDS = {"model1": 0.25, "model2": 0.35}
 RUN_COLUMNS = ["run", "scenario", "n", "rep", "loss_cfg", "capacity_mbps", "base_rtt", "window_s", "packets", "mss",
                "retransmissions", "loss_events_per_flow", "loss_events_cumulative", "timeouts", "timeouts_nstat",
-               "recoveries_nstat", "loss_probes_nstat",
+               "recoveries_nstat", "loss_probes_nstat", "cpu_busy", "cpu_softirq", "softnet_squeezed",
+               "softnet_dropped",
                "p", "p_e",
                "p_r", "p_r_emulator", "rtt", "rtt_source", "srtt", "min_rtt", "ack_rtt", "T", "b", "model_b",
                "pps", "goodput_pps", "mbps", "mbps_transfer", "emulator_wire_mbps", "emulator_wire_mbps_min",

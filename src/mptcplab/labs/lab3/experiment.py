@@ -20,7 +20,7 @@ from ...check import check_runs_table
 from ...errors import ExperimentFailed, UsageError
 from ...lab import Lab, Point, RunContext
 from ...links import WIRE_BYTES, LinkSpec
-from ...observe import Capture, Counters, QdiscSampler, SsSampler, qdisc_window
+from ...observe import Capture, Counters, CpuTimes, QdiscSampler, SsSampler, qdisc_window
 from ...topology import EMULATOR, NetPath, Topology
 from ...traffic import bulk
 from . import analysis as lab3_analysis, measure as lab3_measure
@@ -106,7 +106,7 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
     n = point["n"]
     with Capture(net, "snd", rd, bpf_filter=f"tcp port {PORT}") as cap, \
             SsSampler(net, "snd", rd, PORT, interval=0.2) as ss, Counters(net, "snd", rd) as counters, \
-            QdiscSampler(net, EMULATOR, rd, BOTTLENECK_DEV, interval=0.2) as qdisc:
+            QdiscSampler(net, EMULATOR, rd, BOTTLENECK_DEV, interval=0.2) as qdisc, CpuTimes(rd) as cpu:
         r = bulk(net, "snd", "rcv", "p1", "tcp", duration=warmup + steady + 1.0, flows=n, cc=params["cc"], port=PORT)
     ccs = sorted({f["cc"] for f in r.flows})
     if ccs != [params["cc"]]:
@@ -149,6 +149,12 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
         "loss_probes_nstat": counters.delta.get("TcpExtTCPLossProbes", 0),
         "recovery_nstat": {k: counters.delta.get(k, 0) for k in (*RECOVERIES, "TcpExtTCPLossProbes",
                                                                  "TcpExtTCPSpuriousRTOs", "TcpExtTCPTimeouts")},
+        # How busy the kernel forwarding the packets was over the transfer (one kernel runs every
+        # namespace): its CPU time by kind, and its receive softirq running out of budget or room.
+        "cpu": cpu.share, "softnet": cpu.softnet,
+        "cpu_busy": None if cpu.share["idle"] is None else round(1 - cpu.share["idle"], 4),
+        "cpu_softirq": cpu.share["softirq"],
+        "softnet_squeezed": cpu.softnet["time_squeeze"], "softnet_dropped": cpu.softnet["dropped"],
         "window": list(window), "cc": ccs[0],
     })
     return rd.summary

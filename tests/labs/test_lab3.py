@@ -267,7 +267,7 @@ def test_transfer_records_window_goodput_emulator_loss_and_kernel_rtts(tmp_path,
                         "peer": "10.1.0.2:5201", "rtt_ms": 62.0, "minrtt_ms": 60.0, "rto_ms": 264.0}
                        for f in range(2) for k in range(50)])
     qdisc = pd.DataFrame({"time": [t0, window[0] + 0.1, window[1] - 0.1, t0 + 13], "kind": "netem",
-                          "packets": [0, 200, 1800, 2000], "drops": [0, 80, 96, 96]})
+                          "packets": [0, 200, 1800, 2000], "drops": [0, 80, 96, 96], "qlen": [0, 40, 60, 0]})
     qdisc["bytes"] = qdisc.packets * 1514
 
     def fake_ss(net, host, rd, port, interval):
@@ -311,6 +311,7 @@ def test_transfer_records_window_goodput_emulator_loss_and_kernel_rtts(tmp_path,
     # The emulator over the window only: slow start's 80 drops of the warm-up are not counted.
     assert s["p_r_emulator"] == pytest.approx(16 / 1616) and s["emulator"]["transfer"]["dropped"] == 96
     assert s["emulator_wire_mbps"] == pytest.approx(1600 * 1514 * 8 / 9.8 / 1e6)
+    assert s["emulator_qlen"] == 50  # the median of the two samples inside the window
     assert s["srtt"] == pytest.approx(0.062) and s["rtt"] == s["srtt"] and s["min_rtt"] == pytest.approx(0.060)
     assert s["ack_rtt"] == pytest.approx(0.066) and s["T"] == pytest.approx(0.264) and s["retransmissions"] == 2
     assert (tmp_path / "flows.csv").exists() and not (tmp_path / "capture.pcap").exists()

@@ -54,6 +54,7 @@ RUN_COLUMNS = ["run", "scenario", "n", "rep", "loss_cfg", "capacity_mbps", "base
                "p", "p_e",
                "p_r", "p_r_emulator", "rtt", "rtt_source", "srtt", "min_rtt", "ack_rtt", "T", "b", "model_b",
                "pps", "goodput_pps", "mbps", "mbps_transfer", "emulator_wire_mbps", "emulator_wire_mbps_min",
+               "emulator_qlen",
                "capture_dropped", "commit"]
 
 

@@ -138,6 +138,9 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
         "mbps": round(r.window_mbps(*window), 3), "mbps_transfer": round(r.mbps, 3),
         "per_flow_mbps": [round(f["mbps"], 3) for f in r.flows],
         "p_r_emulator": emu["p_r_emulator"], "emulator_wire_mbps": emu["wire_mbps"],
+        # Packets the emulator held (delay line and queue) over the window: ~ rate x one-way delay
+        # when it releases them on time, far more when it releases them late.
+        "emulator_qlen": _window_median(qdisc.table, window, "qlen"),
         "emulator_wire_mbps_min": emu["wire_mbps_min"],
         "emulator": {"window": emu, "transfer": whole,
                      "qdisc": qdisc.table["kind"].iloc[-1] if len(qdisc.table) else None},
@@ -158,6 +161,13 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
         "window": list(window), "cc": ccs[0],
     })
     return rd.summary
+
+
+def _window_median(table: pd.DataFrame, window: tuple[float, float], col: str) -> float | None:
+    if col not in table or table.empty:
+        return None
+    inside = table[(table["time"] >= window[0]) & (table["time"] <= window[1])]
+    return float(inside[col].median()) if len(inside) else None
 
 
 def check_parameters(params: dict) -> None:

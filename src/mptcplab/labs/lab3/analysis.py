@@ -291,6 +291,32 @@ def sysctls_applied(runs_manifest: pd.DataFrame, host: str = "snd") -> dict:
     return {k: str(v) for k, v in seen[0].items() if v is not None}
 
 
+PLACE_CAP = "place_cap"  # controls named place_cap*: the same points on different guest clocks
+
+
+def place_cap_table(controls: dict) -> pd.DataFrame:
+    """Every run of the place_cap* controls: what the place carried (packets/s, RTT, the emulator's
+    queue), how busy the guest kernel was (CPU, softirq, softnet squeezes) and on which clock (UML's
+    mode, guest and wall-clock seconds of the run), so the packet-rate cap can be read off."""
+    rows = []
+    for name, t in controls.items():
+        if not name.startswith(PLACE_CAP):
+            continue
+        rm = t["runs_manifest"].set_index("run") if len(t["runs_manifest"]) else pd.DataFrame()
+        for r in t["runs"].itertuples():
+            m = rm.loc[r.run] if r.run in rm.index else {}
+            rows.append({"control": name, "clock": m.get("guest_clock") if len(m) else None, "run": r.run,
+                         "scenario": r.scenario, "n": r.n,
+                         "setting": f"loss {r.loss_cfg}" if r.scenario == "random" else f"{r.capacity_mbps:g} Mbit/s",
+                         "pps": r.pps, "mbps": r.mbps, "srtt_ms": r.srtt * 1e3, "min_rtt_ms": r.min_rtt * 1e3,
+                         "emulator_qlen": getattr(r, "emulator_qlen", math.nan),
+                         "cpu_busy": getattr(r, "cpu_busy", math.nan), "cpu_softirq": getattr(r, "cpu_softirq", math.nan),
+                         "softnet_squeezed": getattr(r, "softnet_squeezed", math.nan),
+                         "guest_s": m.get("guest_s", math.nan) if len(m) else math.nan,
+                         "host_wall_s": m.get("host_wall_s", math.nan) if len(m) else math.nan})
+    return pd.DataFrame(rows)
+
+
 def _median_of(g: pd.DataFrame, col: str) -> float:
     """A column's median, NaN where runs recorded before it was kept have none."""
     return float(pd.to_numeric(g[col], errors="coerce").median()) if col in g else math.nan

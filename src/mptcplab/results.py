@@ -236,14 +236,15 @@ def run_commit(run_dir: Path | str) -> str | None:
     return f"{commit[:12]}{'+dirty' if git.get('dirty') else ''}" if commit else None
 
 
-RUN_MANIFEST_COLUMNS = ["run", "started", "finished", "commit", "kernel", "where", "emulation", "host_wall_s",
-                        "sysctls_set", "parameters"]
+RUN_MANIFEST_COLUMNS = ["run", "started", "finished", "commit", "kernel", "where", "guest_clock", "emulation",
+                        "guest_s", "host_wall_s", "sysctls_set", "sysctls_read_back", "parameters"]
 
 
 def run_manifests(sweep: Path | str) -> list[dict]:
     """One compact row per completed run of a sweep, from its manifest: when it ran, the commit
-    that made it (`run_commit`), kernel and place, the sysctls the kit set (as applied) and the
-    run's own parameters. A reference keeps this table (runs-manifest.csv), so a sweep resumed
+    that made it (`run_commit`), kernel and place (UML's clock mode, the run's guest and wall-clock
+    seconds), the sysctls the kit set and the same keys read back from the kernel after setting (as
+    applied; None where the run recorded none), and the run's own parameters. A reference keeps this table (runs-manifest.csv), so a sweep resumed
     across commits or places shows its mixture run by run."""
     rows = []
     for d in Sweep(sweep).runs():
@@ -254,8 +255,15 @@ def run_manifests(sweep: Path | str) -> list[dict]:
         net, plat = m.get("network") or {}, m.get("platform") or {}
         rows.append({"run": d.name, "started": m.get("started"), "finished": m.get("finished"),
                      "commit": run_commit(d), "kernel": plat.get("kernel_release"), "where": plat.get("where"),
-                     "emulation": net.get("emulation"), "host_wall_s": (m.get("clock") or {}).get("host_wall_s"),
+                     "guest_clock": plat.get("uml_clock"),  # UML's clock mode (time-travel, ...); None elsewhere
+                     "emulation": net.get("emulation"), "guest_s": (m.get("clock") or {}).get("guest_s"),
+                     "host_wall_s": (m.get("clock") or {}).get("host_wall_s"),
                      "sysctls_set": json.dumps(net.get("sysctls_set"), sort_keys=True, separators=(",", ":")),
+                     # the same keys as the kernel reported them after setting: what was applied
+                     "sysctls_read_back": json.dumps(
+                         {h: {k: (net.get("sysctls") or {}).get(h, {}).get(k) for k in keys}
+                          for h, keys in (net.get("sysctls_set") or {}).items()},
+                         sort_keys=True, separators=(",", ":")),
                      "parameters": json.dumps(m.get("parameters"), sort_keys=True, separators=(",", ":"),
                                               default=str)})
     return rows

@@ -411,7 +411,9 @@ class Network:
             "own_latency_method": latency.METHOD,
             "qdiscs": self.check(["tc", "-n", emu, "qdisc", "show"]).strip().splitlines(),
             "sysctls_set": {h: {**BASE_SYSCTLS, **self.topo.sysctls.get(h, {})} for h in self.topo.hosts},
-            "sysctls": {h: {k: self.sysctl(h, k) for k in REPORTED_SYSCTLS} for h in self.topo.hosts},
+            # Read back: the usual ones and every one the kit set (a lab's own, e.g. tcp_recovery).
+            "sysctls": {h: {k: self.sysctl(h, k) for k in dict.fromkeys(
+                [*REPORTED_SYSCTLS, *BASE_SYSCTLS, *self.topo.sysctls.get(h, {})])} for h in self.topo.hosts},
             "mptcp": {},
         }
         if self.topo.kernel_limits:

@@ -32,7 +32,10 @@ MODELS = {  # column -> label
     "n_pftk_pe": "n × Padhye (cumulative p_e)",
 }
 GRADED_MAX_LOSS = 0.02  # the bands are for loss rates up to 2%
-PAPER_MAX_LOSS = 0.10  # the paper's figures stop at 10% loss: DropTail runs above are shown apart
+# The paper's range: its text names loss "from a very low loss level to a high one of 10%" (Section
+# III-A, on its random-loss Fig. 3; the DropTail figures' axes are not in its text). DropTail runs
+# above are shown apart.
+PAPER_MAX_LOSS = 0.10
 # `queued`: the place, not the scenario, limited the flows; such runs are shown apart, not graded.
 # Random-loss runs have no capacity limit: the RTT should stay at the base RTT. Well above it, a
 # queue built up somewhere (in UML: the guest could not forward packets as fast as the flows
@@ -46,9 +49,12 @@ FILL_MIN = 0.9
 BANDS = {"model1": 0.25, "model2": 0.35}
 RUN_COLUMNS = ["run", "scenario", "n", "rep", "loss_cfg", "capacity_mbps", "base_rtt", "window_s", "packets", "mss",
                "retransmissions", "loss_events_per_flow", "loss_events_cumulative", "timeouts", "timeouts_nstat",
+               "recoveries_nstat", "loss_probes_nstat", "cpu_busy", "cpu_softirq", "softnet_squeezed",
+               "softnet_dropped",
                "p", "p_e",
                "p_r", "p_r_emulator", "rtt", "rtt_source", "srtt", "min_rtt", "ack_rtt", "T", "b", "model_b",
                "pps", "goodput_pps", "mbps", "mbps_transfer", "emulator_wire_mbps", "emulator_wire_mbps_min",
+               "emulator_qlen",
                "capture_dropped", "commit"]
 
 
@@ -144,12 +150,15 @@ def timeouts_vs_model1(runs: pd.DataFrame) -> pd.DataFrame:
     Model 1 takes a loss event to end in a timeout with probability Q_TO(E[W_f]) ((26)/(27): fewer
     than three duplicate ACKs, Reno's recovery without SACK), so it assumes Q_TO x (the run's loss
     events) timeouts; `in_timeout` is the share of the n flows it has sitting in one, E[nTO]/n.
+    Padhye's model (n x Padhye) assumes Q^(p, E[W]) x (loss events): `padhye_timeouts`.
     """
     r = runs.dropna(subset=["model1"])
     t = models.per_flow_terms(r.n, r.p, r.rtt, r["T"], r["model_b"].astype(float))
+    q_padhye = models.pftk_timeout_probability(r.p, r["model_b"].astype(float))
     return pd.DataFrame({"run": r.run, "scenario": r.scenario, "n": r.n, "loss": r["loss"],
                          "loss_events": r.loss_events_per_flow, "timeouts": r.timeouts,
                          "q_to": t["q1"], "model1_timeouts": t["q1"] * r.loss_events_per_flow,
+                         "padhye_timeouts": q_padhye * r.loss_events_per_flow,
                          "in_timeout": t["q"] / r.n, "err_model1": r.err_model1}).reset_index(drop=True)
 
 
@@ -237,10 +246,123 @@ def load(path: Path) -> dict:
 
 
 def export_reference(sweep: Path, dest: Path) -> list[Path]:
-    """The compact tables and the paper-vs-this-run report, copied to e.g. solutions/results/lab3/."""
+    """The compact tables and the paper-vs-this-run report, copied to e.g. solutions/results/lab3/.
+    A controlled run exported into a reference's controls/NAME/ keeps its tables only: the
+    reference's own report reads them (see `load_controls`)."""
     compact(sweep)
+    if Path(dest).parent.name == CONTROLS:
+        return results.copy_compact(sweep, dest, [n for n in COMPACT if not n.endswith(".md")])
     (Path(sweep) / "paper-vs-this-run.md").write_text(report(sweep))
     return results.copy_compact(sweep, dest, COMPACT)
+
+
+# ---------------------------------------------------------------- controlled runs
+
+# A reference's controlled runs: one folder each under controls/, named for the experiment.toml
+# variant that made it (its compact tables and runs-manifest.csv), e.g. controls/reno_recovery/.
+CONTROLS = "controls"
+# The sysctls of the `reno_recovery` variant: Linux's loss recovery made as close to the models'
+# Reno as it goes (no RACK, no tail-loss probe, no F-RTO, no SACK: NewReno fast recovery).
+RENO_RECOVERY = {"net.ipv4.tcp_recovery": "0", "net.ipv4.tcp_early_retrans": "0", "net.ipv4.tcp_frto": "0",
+                 "net.ipv4.tcp_sack": "0"}
+
+
+def load_controls(path: Path) -> dict[str, dict]:
+    """name -> the tables of each controlled run kept with a reference or a sweep (controls/NAME/),
+    plus its per-run provenance (`runs_manifest`, empty if none was kept)."""
+    root = Path(path) / CONTROLS
+    out = {}
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        if (d / "runs.csv").exists() or any(d.glob("*/summary.json")):
+            t = load(d)
+            rm = d / "runs-manifest.csv"
+            t["runs_manifest"] = pd.read_csv(rm) if rm.exists() else pd.DataFrame(columns=results.RUN_MANIFEST_COLUMNS)
+            out[d.name] = t
+    return out
+
+
+def sysctls_applied(runs_manifest: pd.DataFrame, host: str = "snd") -> dict:
+    """The sysctls every run of a control had on `host` as the kernel read them back after setting
+    them, or {} if any run read back something else or nothing (then nothing is claimed)."""
+    seen = [json.loads(v).get(host, {}) if isinstance(v, str) else {}
+            for v in runs_manifest.get("sysctls_read_back", pd.Series(dtype=object))]
+    if not seen or any(x != seen[0] for x in seen):
+        return {}
+    return {k: str(v) for k, v in seen[0].items() if v is not None}
+
+
+PLACE_CAP = "place_cap"  # controls named place_cap*: the same points on different guest clocks
+
+
+def place_cap_table(controls: dict) -> pd.DataFrame:
+    """Every run of the place_cap* controls: what the place carried (packets/s, RTT, the emulator's
+    queue), how busy the guest kernel was (CPU, softirq, softnet squeezes) and on which clock (UML's
+    mode, guest and wall-clock seconds of the run), so the packet-rate cap can be read off."""
+    rows = []
+    for name, t in controls.items():
+        if not name.startswith(PLACE_CAP):
+            continue
+        rm = t["runs_manifest"].set_index("run") if len(t["runs_manifest"]) else pd.DataFrame()
+        for r in t["runs"].itertuples():
+            m = rm.loc[r.run] if r.run in rm.index else {}
+            rows.append({"control": name, "clock": m.get("guest_clock") if len(m) else None, "run": r.run,
+                         "scenario": r.scenario, "n": r.n,
+                         "setting": f"loss {r.loss_cfg}" if r.scenario == "random" else f"{r.capacity_mbps:g} Mbit/s",
+                         "pps": r.pps, "mbps": r.mbps, "srtt_ms": r.srtt * 1e3, "min_rtt_ms": r.min_rtt * 1e3,
+                         "emulator_qlen": getattr(r, "emulator_qlen", math.nan),
+                         "cpu_busy": getattr(r, "cpu_busy", math.nan), "cpu_softirq": getattr(r, "cpu_softirq", math.nan),
+                         "softnet_squeezed": getattr(r, "softnet_squeezed", math.nan),
+                         "guest_s": m.get("guest_s", math.nan) if len(m) else math.nan,
+                         "host_wall_s": m.get("host_wall_s", math.nan) if len(m) else math.nan})
+    return pd.DataFrame(rows)
+
+
+def _median_of(g: pd.DataFrame, col: str) -> float:
+    """A column's median, NaN where runs recorded before it was kept have none."""
+    return float(pd.to_numeric(g[col], errors="coerce").median()) if col in g else math.nan
+
+
+def recovery_arms(base: pd.DataFrame, ctrl: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The control's random-loss points (loss, n), run with Linux's loss recovery (the reference's
+    runs there) and with Reno's (the control), neither limited by the place."""
+    def points(r):
+        r = r.dropna(subset=["model1"])
+        return r[(r.scenario == "random") & ~r.queued.astype(bool)]
+    c = points(ctrl)
+    keys = set(zip(c.loss_cfg.astype(str), c.n))
+    b = points(base)
+    b = b[[k in keys for k in zip(b.loss_cfg.astype(str), b.n)]]
+    return [("Linux's recovery (SACK, RACK, TLP, F-RTO)", b), ("Reno-like recovery (all four off)", c)]
+
+
+def recovery_table(base: pd.DataFrame, ctrl: pd.DataFrame) -> pd.DataFrame:
+    """Per arm of `recovery_arms`: runs, median signed error of model 1 and of n x Padhye(p), the
+    timeouts measured (a retransmission after a silence of >= 0.8 RTO) against those each model
+    assumes (its timeout probability x the run's loss events), fast recoveries and tail-loss probes
+    (nstat, whole transfer), and Fig. 16's verdict: the per-run difference |error of model 1| −
+    |error of n x Padhye(p)|, its t interval Holm-corrected over the two arms."""
+    arms = recovery_arms(base, ctrl)
+    keys, family = [], []
+    for name, g in arms:
+        if g.empty:
+            continue
+        to = timeouts_vs_model1(g)
+        keys.append({"arm": name, "count": len(g), "losses": ", ".join(sorted(set(g.loss_cfg.astype(str)),
+                                                                              key=lambda x: float(x.rstrip("%")))),
+                     "flows": ", ".join(str(int(n)) for n in sorted(g.n.unique())),
+                     "model1": float(g.err_model1.median()), "n_pftk_p": float(g.err_n_pftk_p.median()),
+                     "abs_model1": float(g.err_model1.abs().median()), "abs_n_pftk_p": float(g.err_n_pftk_p.abs().median()),
+                     "loss_events": float(to.loss_events.median()), "timeouts": float(to.timeouts.median()),
+                     "timeouts_max": float(to.timeouts.max()), "timeouts_share": float((to.timeouts / to.loss_events).median()),
+                     "model1_timeouts": float(to.model1_timeouts.median()),
+                     "padhye_timeouts": float(to.padhye_timeouts.median()),
+                     "recoveries": _median_of(g, "recoveries_nstat"), "loss_probes": _median_of(g, "loss_probes_nstat")})
+        gi = g.reset_index(drop=True)
+        family.append(stats.paired(gi["err_model1"].abs(), gi["err_n_pftk_p"].abs()))
+    rows = [{**k, "diff": st["diff"], "half": st["half"], "level": st["level"], "runs_needed": st["runs_needed"],
+             "verdict": stats.verdict(st, "n × Padhye closer", "model 1 closer")}
+            for k, st in zip(keys, stats.holm(family))]
+    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------- figures
@@ -372,6 +494,11 @@ def write_figures(out: Path, runs: pd.DataFrame) -> list[Path]:
 
 # ---------------------------------------------------------------- paper vs this run
 
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell: its own pipes (|error|) escaped, or they would split the cell."""
+    return str(text).replace("|", "\\|")
+
+
 def _pct(v) -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:+.0%}"
 
@@ -407,7 +534,7 @@ def _padhye_sentence(table: pd.DataFrame) -> str:
     return f"{'; '.join(said)} (Holm-corrected over the groups: {'; '.join(parts)})"
 
 
-def _timeouts_paragraph(to: pd.DataFrame, window_s) -> str:
+def _timeouts_paragraph(to: pd.DataFrame, window_s, controlled: bool = False) -> str:
     """What the errors above 2 % loss come from, in numbers: timeouts measured against model 1's."""
     high = to[(to.scenario == "random") & (to["loss"] > GRADED_MAX_LOSS + 1e-12)]
     if high.empty:
@@ -425,10 +552,11 @@ def _timeouts_paragraph(to: pd.DataFrame, window_s) -> str:
     if fewer and err < 0:
         text += ("Linux recovers those losses with SACK, RACK and tail-loss probes, without the timeout the "
                  "model's Reno waits for, and keeps sending: that explains the sign of the error, not its size. "
-                 "n × Padhye(p) has the same timeout term and came much closer, so the timeouts are not the "
-                 "whole story: unexplained, tried: counting timeouts. The controlled run (the same points with "
-                 "RACK, TLP, F-RTO and SACK off, reno_recovery in experiment.toml) is a runnable "
-                 "variant, not yet run.")
+                 "n × Padhye(p) has a timeout term of the same size and came much closer, so the timeouts "
+                 "are not the whole story. "
+                 + ("The controlled run below switches Linux's newer recovery off at these points."
+                    if controlled else "The controlled run (the same points with RACK, TLP, F-RTO and SACK off, "
+                    "reno_recovery in experiment.toml) is a runnable variant, not yet run."))
     elif fewer:
         text += ("Linux had fewer timeouts than the model assumes, yet the model does not underestimate: the "
                  "timeouts alone do not explain these errors.")
@@ -437,20 +565,85 @@ def _timeouts_paragraph(to: pd.DataFrame, window_s) -> str:
     return text
 
 
-def divergences(r: pd.DataFrame) -> list[tuple[str, str, str]]:
+def _arm_words(t) -> str:
+    """One arm of `recovery_table` in numbers."""
+    return (f"{t.count} runs: model 1 {_pct(t.model1)}, n × Padhye(p) {_pct(t.n_pftk_p)} (median error); "
+            f"timeouts {t.timeouts:g} per run (median, max {t.timeouts_max:g}; {t.timeouts_share:.0%} of the loss "
+            f"events) against {t.model1_timeouts:.0f} that model 1 and {t.padhye_timeouts:.0f} that Padhye assume; "
+            f"|error| difference {t.diff:+.1%} ± {t.half:.1%} ({t.level * 100:.2f}".rstrip("0").rstrip(".")
+            + f"%), {t.verdict}" + (f", {stats.fmt_runs(t.runs_needed)} runs to resolve" if t.verdict == "not resolved"
+                                    else ""))
+
+
+def recovery_cause(base: pd.DataFrame, control: dict | None) -> str:
+    """The cause cell of Fig. 16's divergence: what the reno_recovery control measured, or that it
+    was not run. 'cause measured' only where switching Linux's recovery off turns the verdict to
+    the paper's (model 1 closer); otherwise 'unexplained, tried' with the control's numbers."""
+    tried = ("counting timeouts (Linux had far fewer than model 1 assumes above 2% loss: that explains the "
+             "sign of model 1's error, not its size, since n × Padhye(p) has a timeout term of the same size)")
+    if control is None:
+        return (f"unexplained, tried: {tried}. Runnable: the same points with RACK, TLP, F-RTO and SACK off "
+                "(experiment.toml, reno_recovery)")
+    tbl = recovery_table(base, control["runs"])
+    if len(tbl) < 2:
+        return f"unexplained, tried: {tried}; the reno_recovery control has no random-loss runs to compare"
+    on, off = list(tbl.itertuples())[:2]
+    applied = sysctls_applied(control["runs_manifest"])
+    off_set = all(applied.get(k) == v for k, v in RENO_RECOVERY.items())
+    where = f"loss {off.losses}, n = {off.flows}"
+    said = (f"with RACK, TLP, F-RTO and SACK off ({where}; "
+            + ("every run read the four sysctls back as set" if off_set else "**the sysctls were not read back as set**")
+            + f"): {_arm_words(off)}. The same points with Linux's recovery: {_arm_words(on)}")
+    if off_set and off.verdict == "model 1 closer":
+        return f"cause measured: Linux's loss recovery; {said}"
+    return f"unexplained, tried: {tried}; {said}"
+
+
+def _recovery_section(r: pd.DataFrame, control: dict) -> list[str]:
+    """The reno_recovery control beside the reference's runs at the same points."""
+    tbl = recovery_table(r, control["runs"])
+    if tbl.empty:
+        return []
+    applied = sysctls_applied(control["runs_manifest"])
+    rm = control["runs_manifest"]
+    return [
+        "### Controlled run: the models' Reno recovery (reno_recovery)",
+        "",
+        f"The random-loss points at loss {tbl.losses.iloc[-1]} run again with Linux's newer loss recovery off on the sender "
+        f"(sysctls read back in every run: {', '.join(f'{k}={v}' for k, v in applied.items()) or 'not recorded'}; "
+        f"kernel {', '.join(sorted(set(rm.kernel.dropna().astype(str)))) or '?'}, "
+        f"{', '.join(sorted(set(rm['where'].dropna().astype(str)))) or '?'}, commit "
+        f"{', '.join(sorted(set(rm.commit.dropna().astype(str)))) or '?'}). Without SACK, Linux repairs a loss by "
+        "NewReno fast recovery (three duplicate ACKs, one retransmission per partial ACK) or a timeout. Medians per "
+        "run; timeouts assumed = the model's timeout probability × the run's loss events; fast recoveries and "
+        "tail-loss probes from nstat over the whole transfer (warm-up included). The verdict is Fig. 16's: "
+        "|error of model 1| − |error of n × Padhye(p)| per run, Holm-corrected over the two rows.",
+        "",
+        "| recovery | runs | model 1 | n × Padhye(p) | loss events | timeouts measured | timeouts model 1 | "
+        "timeouts Padhye | fast recoveries | tail-loss probes | \\|error\\| difference | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *[f"| {t.arm} | {t.count} | {_pct(t.model1)} | {_pct(t.n_pftk_p)} | {t.loss_events:.0f} | "
+          f"{t.timeouts:g} (max {t.timeouts_max:g}) | {t.model1_timeouts:.0f} | {t.padhye_timeouts:.0f} | "
+          f"{'–' if math.isnan(t.recoveries) else f'{t.recoveries:.0f}'} | "
+          f"{'–' if math.isnan(t.loss_probes) else f'{t.loss_probes:.0f}'} | "
+          f"{t.diff:+.1%} ± {t.half:.1%} ({t.level * 100:.2f}".rstrip("0").rstrip(".") + f"%) | {t.verdict} |"
+          for t in tbl.itertuples()],
+        "",
+    ]
+
+
+def divergences(r: pd.DataFrame, controls: dict | None = None) -> list[tuple[str, str, str]]:
     """(divergence, this run's figures, cause) for each way this run departs from the paper: Fig.
-    16's ranking where the Holm-corrected comparison resolves it against the paper, and runs the
-    place excluded."""
+    16's ranking where the Holm-corrected comparison resolves it against the paper (with the
+    reno_recovery control's result if it was run), and runs the place excluded."""
+    controls = controls or {}
     rows = []
     pm = padhye_vs_model1(r)
     against = pm[pm.verdict == "n × Padhye closer"]
     if len(against):
         rows.append(("n × Padhye(p) closer to the measurement than model 1 (the paper's Fig. 16: model 1 closer)",
                      "; ".join(f"{t.runs}: |error| {t.n_pftk_p:.0%} vs {t.model1:.0%}" for t in against.itertuples()),
-                     "unexplained, tried: counting timeouts (Linux had far fewer than model 1 assumes above 2% "
-                     "loss: that explains the sign of model 1's error, not its size, since n × Padhye(p) has the "
-                     "same timeout term). Runnable: the same points with RACK, TLP, F-RTO and SACK off "
-                     "(experiment.toml, reno_recovery)"))
+                     recovery_cause(r, controls.get("reno_recovery"))))
     queued = r[r.queued.astype(bool) & (r.scenario == "random")]
     if len(queued):
         rows.append((f"{len(queued)} random-loss runs limited by the place, not by the loss (excluded from the bands)",
@@ -469,6 +662,7 @@ def _band_dt(band_dt: pd.DataFrame, col: str) -> str:
 
 def report(out: Path) -> str:
     tables = load(out)
+    controls = load_controls(out)
     r, man = tables["runs"], tables["manifest"]
     r = r.dropna(subset=["model1"])
     queued = r[r.queued.astype(bool)]
@@ -503,7 +697,8 @@ def report(out: Path) -> str:
         ("DropTail (bursty) loss: model 1 works, slightly overestimates for many flows (Figs 6, 7); "
          "model 2 underestimates at low loss (Figs 12, 13)",
          (f"median error model 1 {_pct(_median_signed(dt, 'model1'))}, model 2 "
-          f"{_pct(_median_signed(dt, 'model2'))} ({len(dt)} runs with p_r ≤ {PAPER_MAX_LOSS:.0%}, the paper's range"
+          f"{_pct(_median_signed(dt, 'model2'))} ({len(dt)} runs with p_r ≤ {PAPER_MAX_LOSS:.0%}, the paper's range: "
+          "its text names loss up to 10%"
           + (f"; {len(dt_all) - len(dt)} runs with p_r up to {dt_all.p_r.max():.1%} shown apart below)"
              if len(dt_all) > len(dt) else ")")) if len(dt) else "no DropTail runs"),
     ]
@@ -532,11 +727,12 @@ def report(out: Path) -> str:
         "",
         "| the paper | this run |",
         "|---|---|",
-        *[f"| {a} | {b} |" for a, b in rows],
+        *[f"| {_cell(a)} | {_cell(b)} |" for a, b in rows],
         "",
         *(["## Divergences from the paper, and what was done to explain them", "",
            "| divergence | this run | cause |", "|---|---|---|",
-           *[f"| {a} | {b} | {c} |" for a, b, c in divergences(r)], ""] if divergences(r) else []),
+           *[f"| {_cell(a)} | {_cell(b)} | {_cell(c)} |" for a, b, c in divergences(r, controls)], ""]
+          if divergences(r, controls) else []),
         "Median |relative error| per model:",
         "",
         "| runs | count | " + " | ".join(MODELS.values()) + " |",
@@ -554,9 +750,11 @@ def report(out: Path) -> str:
           for name, g in to_groups if len(g)],
         "",
     ]
-    para = _timeouts_paragraph(to, params.get("steady_s", "?"))
+    para = _timeouts_paragraph(to, params.get("steady_s", "?"), "reno_recovery" in controls)
     if para:
         lines += [para, ""]
+    if "reno_recovery" in controls:
+        lines += _recovery_section(r, controls["reno_recovery"])
     if len(sens):
         lines += [
             "The RTT fed to the models: median error of each model fed the kernel's min RTT, its srtt or tshark's "

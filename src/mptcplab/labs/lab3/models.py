@@ -148,6 +148,15 @@ def pftk(p, rtt, t0, b=1, wmax=np.inf):
     return _out(np.where(ew < wmax, free, limited), scalar)
 
 
+def pftk_timeout_probability(p, b=1):
+    """Padhye's chance that a loss indication is a timeout, Q^(p, E[W]) at his unconstrained
+    window E[W] (the `free` case of `pftk`): Reno without SACK, so fewer than three duplicate
+    ACKs after a loss mean a timeout."""
+    p, b = np.asarray(p, dtype=float), np.asarray(b, dtype=float)
+    c = (2 + b) / (3 * b)
+    return _q_hat_padhye(p, c + np.sqrt(8 * (1 - p) / (3 * b * p) + c ** 2))
+
+
 def tfrc(p, rtt, t0, b=1):
     """The simplified throughput equation of RFC 5348 section 3.1, in packets/s:
 

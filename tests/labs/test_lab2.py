@@ -247,6 +247,27 @@ def test_bpf_counters_are_shown_only_when_they_counted_what_ran():
     assert la.bpf_counters({}) is None
 
 
+def test_bpf_counters_are_summed_from_each_runs_own_reading(tmp_path):
+    """Each run records what its program counted (experiment.bpf_counted); the manifest sums them
+    per program, whatever `run` command (a resumed sweep) made each run, and keeps a recorded run's
+    counters beside its replayed callbacks."""
+    for rep, count in ((1, {"acks": 900, "coupled_acks": 800, "dwnd_acks": 0, "losses": 3, "sockets": 4}),
+                       (2, {"acks": 100, "coupled_acks": 90, "dwnd_acks": 0, "losses": 1, "sockets": 4})):
+        d = tmp_path / f"static-lia-r{rep}"
+        d.mkdir()
+        (d / "manifest.json").write_text(json.dumps({"network": {"paths": [{"name": "p1", "link": "rate=5mbit"}]}}))
+        (d / "summary.json").write_text(json.dumps({
+            "algo": "lia", "variant": "static", "rep": rep, "mbps": 4.0, "subflows": 1, "cc": "mlab_lia",
+            "subflow_ccs": ["mlab_lia"], "packets_per_subflow": {}, "retrans_per_subflow": {}, "span_s": 8.0,
+            "bpf_counters": count}))
+    man = la.compact(tmp_path)["manifest"]
+    assert man["bpf_counters"] == {"mlab_lia": {"acks": 1000, "coupled_acks": 890, "dwnd_acks": 0, "losses": 4,
+                                                "sockets": 8, "runs": 2}}
+    assert la.bpf_counters(man).loc["mlab_lia", "runs"] == 2
+    zero = {"mlab_lia": {"acks": 0, "losses": 0, "runs": 2}}
+    assert la.bpf_counters({"bpf_counters": zero, "runs": 2}) is None  # `runs` alone is not a count
+
+
 def test_the_shared_path_split_is_taken_over_one_window():
     """TCP from 1000 s to 1010 s, MPTCP from 1001 s to 1011 s, the link (4.78 Mbit/s of payload) full
     all the time: over its own span each flow's rate includes the second it had the link alone,

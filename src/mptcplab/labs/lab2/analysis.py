@@ -124,10 +124,12 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
     """Write the compact tables into the sweep directory and return them."""
     out = Path(out)
     tp, subs, fair, series, dwnd, bins = [], [], [], [], [], []
-    replays = {}
+    replays, counters = {}, {}
     verify_manifest = None
     for d, s in results.completed(out):
         commit = run_commit(d)
+        if s.get("bpf_counters") and s.get("cc"):  # what the run's program counted (experiment.bpf_counted)
+            counters.setdefault(s["cc"], []).append(s["bpf_counters"])
         if d.name == "verify":
             verify_manifest = json.loads((d / "manifest.json").read_text())
             verify_summary = s
@@ -149,7 +151,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
             if (d / "cc-trace.csv.gz").exists():  # the BPF callbacks of this run, replayed through ccref
                 rp = cctrace.replay(cctrace.load(d / "cc-trace.csv.gz"))
                 replays[d.name] = {"events": len(rp.rows), "mismatches": len(rp.mismatches),
-                                   "near_boundary": rp.near_boundary, **rp.coverage()}
+                                   "near_boundary": rp.near_boundary, **rp.coverage(),
+                                   "counted": s.get("bpf_counters")}  # the program's counters, same run
                 if s["algo"] == "cs218":
                     dwnd.append(cctrace.delay_window_table(rp.rows).assign(variant=s["variant"], rep=s["rep"]))
     tables = {
@@ -184,8 +187,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
             manifest["experiment_parameters"] = json.loads((first / "manifest.json").read_text()).get("parameters")
     if replays:  # every recorded run's BPF windows against the Python reference (mptcplab.cctrace)
         manifest["bpf_vs_reference"] = replays
-    if (out / "cc-stats.json").exists():
-        manifest["bpf_counters"] = json.loads((out / "cc-stats.json").read_text())
+    if counters:  # summed over the runs that recorded them, per program
+        manifest["bpf_counters"] = sum_counters(counters)
         if bpf_counters(manifest) is None:  # kept as evidence, under a name nothing shows
             manifest["bpf_counters_not_counting"] = manifest.pop("bpf_counters")
     (out / "lab2-manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
@@ -193,18 +196,25 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
     return tables
 
 
+def sum_counters(per_run: dict[str, list[dict]]) -> dict[str, dict]:
+    """Per program, its runs' counters summed, with how many runs they are (`runs`)."""
+    return {name: {**{k: sum(r.get(k, 0) for r in rows) for k in sorted({k for r in rows for k in r})},
+                   "runs": len(rows)} for name, rows in per_run.items()}
+
+
 def bpf_counters(man: dict) -> pd.DataFrame | None:
-    """The BPF programs' own counters (ACKs, coupled ACKs, delay-window ACKs, losses, sockets), one
-    row per program, or None when they did not count what ran: all zero while the recorded
-    callbacks replayed (`bpf_vs_reference`), or the runs themselves, show the programs handled ACKs. (The Lab 2 reference
-    of 2026-11 read zero for all five programs against 182,998 replayed callbacks; the cause is not
-    found yet, so such counters are not shown.)"""
+    """The BPF programs' own counters summed over the runs that used them (ACKs in congestion
+    avoidance, of them with sibling subflows and with the delay window, losses, sockets; `runs`),
+    one row per program, or None when there are none or they did not count what ran (all zero
+    while the runs used the programs). Each run reads its program's counters before and after
+    itself (experiment.bpf_counted). The 2026-11 reference, made before that, read them once per
+    `run` command and shows zero for all five: see experiment.bpf_counted."""
     counters = man.get("bpf_counters") or {}
     if not counters:
         return None
     ran = sum(v.get("events", 0) for v in (man.get("bpf_vs_reference") or {}).values())
     ran = ran or (man.get("runs") or 0) + (man.get("fairness_runs") or 0)  # every run used the programs
-    if ran and not any(any(c.values()) for c in counters.values()):
+    if ran and not any(v for c in counters.values() for k, v in c.items() if k != "runs"):
         return None
     return pd.DataFrame(counters).T
 

@@ -12,7 +12,6 @@ the experiment and removed afterwards. Analysis: analysis.py.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 
@@ -79,6 +78,17 @@ def algorithms(params: dict) -> list[cc.Algorithm]:
 
 # ---------------------------------------------------------------- one transfer
 
+@contextlib.contextmanager
+def bpf_counted(rd, algo: cc.Algorithm):
+    """The program's own counters over the block, into the run's summary (`bpf_counters`: what this
+    run's callbacks counted). Per run, not per sweep: the 2026-11 reference read them once at the
+    end of a `run` that resumed a finished sweep (its first had crashed after the last run), from
+    programs that process had just loaded, and showed zero for all five (sockets 0 included)."""
+    before = cc.stats(algo.name)
+    yield
+    rd.summary["bpf_counters"] = cc.counted(before, cc.stats(algo.name))
+
+
 def _schedule_mobility(net, params: dict, duration: float, netem: bool, t0: float,
                        applied: list[dict]) -> list[threading.Timer]:
     """Timers that change the paths at `at` x duration after the transfer started (t0, the sender's
@@ -131,7 +141,7 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
                     timers.extend(_schedule_mobility(net, params, duration, netem, t0, applied))
 
             try:
-                with recorder as rec:
+                with recorder as rec, bpf_counted(rd, algo):  # counted inside the recording: the same callbacks
                     r = bulk(net, "snd", "rcv", net.topo.paths[0].name, "mptcp", duration=duration, cc=algo.name,
                              port=PORT, start_at=go, on_start=on_start)
             finally:
@@ -188,7 +198,7 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
     flows = [{"name": "mptcp", "proto": "mptcp", "path": "shared", "cc": algo.name, "port": PORT},
              {"name": "tcp", "proto": "tcp", "path": "shared", "cc": "reno", "port": TCP_PORT}]
     with SsSampler(net, "snd", rd, PORT, interval=0.25, name="ss-mptcp.txt") as s_m, \
-            SsSampler(net, "snd", rd, TCP_PORT, interval=0.25, name="ss-tcp.txt") as s_t:
+            SsSampler(net, "snd", rd, TCP_PORT, interval=0.25, name="ss-tcp.txt") as s_t, bpf_counted(rd, algo):
         res = together(net, flows, duration)
     m, t = res
     if m["subflows"] != 2 or m["cc_seen"] != algo.name or t["cc_seen"] != "reno":
@@ -258,7 +268,8 @@ def check_congestion_control(net, rd, params: dict) -> str:
 
 @contextlib.contextmanager
 def session(ctx: RunContext):
-    """The BPF congestion controls, loaded for the whole sweep; their counters saved at the end."""
+    """The BPF congestion controls, loaded for the whole sweep (each run records what its program
+    counted: bpf_counted)."""
     algos = algorithms(ctx.params)
     if not _netem():
         _log.warning("no netem on this kernel: paths are rate limits and queues only (no propagation delay). "
@@ -266,8 +277,6 @@ def session(ctx: RunContext):
                      "compensation do (see the guide); run where netem exists (--where vm).")
     with cc.loaded(algos, record=bool(ctx.params.get("record_events", False))):
         yield
-        stats = {a.name: cc.stats(a.name) for a in algos}
-    (ctx.out / "cc-stats.json").write_text(json.dumps(stats, indent=2) + "\n")
 
 
 def finish(ctx: RunContext) -> dict:

@@ -158,9 +158,13 @@ def check_fairness_table(table: Path) -> list[physics.Verdict]:
         for row in csv.DictReader(f):
             tcp = _number(row.get("tcp_on_shared_mbps")) or _number(row.get("tcp_mbps"))
             both = tcp + _number(row.get("mptcp_on_shared_mbps"))
-            out += [physics.Verdict(f"{table.parent.name}/fair-{row.get('algo')}-r{row.get('rep')}: TCP + MPTCP "
-                                    "on the shared path vs its ceiling", v.measured, v.bound, v.unit, v.ok)
-                    for v in _ceiling("", both, rate)]
+            where = f"{table.parent.name}/fair-{row.get('algo')}-r{row.get('rep')}"
+            out += [physics.Verdict(f"{where}: TCP + MPTCP on the shared path vs its ceiling", v.measured, v.bound,
+                                    v.unit, v.ok) for v in _ceiling("", both, rate)]
+            if _number(row.get("shared_wire_mbps")):  # the emulator's own count of what the link delivered
+                wire, bound = _number(row["shared_wire_mbps"]), physics.allowed(rate) / 1e6
+                out.append(physics.Verdict(f"{where}: the shared link's wire rate vs configured rate", wire, bound,
+                                           "Mbit/s", wire <= bound, "both flows' packets captured on its egress"))
     return out
 
 

@@ -268,30 +268,63 @@ def test_bpf_counters_are_summed_from_each_runs_own_reading(tmp_path):
     assert la.bpf_counters({"bpf_counters": zero, "runs": 2}) is None  # `runs` alone is not a count
 
 
-def test_the_shared_path_split_is_taken_over_one_window():
-    """TCP from 1000 s to 1010 s, MPTCP from 1001 s to 1011 s, the link (4.78 Mbit/s of payload) full
-    all the time: over its own span each flow's rate includes the second it had the link alone,
-    and the two add up to more than the link; over the common window they add up to the link."""
-    from types import SimpleNamespace
+def _fake_link(seconds_each, rate=5e6, retransmit_every=0):
+    """What the emulator's egress delivers from a 5 Mbit/s FIFO link, one packet at a time, as
+    link_packets reads it: per flow (name, src, sport, dport, payload, t_first, t_last, other_path),
+    full-size segments, the flows sharing the link round-robin while both send; every
+    `retransmit_every`-th segment of a flow repeats an earlier one. Other-path segments go on a
+    second link of their own."""
+    rows, nxt, clock = [], {}, {"shared": None, "other": None}
+    flows = seconds_each
+    t = min(f[5] for f in flows)
+    end = max(f[6] for f in flows)
+    sent = {f[0]: 0 for f in flows}
+    while t < end:
+        for link in ("shared", "other"):
+            active = [f for f in flows if f[5] <= t < f[6] and (f[7] == (link == "other"))]
+            if not active:
+                continue
+            f = active[sent[f"rr-{link}"] % len(active)] if f"rr-{link}" in sent else active[0]
+            sent[f"rr-{link}"] = sent.get(f"rr-{link}", 0) + 1
+            name, src, sport, dport, payload = f[:5]
+            seq = nxt.get(name, 1)
+            sent[name] += 1
+            if retransmit_every and sent[name] % retransmit_every == 0 and seq > 1 + 10 * payload:
+                seq_out = seq - 10 * payload  # a retransmission: the link carries it, the flow gains nothing
+            else:
+                seq_out, nxt[name] = seq, seq + payload
+            ip_len = payload + 52  # IP 20 + TCP 20 + timestamps 12 (MPTCP's DSS shrinks the payload instead)
+            rows.append({"time": t, "src": src, "ip_len": ip_len, "sport": sport, "dport": dport,
+                         "seq": seq_out, "len": payload})
+        t += (1448 + 52 + 14) * 8 / rate
+    return pd.DataFrame(rows)
 
-    import numpy as np
 
-    link = 5e6 * 1448 / 1514
-    def flow(t0, t1, alone_first):
-        ts = np.arange(t0, t1 + 1e-9, 0.1)
-        rate = lambda t: link if (t < 1001 if alone_first else t >= 1010) else link / 2  # noqa: E731
-        got = np.concatenate([[0.0], np.cumsum([rate(t) / 8 * 0.1 for t in ts[:-1]])])
-        r = SimpleNamespace(t0=t0, t_end=t1, samples=[[[t, b] for t, b in zip(ts, got)]])
-        r.received_by = lambda t: float(np.interp(t, ts, got, left=0.0))
-        from mptcplab.traffic import BulkResult
-        r.window_mbps = lambda a, b: BulkResult.window_mbps(r, a, b)
-        r.stall_start = lambda t: BulkResult.stall_start(r, t)
-        r.own = got[-1] * 8 / (t1 - t0) / 1e6
-        return r
-    tcp, mptcp = flow(1000.0, 1010.0, True), flow(1001.0, 1011.0, False)
-    assert (tcp.own + mptcp.own) * 1e6 > link * 1.05
-    w = l2m.shared_path_rates(mptcp, tcp, share_on_shared=1.0)
-    assert w["shared_window_s"] == [1001.0, 1010.0]
-    assert (w["tcp_on_shared_mbps"] + w["mptcp_on_shared_mbps"]) * 1e6 == pytest.approx(link, rel=1e-3)
-    assert l2m.shared_path_rates(mptcp, tcp, 0.5)["mptcp_on_shared_mbps"] == pytest.approx(
-        w["mptcp_on_shared_mbps"] / 2, abs=1e-3)
+def test_the_shared_links_split_comes_from_what_the_emulator_delivered():
+    """A faked network: TCP from 1000 to 1010 s, the MPTCP subflow on the shared link from 1001 to
+    1011 s and one on the other link throughout, the shared link full all the time. Over their own
+    spans the two flows' rates add up to more than the link (the reference's 2.3% over its
+    ceiling); over the common window, counted where the link delivered them, they add up to at
+    most its goodput ceiling, retransmissions counted once."""
+    flows = [("tcp", "10.1.0.1", 40001, 5202, 1448, 1000.0, 1010.0, False),
+             ("m1", "10.1.0.1", 40000, 5201, 1428, 1001.0, 1011.0, False),
+             ("m2", "10.2.0.1", 40002, 5201, 1428, 1000.0, 1011.0, True)]
+    pkts = _fake_link(flows, retransmit_every=20)
+    ceiling = 5e6 * 1448 / 1514 / 1e6
+    own = {name: pkts[(pkts.sport == sport)].pipe(
+        lambda g: (g.seq + g.len).max() * 8 / (g.time.max() - g.time.min()) / 1e6) for name, _, sport, *_ in flows}
+    assert own["tcp"] + own["m1"] > ceiling * 1.02  # each over its own span: more than the link
+    w = l2m.shared_link_rates(pkts, "10.1.0.", {"mptcp": 5201, "tcp": 5202})
+    assert w["shared_window_s"][0] == pytest.approx(1001.0, abs=0.01) and w["shared_window_s"][1] <= 1010.0
+    both = w["tcp_on_shared_mbps"] + w["mptcp_on_shared_mbps"]
+    assert both <= ceiling
+    assert both == pytest.approx(ceiling * (1 - 1 / 20), rel=0.02)  # every 20th segment was a repeat
+    assert w["shared_wire_mbps"] == pytest.approx(5.0, rel=0.01)
+    assert w["tcp_on_shared_mbps"] == pytest.approx(w["mptcp_on_shared_mbps"] * 1448 / 1428, rel=0.02)  # round-robin
+    assert w["mptcp_share_on_shared"] == pytest.approx(
+        w["mptcp_on_shared_mbps"] / (w["mptcp_on_shared_mbps"] + w["mptcp_on_other_mbps"]), abs=1e-3)
+    assert w["mptcp_share_on_shared"] == pytest.approx(1 / 3, abs=0.01)  # half the shared link, all of the other
+    # flows that never overlap give no split, rather than one over a span only one of them used
+    apart = _fake_link([("tcp", "10.1.0.1", 40001, 5202, 1448, 1000.0, 1002.0, False),
+                        ("m1", "10.1.0.1", 40000, 5201, 1428, 1003.0, 1005.0, False)])
+    assert l2m.shared_link_rates(apart, "10.1.0.", {"mptcp": 5201, "tcp": 5202}) == {}

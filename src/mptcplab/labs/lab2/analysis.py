@@ -43,10 +43,12 @@ COMPACT = ("throughput.csv", "subflows.csv", "fairness.csv", "timeseries.csv", "
 GOODPUT_BIN_S = 0.5  # the receiver's goodput per run in bins of this width (goodput-bins.csv)
 STALL_MBPS, STALL_S = 2.0, 2.0  # a stall: under 2 Mbit/s for 2 s or more
 BIN_S = 0.1
-# tcp_on_shared_mbps: the TCP flow over the same window as mptcp_on_shared_mbps (runs since the
-# common-window measurement, lab2_measure.shared_path_rates); empty in older runs
+# The shared path's split: mptcp_on_shared_mbps and tcp_on_shared_mbps from what the emulator's link
+# delivered over the span both flows used it (measure.shared_link_rates; runs before it: ss byte shares,
+# tcp_on_shared_mbps over the same window or empty), mptcp_on_other_mbps the other path's subflow
+# there, shared_wire_mbps both flows' packets on the shared link, headers included
 FAIRNESS_COLUMNS = ["algo", "rep", "mptcp_mbps", "tcp_mbps", "mptcp_share_on_shared", "mptcp_on_shared_mbps",
-                    "tcp_on_shared_mbps", "commit"]
+                    "tcp_on_shared_mbps", "mptcp_on_other_mbps", "shared_wire_mbps", "commit"]
 
 # The statistics are mptcplab.stats' (one computation for the log, the report and the notebook);
 # t975 and mean_ci are named here too because the notebook calls them as la.t975 and la.mean_ci.

@@ -469,7 +469,8 @@ def divergences(tp: pd.DataFrame) -> pd.DataFrame:
     pt = paired_table(tp)
     rows = []
     for r in pt[pt.vs == "uncoupled"].itertuples():
-        paper = pv.loc[r.algo, f"paper_{r.variant}_vs_uncoupled"] if r.algo in pv.index else math.nan
+        col = f"paper_{r.variant}_vs_uncoupled"  # the report has no shared-bottleneck variant
+        paper = pv.loc[r.algo, col] if r.algo in pv.index and col in pv.columns else math.nan
         base = pv.loc["uncoupled", f"run_{r.variant}"] if "uncoupled" in pv.index else math.nan
         if not (paper == paper and base == base and r.half == r.half):
             continue

@@ -21,7 +21,7 @@ from ...errors import ExperimentFailed, UsageError
 from ...lab import Lab, Point, RunContext
 from ...links import LinkSpec
 from ...observe import Capture, SsSampler, Tracing
-from ...topology import EMULATOR, NetPath, Topology
+from ...topology import EMULATOR, Bottleneck, NetPath, Topology
 from ...traffic import Transfer, bulk, concurrent, start_time, udp_onoff
 from . import analysis as lab2_analysis, cc, cctrace
 from .measure import link_packets, shared_link_rates, subflow_table
@@ -61,6 +61,18 @@ def topology(params: dict, netem: bool | None = None) -> Topology:
         LinkSpec.parse(link_spec(m, netem))
     return Topology("lab2", hosts=("snd", "rcv"), paths=paths, sysctls=params.get("sysctls", {}),
                     mptcp_subflows=len(paths))
+
+
+def shared_topology(params: dict, netem: bool | None = None) -> Topology:
+    """The shared-bottleneck variant: the same paths and cross traffic, but every path's traffic
+    toward the receiver crosses one link first (`shared_bottleneck.link`, its rate and queue); the
+    paths keep only their delays, so the subflows still see different RTTs."""
+    netem = _netem() if netem is None else netem
+    paths = [NetPath(name, "snd", "rcv", link_spec({"link": "", "delay": spec.get("delay")}, netem))
+             for name, spec in params["paths"].items()]
+    return Topology("lab2shared", hosts=("snd", "rcv"), paths=paths, sysctls=params.get("sysctls", {}),
+                    mptcp_subflows=len(paths),
+                    bottleneck=Bottleneck("shared", params["shared_bottleneck"]["link"], tuple(params["paths"])))
 
 
 def fairness_topology(params: dict, netem: bool | None = None) -> Topology:
@@ -228,20 +240,30 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
 
 # ---------------------------------------------------------------- the lab
 
+VARIANTS = ("static", "mobility", "shared")
+
+
 def points(params: dict, sweep=None) -> list[Point]:
     """Per repetition, variant and algorithm one MPTCP transfer (repetition 1 observed in detail);
-    then the fairness runs on their own network."""
+    the shared-bottleneck variant's after the others (its own network, built once); then the
+    fairness runs on theirs."""
     algos = algorithms(params)
+    for variant in params["variants"]:
+        if variant not in VARIANTS:
+            raise UsageError(f"variants: {variant!r} is not one of {', '.join(VARIANTS)}")
     out = []
-    for rep in range(1, int(params["repetitions"]) + 1):
-        for variant in params["variants"]:
-            if variant not in ("static", "mobility"):
-                raise UsageError(f"variants: {variant!r} is not static or mobility")
-            for algo in algos:
-                out.append(Point(key(rep, variant, algo), {
-                    "algo": algo.key, "variant": variant, "rep": rep, "detail": rep == 1,
-                    "duration_s": params["duration_s"], "cross": params.get("cross"),
-                    "mobility": params.get("mobility") if variant == "mobility" else None}))
+    for shared in (False, True):
+        for rep in range(1, int(params["repetitions"]) + 1):
+            for variant in params["variants"]:
+                if (variant == "shared") != shared:
+                    continue
+                for algo in algos:
+                    out.append(Point(key(rep, variant, algo), {
+                        "algo": algo.key, "variant": variant, "rep": rep, "detail": rep == 1,
+                        "duration_s": params["duration_s"], "cross": params.get("cross"),
+                        "mobility": params.get("mobility") if variant == "mobility" else None,
+                        "shared_bottleneck": params["shared_bottleneck"] if shared else None},
+                        topology=shared_topology if shared else None))
     for rep in range(1, int(params["fairness"]["repetitions"]) + 1):
         for algo in algos:
             out.append(Point(f"fair-{algo.key}-r{rep}", {"algo": algo.key, "rep": rep, "fairness": params["fairness"]},

@@ -50,7 +50,8 @@ BIN_S = 0.1
 # tcp_on_shared_mbps over the same window or empty), mptcp_on_other_mbps the other path's subflow
 # there, shared_wire_mbps both flows' packets on the shared link, headers included
 FAIRNESS_COLUMNS = ["algo", "rep", "mptcp_mbps", "tcp_mbps", "mptcp_share_on_shared", "mptcp_on_shared_mbps",
-                    "tcp_on_shared_mbps", "mptcp_on_other_mbps", "shared_wire_mbps", "commit"]
+                    "tcp_on_shared_mbps", "mptcp_on_other_mbps", "shared_wire_mbps", "ss_mptcp_on_shared_mbps",
+                    "commit"]
 
 # The statistics are mptcplab.stats' (one computation for the log, the report and the notebook);
 # t975 and mean_ci are named here too because the notebook calls them as la.t975 and la.mean_ci.
@@ -89,6 +90,19 @@ def _timeseries(d: Path, s: dict) -> pd.DataFrame:
     out.insert(0, "variant", s["variant"])
     out.insert(0, "algo", s["algo"])
     return out
+
+
+def ss_on_shared(d: Path, s: dict) -> float | None:
+    """A fairness run's MPTCP part on the shared path as the 2026-11 reference measured it: its
+    goodput times the shared subflow's share of the bytes acked at the last `ss` sample
+    (subflows.json; the shared path is path 1), kept beside the link's count to compare the two."""
+    try:
+        subs = json.loads((d / "subflows.json").read_text())
+    except (OSError, ValueError):
+        return None
+    total = sum(r.get("bytes_acked", 0) for r in subs)
+    shared = sum(r.get("bytes_acked", 0) for r in subs if r.get("path_index") == 1)
+    return round(s["mptcp_mbps"] * shared / total, 3) if total and s.get("mptcp_mbps") is not None else None
 
 
 def goodput_bins(intervals: pd.DataFrame, t0: float | None = None) -> pd.DataFrame:
@@ -138,7 +152,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
             verify_manifest = json.loads((d / "manifest.json").read_text())
             verify_summary = s
         elif "mptcp_share_on_shared" in s:
-            fair.append({**{k: s.get(k) for k in FAIRNESS_COLUMNS}, "commit": commit})
+            fair.append({**{k: s.get(k) for k in FAIRNESS_COLUMNS}, "commit": commit,
+                         "ss_mptcp_on_shared_mbps": ss_on_shared(d, s)})
         elif "variant" in s:
             # what all paths together could carry in this run (`mptcp_ceiling_bps`): `mptcplab check` holds mbps to it
             ceiling = check.mptcp_ceiling_bps(json.loads((d / "manifest.json").read_text()), s) / 1e6
@@ -595,18 +610,24 @@ def controlled_section(controlled: dict[str, dict]) -> list[str]:
                 rate = None
             both = fair.tcp_on_shared_mbps + fair.mptcp_on_shared_mbps
             ceiling = f" (its ceiling {physics.link_ceiling_bps(rate) / 1e6:.2f})" if rate else ""
+            old = (fair.tcp_mbps + fair.ss_mptcp_on_shared_mbps) if "ss_mptcp_on_shared_mbps" in fair else None
             lines += [f"**Fairness measured on the link**: {len(fair)} runs, the split of the shared path counted in "
                       "the emulator's capture of what the link delivered, over the span both flows used it "
                       f"(`measure.shared_link_rates`). TCP + MPTCP there: {both.min():.2f}–{both.max():.2f} Mbit/s"
                       f"{ceiling}; the link's wire rate {fair.shared_wire_mbps.min():.2f}–"
                       f"{fair.shared_wire_mbps.max():.2f} Mbit/s"
-                      + (f" of {rate / 1e6:g}" if rate else "") + ".", "",
-                      "| algorithm | run | TCP | MPTCP on the shared path | together | MPTCP on the other path |",
-                      "|---|---|---|---|---|---|"]
+                      + (f" of {rate / 1e6:g}" if rate else "") + "."
+                      + (f" The same runs as the reference measured them (TCP over its own span, MPTCP's part by "
+                         f"`ss` byte shares): {old.min():.2f}–{old.max():.2f}." if old is not None and old.notna().any()
+                         else ""), "",
+                      "| algorithm | run | TCP | MPTCP on the shared path | together | MPTCP on the other path "
+                      "| together, as the reference measured |",
+                      "|---|---|---|---|---|---|---|"]
             for r in fair.sort_values(["algo", "rep"]).itertuples():
+                was = old.loc[r.Index] if old is not None else float("nan")
                 lines.append(f"| {TITLES.get(r.algo, r.algo)} | {r.rep} | {r.tcp_on_shared_mbps:.3f} | "
                              f"{r.mptcp_on_shared_mbps:.3f} | {r.tcp_on_shared_mbps + r.mptcp_on_shared_mbps:.3f} | "
-                             f"{r.mptcp_on_other_mbps:.3f} |")
+                             f"{r.mptcp_on_other_mbps:.3f} | {was:.3f} |")
             lines += [""]
     return lines
 

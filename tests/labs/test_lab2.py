@@ -267,6 +267,11 @@ def test_bpf_counters_are_summed_from_each_runs_own_reading(tmp_path):
     assert la.bpf_counters(man).loc["mlab_lia", "runs"] == 2
     zero = {"mlab_lia": {"acks": 0, "losses": 0, "runs": 2}}
     assert la.bpf_counters({"bpf_counters": zero, "runs": 2}) is None  # `runs` alone is not a count
+    replayed = {"static-lia-r1": {"events": 9, "acks_congestion_avoidance": 899, "losses": 3, "subflows": 4,
+                                  "counted": {"acks": 900, "losses": 3, "sockets": 4}}, "old": {"events": 5}}
+    assert la.counted_vs_recorded(replayed).endswith("read 900 congestion-avoidance ACKs, 3 losses and 4 sockets; "
+                                                     "the recorded callbacks 899, 3 and 4.")
+    assert la.counted_vs_recorded({"old": {"events": 5}}) == ""
 
 
 def _fake_link(seconds_each, rate=5e6, retransmit_every=0):

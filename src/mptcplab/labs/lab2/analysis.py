@@ -246,6 +246,19 @@ def bpf_counters(man: dict) -> pd.DataFrame | None:
     return pd.DataFrame(counters).T
 
 
+def counted_vs_recorded(checked: dict) -> str:
+    """The programs' own counters beside the callbacks recorded in the same runs (runs since each
+    run reads its counters, experiment.bpf_counted): two independent counts of what ran."""
+    both = [v for v in checked.values() if v.get("counted")]
+    if not both:
+        return ""
+    total = {k: sum(v["counted"].get(k, 0) for v in both) for k in ("acks", "losses", "sockets")}
+    seen = {k: sum(v.get(k, 0) for v in both) for k in ("acks_congestion_avoidance", "losses", "subflows")}
+    return (f" In those {len(both)} runs the programs' own counters read {total['acks']} congestion-avoidance "
+            f"ACKs, {total['losses']} losses and {total['sockets']} sockets; the recorded callbacks "
+            f"{seen['acks_congestion_avoidance']}, {seen['losses']} and {seen['subflows']}.")
+
+
 def load(path: Path) -> dict:
     """The compact tables of a sweep (compacting it first if needed) or of a reference copy."""
     path = results.compacted(path, "throughput.csv", compact, "lab2")
@@ -716,7 +729,8 @@ def report(out: Path) -> str:
         events = sum(v.get("events", 0) for v in checked.values())
         lines += [f"BPF programs against the Python reference (`mptcplab.cctrace.replay`): {events} recorded "
                   f"callbacks in {len(checked)} runs, "
-                  + (f"**mismatches in {bad}**." if bad else "every window the same."), ""]
+                  + (f"**mismatches in {bad}**." if bad else "every window the same.")
+                  + counted_vs_recorded(checked), ""]
     pt = paired_table(tp)
     if not pt.empty:
         resolved = int((pt.verdict != "not resolved").sum())

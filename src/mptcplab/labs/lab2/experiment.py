@@ -4,8 +4,9 @@ For each run r, variant (static / mobility) and algorithm: one MPTCP bulk transf
 paths of experiment.toml, one subflow per path, with the algorithm chosen by TCP_CONGESTION on the
 MPTCP socket, while seeded UDP on/off cross traffic congests some paths and (mobility) the
 emulator changes path capacities mid-run. Run 1 of each variant is observed in detail (tcp_probe,
-`ss` every 50 ms). Then the fairness experiment: the MPTCP connection and one single-path Reno
-flow sharing a bottleneck. The algorithms are BPF struct_ops programs (mptcplab.labs.lab2.cc), loaded for
+`ss` every 50 ms). The shared-bottleneck variant (a controlled run) sends every path's traffic
+through one link first. Then the fairness experiment: the MPTCP connection and one single-path
+Reno flow sharing a bottleneck, their split counted in the emulator's capture of that link. The algorithms are BPF struct_ops programs (mptcplab.labs.lab2.cc), loaded for
 the experiment and removed afterwards. Analysis: analysis.py.
 """
 

@@ -159,9 +159,13 @@ def check_fairness_table(table: Path) -> list[physics.Verdict]:
         for row in csv.DictReader(f):
             tcp = _number(row.get("tcp_on_shared_mbps")) or _number(row.get("tcp_mbps"))
             both = tcp + _number(row.get("mptcp_on_shared_mbps"))
-            out += [physics.Verdict(f"{table.parent.name}/fair-{row.get('algo')}-r{row.get('rep')}: TCP + MPTCP "
-                                    "on the shared path vs its ceiling", v.measured, v.bound, v.unit, v.ok)
-                    for v in _ceiling("", both, rate)]
+            where = f"{table.parent.name}/fair-{row.get('algo')}-r{row.get('rep')}"
+            out += [physics.Verdict(f"{where}: TCP + MPTCP on the shared path vs its ceiling", v.measured, v.bound,
+                                    v.unit, v.ok) for v in _ceiling("", both, rate)]
+            if _number(row.get("shared_wire_mbps")):  # the emulator's own count of what the link delivered
+                wire, bound = _number(row["shared_wire_mbps"]), physics.allowed(rate) / 1e6
+                out.append(physics.Verdict(f"{where}: the shared link's wire rate vs configured rate", wire, bound,
+                                           "Mbit/s", wire <= bound, "both flows' packets captured on its egress"))
     return out
 
 
@@ -196,7 +200,8 @@ def _path_by_address(run: Path) -> dict[str, dict]:
 def mptcp_ceiling_bps(manifest: dict, summary: dict) -> float:
     """The most an MPTCP transfer over every path of the run's network could carry, averaged over
     its span (physics.paths_ceiling_bps), with the path changes it recorded (`mobility_applied`:
-    when each began and ended) or, for runs made before that was recorded, as scheduled."""
+    when each began and ended) or, for runs made before that was recorded, as scheduled; at most
+    the ceiling of a bottleneck its paths share (the network's `bottleneck`)."""
     rates = {name: p["rate_bps"] for name, p in paths_of(manifest).items()}
     span = summary.get("span_s") or summary.get("duration_s") or 0.0
     applied = summary.get("mobility_applied")
@@ -206,7 +211,11 @@ def mptcp_ceiling_bps(manifest: dict, summary: dict) -> float:
                    for m in (manifest.get("parameters") or {}).get("mobility") or []]
     changes = [{"path": m["path"], "rate_bps": rate, "begun_s": m["begun_s"], "done_s": m["done_s"]}
                for m in applied if (rate := LinkSpec.parse(m["link"]).rate_bps)]
-    return physics.paths_ceiling_bps(rates, float(span), changes)
+    ceiling = physics.paths_ceiling_bps(rates, float(span), changes)
+    shared = (manifest.get("network") or {}).get("bottleneck")
+    if shared and set(shared["paths"]) >= set(rates) and (rate := LinkSpec.parse(shared["link"]).rate_bps):
+        ceiling = min(ceiling, physics.link_ceiling_bps(rate))
+    return ceiling
 
 
 def _mptcp_ceiling(run: Path, summary: dict) -> list[physics.Verdict]:

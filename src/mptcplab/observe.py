@@ -32,14 +32,18 @@ def _note(rd, what: str, **info) -> None:
 # ---------------------------------------------------------------- capture
 
 class Capture:
-    """Headers-only packet capture on every interface of one host (tcpdump -i any)."""
+    """Headers-only packet capture on every interface of one host (tcpdump -i any), or on one.
+
+    `direction="out"` (tcpdump -Q out) keeps only packets the host sends, which on an egress
+    device are taken when the device transmits them, after its qdisc: in the emulator that is
+    what a link delivered, each packet once (drops in its queue are never seen)."""
 
     def __init__(self, net, host: str, rd, name: str = "capture.pcap", snaplen: int = 128,
-                 bpf_filter: str = "tcp or udp") -> None:
+                 bpf_filter: str = "tcp or udp", interface: str = "any", direction: str | None = None) -> None:
         self.net, self.host, self.rd = net, host, rd
         self.path = rd.file(name)
-        self.argv = ["tcpdump", "-i", "any", "-s", str(snaplen), "-B", "32768", "-U", "-n", "-Z", "root", "-w", str(self.path),
-                     *bpf_filter.split()]
+        self.argv = ["tcpdump", "-i", interface, *(["-Q", direction] if direction else []), "-s", str(snaplen),
+                     "-B", "32768", "-U", "-n", "-Z", "root", "-w", str(self.path), *bpf_filter.split()]
 
     def __enter__(self):
         self.proc = self.net.popen(self.host, self.argv, what="tcpdump", stdout=subprocess.DEVNULL,

@@ -89,6 +89,31 @@ class NetPath:
 
 
 @dataclass
+class Bottleneck:
+    """One link that the a->b traffic of several paths crosses together (one queue, one rate),
+    before each path's own emulation (its delay). E.g. Lab 2's shared-bottleneck variant: every
+    subflow and the cross traffic through one 5 Mbit/s link, where RFC 6356's coupled algorithms
+    are meant to take what one TCP flow would.
+
+    Built in the emulator as an ifb device: each path's port facing its `a` host redirects what
+    it receives (tc ingress, mirred) to the ifb, whose root qdisc is the bottleneck; the ifb hands
+    each packet back to the port it came from, which bridges it on into its path. The b->a
+    direction (ACKs) stays on each path alone."""
+
+    name: str
+    link: LinkSpec | str
+    paths: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        self.link = LinkSpec.parse(self.link)
+        self.paths = tuple(self.paths)
+
+    @property
+    def dev(self) -> str:
+        return f"ifb-{self.name}"
+
+
+@dataclass
 class Cmd:
     argv: list[str]
     why: str = ""
@@ -108,10 +133,11 @@ class Topology:
 
     def __init__(self, name: str, hosts, paths: list[NetPath], sysctls: dict | None = None,
                  mptcp_subflows: int | None = None, netem: bool | None = None,
-                 kernel_limits: dict[str, int] | None = None) -> None:
+                 kernel_limits: dict[str, int] | None = None, bottleneck: Bottleneck | None = None) -> None:
         self.name = name
         self.hosts = tuple(hosts)
         self.paths = list(paths)
+        self.bottleneck = bottleneck
         self.sysctls = {h: dict(v) for h, v in (sysctls or {}).items()}
         self.kernel_limits = {k: int(v) for k, v in (kernel_limits or {}).items()}
         self._limits_found: dict[str, int | None] | None = None  # read once, before any is raised
@@ -143,6 +169,11 @@ class Topology:
                     raise UsageError(f"path {p.name!r}: unknown host {end!r}; hosts are {', '.join(self.hosts)}")
             if p.a == p.b:
                 raise UsageError(f"path {p.name!r} joins host {p.a!r} to itself")
+        if self.bottleneck is not None:
+            b = self.bottleneck
+            if not _NAME.fullmatch(b.name) or not b.paths or not set(b.paths) <= seen:
+                raise UsageError(f"bottleneck {b.name!r}: a name like a path's and some of the paths "
+                                 f"{', '.join(sorted(seen))} (got {', '.join(b.paths) or 'none'})")
         for h in self.sysctls:
             if h not in self.hosts:
                 raise UsageError(f"sysctls for unknown host {h!r}; hosts are {', '.join(self.hosts)}")
@@ -218,6 +249,7 @@ class Topology:
                     cmds.append(Cmd(["ip", "netns", "exec", ns_, "ethtool", "-K", dev, "tso", "off", "gso", "off",
                                      "gro", "off"]))
             cmds += self._link_cmds(p, netem)
+        cmds += self._bottleneck_cmds(netem)
         for h in self.hosts:
             for key, value in {**BASE_SYSCTLS, **self.sysctls.get(h, {})}.items():
                 cmds.append(Cmd(["ip", "netns", "exec", self.ns(h), "sysctl", "-qw", f"{key}={value}"]))
@@ -262,6 +294,27 @@ class Topology:
             Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", f"a-{p.name}", "root",
                  *reverse.qdisc_args(p.rtt_s, netem)], f"path {p.name}, {p.b} -> {p.a}: {said(p.reverse, reverse)}"),
         ]
+
+    def _bottleneck_cmds(self, netem: bool) -> list[Cmd]:
+        b = self.bottleneck
+        if b is None:
+            return []
+        emu = self.ns(EMULATOR)
+        rtt = max(self.path(n).rtt_s for n in b.paths)
+        cmds = [Cmd(["ip", "-n", emu, "link", "add", b.dev, "type", "ifb"],
+                    f"bottleneck {b.name}: one link for the {' '.join(b.paths)} traffic toward the b hosts"),
+                Cmd(["ip", "-n", emu, "link", "set", b.dev, "up"]),
+                Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", b.dev, "root", *b.link.qdisc_args(rtt, netem)],
+                    f"bottleneck {b.name}: {b.link}")]
+        for name in b.paths:
+            port = f"a-{name}"
+            cmds += [Cmd(["tc", "-n", emu, "qdisc", "add", "dev", port, "handle", "ffff:", "ingress"],
+                         f"path {name}: what its a host sends goes through bottleneck {b.name} first"),
+                     # u32 matching every packet, not matchall: some kernels build only u32 (this
+                     # project's 6.18 host has no cls_matchall, cls_basic or cls_flower)
+                     Cmd(["tc", "-n", emu, "filter", "add", "dev", port, "parent", "ffff:", "protocol", "all",
+                          "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", b.dev])]
+        return cmds
 
     def _mptcp_cmds(self) -> list[Cmd]:
         if self.mptcp_subflows is None:
@@ -409,6 +462,8 @@ class Network:
                        "rtt_ms_configured": round(p.rtt_s * 1e3, 3),
                        "own_latency": self._own_latency_record(p)} for p in self.topo.paths],
             "own_latency_method": latency.METHOD,
+            "bottleneck": ({"name": self.topo.bottleneck.name, "link": str(self.topo.bottleneck.link),
+                            "paths": list(self.topo.bottleneck.paths)} if self.topo.bottleneck else None),
             "qdiscs": self.check(["tc", "-n", emu, "qdisc", "show"]).strip().splitlines(),
             "sysctls_set": {h: {**BASE_SYSCTLS, **self.topo.sysctls.get(h, {})} for h in self.topo.hosts},
             # Read back: the usual ones and every one the kit set (a lab's own, e.g. tcp_recovery).

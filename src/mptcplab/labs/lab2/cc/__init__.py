@@ -5,16 +5,19 @@
 
 from .loader import (
     ALGORITHMS,
+    COUNTS,
     PREFIX,
     RECORD_SLOTS,
     Algorithm,
     Recording,
     available,
     build,
+    counted,
     in_use,
     list_loaded,
     load,
     loaded,
+    parse_counters,
     parse_ss_cc,
     recording,
     resolve,
@@ -23,5 +26,5 @@ from .loader import (
     unload_all,
 )
 
-__all__ = ["ALGORITHMS", "PREFIX", "RECORD_SLOTS", "Algorithm", "Recording", "available", "build", "in_use",
+__all__ = ["ALGORITHMS", "COUNTS", "counted", "parse_counters", "PREFIX", "RECORD_SLOTS", "Algorithm", "Recording", "available", "build", "in_use",
            "list_loaded", "load", "loaded", "parse_ss_cc", "recording", "resolve", "stats", "unload", "unload_all"]

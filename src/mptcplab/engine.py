@@ -76,9 +76,9 @@ def check_setup(ctx: RunContext, times: int) -> list[dict]:
                 refused = str(exc)
             rows += attempt_rows(attempt.out, i, refused)
             elapsed = wall_clock(ctx.out) - t0
-            left = f", about {_duration(elapsed / i * (times - i))} left" if i < times else ""
+            left = f", about {eta.duration(elapsed / i * (times - i))} left" if i < times else ""
             say.info("setup check %d/%d: %s  [%s%s]", i, times, f"REFUSED: {refused}" if refused else "passed",
-                     _duration(elapsed), left)
+                     eta.duration(elapsed), left)
     table = ctx.out / "setup-checks.csv"
     with table.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["attempt"])

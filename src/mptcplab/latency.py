@@ -159,19 +159,23 @@ class OwnLatency:
 
     def cause(self, link: LinkSpec, reverse: LinkSpec, measured_ms: float, wire_ms: float = 0.0) -> str | None:
         """Why the RTT check saw `measured_ms` if the place's own latency explains it, else None
-        (a ping faster than configured: netem's delay is missing, not the place's fault).
-        `wire_ms`: the ping's own transmission time at the path's rate (ping_wire_ms)."""
+        (a ping faster than netem's applied delays allow: netem's delay is missing, not the place's
+        fault). `wire_ms`: the ping's own transmission time at the path's rate (ping_wire_ms)."""
         r = self.record(link, reverse)
         configured = rtt_ms(link, reverse)
+        applied = rtt_ms(*self.netem_links(link, reverse))
+        now = measured_ms - wire_ms - applied  # what the place adds now, at its floor
         if measured_ms <= configured:
-            return None
+            if not r["compensated"] or now < 0:
+                return None
+            return (f"the place's own latency: at least {self.rtt_ms:.2f} ms when the network came up, taken out of "
+                    f"netem's delay, and {now:.2f} ms now: it adds less than it did (a host that was busier then?)")
         ping = f"ping over the path without loss or jitter: lowest {self.ping['min_ms']:.2f} ms for {self.measured_over_ms:.2f} ms"
         if r["uncompensated_ms"] > r["slack_ms"]:
             return (f"the place's own latency is the cause: it adds at least {self.rtt_ms:.2f} ms to every round trip "
                     f"on this path ({ping}), more than the configured {configured:g} ms can give up "
                     f"(netem delay {r['netem_delay_ms']['link']:g} + {r['netem_delay_ms']['reverse']:g} ms); "
                     "this place cannot emulate so short a path")
-        now = measured_ms - wire_ms - rtt_ms(*self.netem_links(link, reverse))
         done = ("taken out of netem's delay" if r["compensated"]
                 else f"no more than {OWN_LATENCY_FLOOR_MS} ms, so netem's delay was left as configured")
         return (f"the place's own latency: at least {self.rtt_ms:.2f} ms when the network came up ({ping}), {done}; "

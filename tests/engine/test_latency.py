@@ -254,3 +254,12 @@ def test_a_spike_while_the_latency_is_measured_does_not_refuse_a_correct_place(t
     row = checks["paths"]["p1"]
     assert row["rtt_ok"] and row["ping"]["min_ms"] == pytest.approx(20.0 + row["ping_wire_ms"], abs=1e-3)
     assert "median" in verify.describe(checks)
+
+
+def test_a_place_that_got_faster_after_compensation_is_named_not_netem(tmp_path, no_cache):
+    net = built(lab2_like("delay=10ms"))
+    net.own["delayed"] = 1.2  # 2 ms when the network came up, 1.2 now
+    with Sweep(tmp_path).run("v", {}) as rd, pytest.raises(ExperimentFailed) as err:
+        verify.check_paths(net, rd, "snd", "rcv", mptcp=False)
+    assert "and 1.20 ms now: it adds less than it did" in str(err.value)
+    assert "is netem on the emulator" not in str(err.value)

@@ -405,17 +405,18 @@ class Network:
         """Measure what this place adds to each path's round trip and re-apply the paths' links
         with it taken out of netem's delay where it is more than the RTT check's slack.
 
-        Each path is pinged with its emulation reduced to its configured delay (latency.py says
-        why), then gets its full link back, compensated or not.
+        Each path is pinged without its loss or jitter (latency.py says why), then gets its full
+        link back, compensated or not.
         """
         netem = self.topo._netem()
         for p in self.topo.paths:
             self.topo.own_latency.pop(p.name, None)
             bare = (latency.measuring_link(p.link), latency.measuring_link(p.reverse))
-            for c in self.topo._link_cmds(p, netem, bare, why="only the delay, to measure the place's own latency"):
+            for c in self.topo._link_cmds(p, netem, bare, why="no loss or jitter, to measure the place's own latency"):
                 self.check(c.argv)
             ping = latency.ping_rtt(self, p.a, p.b, p.name)
-            own = self.topo.own_latency[p.name] = latency.OwnLatency(p.name, ping, p.rtt_s * 1e3)
+            expected = p.rtt_s * 1e3 + latency.ping_wire_ms(p.link, p.reverse, netem)
+            own = self.topo.own_latency[p.name] = latency.OwnLatency(p.name, ping, expected)
             for c in self.topo._link_cmds(p, netem):
                 self.check(c.argv)
             r = own.record(p.link, p.reverse)

@@ -92,7 +92,7 @@ def test_own_latency_above_the_slack_is_taken_out_of_netem_delay_half_per_direct
     net = built(lab2_like("rate=5mbit,queue=25,delay=10ms", "rate=5mbit,delay=40ms"))
     # 2 ms over 20 ms is more than the 0.5 ms slack: 1 ms comes off each direction.
     assert net.applied("p1") == (9.0, 9.0)
-    assert net.topo.own_latency["p1"].rtt_ms == pytest.approx(2.0)
+    assert net.topo.own_latency["p1"].rtt_ms == pytest.approx(2.0, abs=1e-3)  # ping prints 3 decimals
     # The path's configuration is untouched: only what netem applies changes.
     assert str(net.topo.path("p1").link) == "rate=5mbit,delay=10ms,queue=25"
     # ...and the RTT check now sees the configured RTT (and the ping's 0.31 ms at 5 Mbit/s).
@@ -102,13 +102,17 @@ def test_own_latency_above_the_slack_is_taken_out_of_netem_delay_half_per_direct
     assert net.applied("p2") == (39.0, 39.0)
 
 
-def test_measured_over_the_configured_delay_not_over_zero():
-    """The place adds more on a delayed path; measuring over the path's own delay counts it."""
-    net = built(lab2_like("rate=5mbit,delay=10ms"))
+def test_measured_over_the_configured_delay_and_rate_without_loss():
+    """The place adds more on a delayed path, and (under TCG) a different amount with netem's rate:
+    it is measured over the path's delay, rate and queue, with its loss and jitter left out, and
+    the ping's own transmission at the rate is not counted as the place's."""
+    net = built(lab2_like("rate=5mbit,delay=10ms,loss=1%"))
     own = net.topo.own_latency["p1"]
-    assert own.measured_over_ms == 20.0 and own.ping["median_ms"] == pytest.approx(22.0)
-    bare = [c for c in net.tc if "rate" not in c]  # the measuring qdiscs: delay only, no rate
-    assert bare and all("10ms" in c for c in bare)
+    assert own.measured_over_ms == pytest.approx(20.3136) and own.ping["median_ms"] == pytest.approx(22.314, abs=1e-3)
+    assert own.rtt_ms == pytest.approx(2.0, abs=1e-3)
+    measuring = [c for c in net.tc if "loss" not in c]
+    assert measuring and all("10ms" in c and "rate" in c for c in measuring)
+    assert "loss" in net.tc[-1]  # the full link is back
 
 
 def test_own_latency_within_the_slack_leaves_netem_delays_as_configured_and_is_recorded():
@@ -143,8 +147,8 @@ def test_manifest_and_topology_script_show_measured_configured_and_applied(tmp_p
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     p1 = manifest["network"]["paths"][0]
     assert p1["rtt_ms_configured"] == 20.0
-    assert p1["own_latency"]["ping_ms"]["median_ms"] == pytest.approx(22.0)
-    assert p1["own_latency"]["own_rtt_ms"] == pytest.approx(2.0) and p1["own_latency"]["compensated"]
+    assert p1["own_latency"]["ping_ms"]["median_ms"] == pytest.approx(22.314, abs=1e-3)
+    assert p1["own_latency"]["own_rtt_ms"] == pytest.approx(2.0, abs=1e-3) and p1["own_latency"]["compensated"]
     assert p1["own_latency"]["configured_delay_ms"] == {"link": 10.0, "reverse": 10.0}
     assert p1["own_latency"]["netem_delay_ms"] == {"link": 9.0, "reverse": 9.0}
     assert "own_latency_method" in manifest["network"]
@@ -229,7 +233,7 @@ def test_the_floor_is_taken_out_and_the_spread_recorded():
     net.spread = [[0.0, 0.4, 0.8, 1.2]]  # the measuring ping: floor 2 ms, median 2.6
     net.measure_own_latency()
     own = net.topo.own_latency["p1"]
-    assert own.rtt_ms == pytest.approx(2.0) and own.spread_ms == pytest.approx(0.6)
+    assert own.rtt_ms == pytest.approx(2.0, abs=1e-3) and own.spread_ms == pytest.approx(0.6)
     assert net.applied("p1") == (9.0, 9.0)  # the floor, half per direction
     assert net.snapshot()["paths"][0]["own_latency"]["own_spread_ms"] == pytest.approx(0.6)
 
@@ -250,3 +254,12 @@ def test_a_spike_while_the_latency_is_measured_does_not_refuse_a_correct_place(t
     row = checks["paths"]["p1"]
     assert row["rtt_ok"] and row["ping"]["min_ms"] == pytest.approx(20.0 + row["ping_wire_ms"], abs=1e-3)
     assert "median" in verify.describe(checks)
+
+
+def test_a_place_that_got_faster_after_compensation_is_named_not_netem(tmp_path, no_cache):
+    net = built(lab2_like("delay=10ms"))
+    net.own["delayed"] = 1.2  # 2 ms when the network came up, 1.2 now
+    with Sweep(tmp_path).run("v", {}) as rd, pytest.raises(ExperimentFailed) as err:
+        verify.check_paths(net, rd, "snd", "rcv", mptcp=False)
+    assert "and 1.20 ms now: it adds less than it did" in str(err.value)
+    assert "is netem on the emulator" not in str(err.value)

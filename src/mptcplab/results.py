@@ -201,24 +201,33 @@ def copy_compact(sweep: Path | str, dest: Path | str, names) -> list[Path]:
     return [Path(shutil.copy2(sweep / name, dest / name)) for name in names]
 
 
-def compact_is_stale(sweep: Path | str, table: str) -> bool:
-    """True when a sweep's compact `table` is missing or older than one of its runs: a resumed sweep
-    (or a new run into the same directory) must be compacted again before anything reads it, or the
-    notebook would print an interval over other runs than the report's."""
+RUNS = ("*/summary.json",)  # the runs a compact table is made from: by default every run of the sweep
+
+
+def _runs(sweep: Path, runs: tuple[str, ...]) -> list[Path]:
+    return [p for pattern in runs for p in sweep.glob(pattern)]
+
+
+def compact_is_stale(sweep: Path | str, table: str, runs: tuple[str, ...] = RUNS) -> bool:
+    """True when a sweep's compact `table` is missing or older than one of its runs (the summaries
+    `runs` names): a resumed sweep (or a new run into the same directory) must be compacted again
+    before anything reads it, or the notebook would print an interval over other runs than the report's."""
     sweep = Path(sweep)
     t = sweep / table
     if not t.exists():
         return True
     made = t.stat().st_mtime
-    return any(p.stat().st_mtime > made for p in sweep.glob("*/summary.json"))
+    return any(p.stat().st_mtime > made for p in _runs(sweep, runs))
 
 
-def compacted(path: Path | str, table: str, compact, lab: str) -> Path:
+def compacted(path: Path | str, table: str, compact, lab: str, runs: tuple[str, ...] = RUNS) -> Path:
     """The folder whose compact tables a lab's `load` reads: a sweep's, compacted again first when
-    `table` is stale (compact_is_stale), or a reference copy's as it is; none there is an error."""
+    `table` is stale (compact_is_stale), or a reference copy's as it is; none there is an error.
+    `runs`: the summaries `table` is made from, where a reference copy keeps other runs beside it
+    (Lab 1's keeps its detailed runs)."""
     path = Path(path)
-    if any(path.glob("*/summary.json")):
-        if compact_is_stale(path, table):
+    if _runs(path, runs):
+        if compact_is_stale(path, table, runs):
             compact(path)
     elif not (path / table).exists():
         raise FileNotFoundError(f"{path}: no {lab} results (run `sudo mptcplab run {lab} --quick`)")

@@ -356,6 +356,28 @@ def test_engine_runs_the_sweep_then_the_detailed_run_and_its_controls(tmp_path, 
     assert len(sweep) == n  # neither the paper's point nor the detailed runs are sweep rows
 
 
+def test_load_sweep_compacts_a_resumed_sweep_again_and_reads_a_reference_as_it_is(tmp_path, quick):
+    import os
+
+    sweep = _finished_sweep(tmp_path / "s", quick)
+    first = la.load_sweep(sweep.root)  # compacted on first read (sweep.csv written)
+    old = sweep.root / "sweep.csv"
+    os.utime(old, (1, 1))  # older than every run: a run added after it makes it stale
+    run = sweep.root / "wmem-64K-tcp-fast-r9"
+    run.mkdir()
+    (run / "summary.json").write_text(json.dumps({"run": run.name, "method": "wmem", "buffer": "64K",
+                                                  "buffer_bytes": 65536, "config": "tcp-fast", "rep": 9, "mbps": 90.0}))
+    (run / "manifest.json").write_text("{}")
+    assert len(la.load_sweep(sweep.root)) == len(first) + 1
+    # a reference copy keeps its detailed runs beside sweep.csv: newer than it, they do not remake it
+    ref = tmp_path / "ref"
+    (ref / "detail-wmem-64K-mptcp").mkdir(parents=True)
+    first.to_csv(ref / "sweep.csv", index=False)
+    os.utime(ref / "sweep.csv", (1, 1))
+    (ref / "detail-wmem-64K-mptcp" / "summary.json").write_text(json.dumps({"detail": True, "config": "mptcp"}))
+    assert len(la.load_sweep(ref)) == len(first)
+
+
 # ---------------------------------------------------------------- analysis: bounds, controls, tracing cost
 
 def test_window_bounds_flag_what_mptcplab_check_fails():

@@ -1,5 +1,6 @@
 # The kit's entry points. Run as root (namespaces, qdiscs, apt-get).
-#   make reproduce   install what is missing, then reproduce all three labs (quick; FULL=1 for paper scale)
+#   make reproduce   install what is missing (the UML kernel too, without netem), then reproduce all three
+#                    labs (quick; FULL=1 for paper scale)
 #   make test        install what is missing, then run the test suite (unit + real-kernel tests)
 VENV ?= .venv
 MPTCPLAB = $(VENV)/bin/mptcplab

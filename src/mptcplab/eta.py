@@ -78,7 +78,8 @@ def step(say, what: str, key: str, clock: Callable[[], float] = time.monotonic, 
 
     def tick() -> None:
         while not stop.wait(every):
-            say.info("%s  [%s]", what, progress(clock() - t0, expected))
+            with contextlib.suppress(OSError):  # a clock read that failed costs one line, never the step
+                say.info("%s  [%s]", what, progress(clock() - t0, expected))
 
     ticker = threading.Thread(target=tick, name=f"eta {key}", daemon=True)
     ticker.start()

@@ -11,6 +11,7 @@ import selectors
 import shlex
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def host_time(directory: Path) -> float:
     """The host's wall clock, read from a guest: the mtime the host gives a file written through
     hostfs. Under UML's time-travel clock, idle time is skipped and time spent in the guest kernel
     is partly not counted, so guest seconds and wall-clock seconds differ; manifests keep both."""
-    stamp = Path(directory) / ".host-clock"
+    stamp = Path(directory) / f".host-clock.{threading.get_ident()}"  # a thread's own: eta.step reads it too
     with open(stamp, "w") as f:
         f.write("t")
         f.flush()

@@ -324,7 +324,7 @@ def _arm(n_runs, err1, err2, timeouts, seed):
     return pd.DataFrame({"run": [f"random-5pct-n{i:02d}-r1" for i in range(1, n_runs + 1)], "scenario": "random",
                          "n": range(1, n_runs + 1), "loss_cfg": "5%", "loss": 0.05, "queued": False, "model1": 1.0,
                          "p": 0.05, "p_e": 0.05, "p_r": 0.05, "rtt": 0.065, "T": 0.3, "model_b": 1.0,
-                         "loss_events_per_flow": 300, "timeouts": timeouts,
+                         "loss_events_per_flow": 300, "timeouts": timeouts, "pps": 100.0,
                          "err_model1": rng.normal(err1, 0.02, n_runs), "err_n_pftk_p": rng.normal(err2, 0.02, n_runs)})
 
 

@@ -198,13 +198,13 @@ def test_report_makes_no_claim_about_the_papers_simulated_tcp(sweep):
 def test_runs_the_place_limited_are_not_graded(sweep):
     runs = la.compact(sweep)["runs"]
     assert runs.base_rtt.eq(0.06).all() and not runs.queued.any()
-    runs.loc[runs.run == "random-1pct-n04-r1", "rtt"] = 0.2  # the guest could not keep up
+    runs.loc[runs.run == "random-1pct-n04-r1", "rtt"] = 0.2  # a queue built up on the path
     dt = runs[runs.scenario == "droptail"].iloc[0]  # ... or could not fill the DropTail link
     runs.loc[runs.run == dt.run, "emulator_wire_mbps"] = 0.8 * dt.capacity_mbps
     runs = la.predict(runs)
     assert set(runs[runs.queued].run) == {"random-1pct-n04-r1", dt.run}
     assert not {"random-1pct-n04-r1", dt.run} & set(la.within_band(runs).run)
-    assert la.error_summary(runs).set_index("runs").loc["queued: the place limited the flows", "count"] == 2
+    assert la.error_summary(runs).set_index("runs").loc[la.QUEUED, "count"] == 2
 
 
 def test_predict_leaves_lossless_runs_without_a_model():

@@ -361,3 +361,19 @@ def test_a_control_exported_under_controls_is_read_by_the_reference_report(sweep
     text = la.report(ref)
     assert "### Controlled run: the models' Reno recovery (reno_recovery)" in text
     assert "| Reno-like recovery (all four off) |" in text
+
+
+def test_queued_runs_at_the_setup_checks_rate_are_blamed_on_it():
+    man = {"network": {"paths": [{"link": "rate=20mbit,delay=30ms,queue=auto"}]}}
+    queued = pd.DataFrame({"emulator_wire_mbps": [19.99, 20.0, 19.5], "scenario": "random"})
+    assert la.setup_check_rate(man) == 20e6
+    assert la.rate_cause(queued, man, None).startswith("cause measured: the setup check's 20 Mbit/s netem rate")
+    assert la.rate_cause(queued.assign(emulator_wire_mbps=[12.0, 13.0, 19.99]), man, None).startswith("unexplained")
+    assert la.rate_cause(queued, {}, None).startswith("unexplained")
+    # the no_rate control's runs, with their qdiscs as the kernel listed them
+    runs = pd.DataFrame({"run": ["random-0.1pct-n08-r1"], "scenario": "random", "loss_cfg": "0.1%", "n": 8,
+                         "pps": 4800.0, "srtt": 0.061, "queued": False})
+    rm = pd.DataFrame({"run": runs.run, "where": "uml",
+                       "qdiscs": json.dumps(["qdisc netem 8002: dev b-p1 root refcnt 2 limit 10000 delay 30ms loss 0.1%"])})
+    said = la.rate_cause(queued, man, {"runs": runs, "runs_manifest": rm})
+    assert "0 with a rate on the data direction" in said and "4,800 packets/s, srtt 61.0 ms, not queued" in said

@@ -40,7 +40,7 @@ PAPER_MAX_LOSS = 0.10
 # `queued`: something other than the scenario limited the flows; such runs are shown apart, not
 # graded. Random-loss runs have no capacity limit: the RTT should stay at the base RTT. Well above
 # it, a queue built up somewhere, so the flows were not limited by the loss rate alone. (In the
-# shipped reference that queue was a rate the kit left on the path: `rate_left_on_path`.)
+# shipped reference that queue was a rate the kit left on the path: `rate_cause`.)
 QUEUE_LIMIT = 1.25
 # A DropTail bottleneck with a queue of one BDP never idles (Reno's halved window still fills it):
 # its qdisc sends at the configured rate (96-100% on the wire in all 60 DropTail runs of the UML

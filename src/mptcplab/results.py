@@ -246,13 +246,13 @@ def run_commit(run_dir: Path | str) -> str | None:
 
 
 RUN_MANIFEST_COLUMNS = ["run", "started", "finished", "commit", "kernel", "where", "guest_clock", "emulation",
-                        "guest_s", "host_wall_s", "sysctls_set", "sysctls_read_back", "parameters"]
+                        "guest_s", "host_wall_s", "qdiscs", "sysctls_set", "sysctls_read_back", "parameters"]
 
 
 def run_manifests(sweep: Path | str) -> list[dict]:
     """One compact row per completed run of a sweep, from its manifest: when it ran, the commit
     that made it (`run_commit`), kernel and place (UML's clock mode, the run's guest and wall-clock
-    seconds), the sysctls the kit set and the same keys read back from the kernel after setting (as
+    seconds), the emulator's qdiscs as the kernel listed them, the sysctls the kit set and the same keys read back from the kernel after setting (as
     applied; None where the run recorded none), and the run's own parameters. A reference keeps this table (runs-manifest.csv), so a sweep resumed
     across commits or places shows its mixture run by run."""
     rows = []
@@ -267,6 +267,8 @@ def run_manifests(sweep: Path | str) -> list[dict]:
                      "guest_clock": plat.get("uml_clock"),  # UML's clock mode (time-travel, ...); None elsewhere
                      "emulation": net.get("emulation"), "guest_s": (m.get("clock") or {}).get("guest_s"),
                      "host_wall_s": (m.get("clock") or {}).get("host_wall_s"),
+                     # the emulator's qdiscs as the kernel listed them: what the links really were
+                     "qdiscs": json.dumps(net.get("qdiscs"), separators=(",", ":")),
                      "sysctls_set": json.dumps(net.get("sysctls_set"), sort_keys=True, separators=(",", ":")),
                      # the same keys as the kernel reported them after setting: what was applied
                      "sysctls_read_back": json.dumps(

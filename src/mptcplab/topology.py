@@ -278,8 +278,9 @@ class Topology:
         return own.netem_links(p.link, p.reverse) if own else (p.link, p.reverse)
 
     def _link_cmds(self, p: NetPath, netem: bool, links: tuple[LinkSpec, LinkSpec] | None = None,
-                   why: str = "") -> list[Cmd]:
-        """The path's two qdiscs: `links` (a->b, b->a) or the path's, compensated (netem_links)."""
+                   why: str = "", previous: tuple[LinkSpec, LinkSpec] | None = None) -> list[Cmd]:
+        """The path's two qdiscs: `links` (a->b, b->a) or the path's, compensated (netem_links);
+        `previous`: what the path's qdiscs hold now, when they are being changed."""
         link, reverse = links or self.netem_links(p)
         emu = self.ns(EMULATOR)
 
@@ -288,12 +289,22 @@ class Topology:
                 return why or str(configured)
             return (f"{configured}; netem delay {applied.delay_s * 1e3:g} ms: the place's own latency on this path, "
                     f"{self.own_latency[p.name].rtt_ms:.2f} ms a round trip, taken out (latency.py)")
-        return [
-            Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", f"b-{p.name}", "root",
-                 *link.qdisc_args(p.rtt_s, netem)], f"path {p.name}, {p.a} -> {p.b}: {said(p.link, link)}"),
-            Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", f"a-{p.name}", "root",
-                 *reverse.qdisc_args(p.rtt_s, netem)], f"path {p.name}, {p.b} -> {p.a}: {said(p.reverse, reverse)}"),
-        ]
+
+        def qdisc(dev: str, spec: LinkSpec, before: LinkSpec | None, text: str) -> list[Cmd]:
+            cmds = []
+            if netem and before is not None and before.rate_bps is not None and spec.rate_bps is None:
+                # netem keeps a rate it is not told about: netem_change() sets q->rate only from
+                # TCA_NETEM_RATE, which tc sends only with `rate`, so `replace` without one keeps the
+                # old rate (the setup check's 20 Mbit/s held Lab 3's random-loss runs to 1,651
+                # packets/s). The rate goes with its qdisc: a new one (the old one's queue is dropped).
+                cmds.append(Cmd(["tc", "-n", emu, "qdisc", "del", "dev", dev, "root"],
+                                f"{text}: the old qdisc's rate ({before.rate_bps / 1e6:g} Mbit/s) goes with it"))
+            return cmds + [Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", dev, "root",
+                                *spec.qdisc_args(p.rtt_s, netem)], text)]
+
+        before = previous or (None, None)
+        return [*qdisc(f"b-{p.name}", link, before[0], f"path {p.name}, {p.a} -> {p.b}: {said(p.link, link)}"),
+                *qdisc(f"a-{p.name}", reverse, before[1], f"path {p.name}, {p.b} -> {p.a}: {said(p.reverse, reverse)}")]
 
     def _bottleneck_cmds(self, netem: bool) -> list[Cmd]:
         b = self.bottleneck
@@ -412,12 +423,13 @@ class Network:
         for p in self.topo.paths:
             self.topo.own_latency.pop(p.name, None)
             bare = (latency.measuring_link(p.link), latency.measuring_link(p.reverse))
-            for c in self.topo._link_cmds(p, netem, bare, why="no loss or jitter, to measure the place's own latency"):
+            for c in self.topo._link_cmds(p, netem, bare, why="no loss or jitter, to measure the place's own latency",
+                                          previous=self.topo.netem_links(p)):
                 self.check(c.argv)
             ping = latency.ping_rtt(self, p.a, p.b, p.name)
             expected = p.rtt_s * 1e3 + latency.ping_wire_ms(p.link, p.reverse, netem)
             own = self.topo.own_latency[p.name] = latency.OwnLatency(p.name, ping, expected)
-            for c in self.topo._link_cmds(p, netem):
+            for c in self.topo._link_cmds(p, netem, previous=bare):
                 self.check(c.argv)
             r = own.record(p.link, p.reverse)
             say = (_log.warning if r["uncompensated_ms"] > r["slack_ms"] else
@@ -431,9 +443,10 @@ class Network:
         The place's own latency measured when the network came up is taken out of the new delay
         as it was out of the first (latency.py)."""
         p = self.topo.path(path)
+        previous = self.topo.netem_links(p)
         p.link = LinkSpec.parse(link)
         p.reverse = p.link if reverse is None else LinkSpec.parse(reverse)
-        cmds = self.topo._link_cmds(p, self.topo._netem())
+        cmds = self.topo._link_cmds(p, self.topo._netem(), previous=previous)
         for c in cmds:
             self.check(c.argv)
         return cmds

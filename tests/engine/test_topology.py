@@ -101,3 +101,23 @@ def test_bad_topologies(kwargs, words):
 def test_unknown_host_lookup():
     with pytest.raises(UsageError, match="unknown host 'x'"):
         kato().address("x", "fast")
+
+
+def test_a_link_that_drops_its_rate_gets_a_new_netem_qdisc():
+    """netem keeps a rate `tc qdisc replace` does not mention (netem_change sets it only from
+    TCA_NETEM_RATE): Lab 3's random-loss runs kept the setup check's 20 Mbit/s that way."""
+    from mptcplab.topology import Network
+
+    topo = Topology("t", ("snd", "rcv"), [NetPath("p1", "snd", "rcv", "rate=20mbit,delay=30ms", "delay=30ms")],
+                    netem=True)
+    net = Network(topo)
+    ran = []
+    net.check = lambda argv: ran.append(argv) or ""
+    net.set_link("p1", "delay=30ms,loss=1%", "delay=30ms")
+    b = [c for c in ran if "b-p1" in c]
+    assert [c[4] for c in b] == ["del", "replace"] and "rate" not in b[1]
+    assert [c[4] for c in ran if "a-p1" in c] == ["replace"]  # the ACK direction never had a rate
+    ran.clear()
+    net.set_link("p1", "delay=30ms,loss=2%", "delay=30ms")  # no rate before either: changed in place
+    net.set_link("p1", "rate=8mbit,delay=30ms,queue=40", "delay=30ms")  # a rate is set by replace
+    assert all(c[4] == "replace" for c in ran)

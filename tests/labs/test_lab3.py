@@ -198,13 +198,13 @@ def test_report_makes_no_claim_about_the_papers_simulated_tcp(sweep):
 def test_runs_the_place_limited_are_not_graded(sweep):
     runs = la.compact(sweep)["runs"]
     assert runs.base_rtt.eq(0.06).all() and not runs.queued.any()
-    runs.loc[runs.run == "random-1pct-n04-r1", "rtt"] = 0.2  # the guest could not keep up
+    runs.loc[runs.run == "random-1pct-n04-r1", "rtt"] = 0.2  # a queue built up on the path
     dt = runs[runs.scenario == "droptail"].iloc[0]  # ... or could not fill the DropTail link
     runs.loc[runs.run == dt.run, "emulator_wire_mbps"] = 0.8 * dt.capacity_mbps
     runs = la.predict(runs)
     assert set(runs[runs.queued].run) == {"random-1pct-n04-r1", dt.run}
     assert not {"random-1pct-n04-r1", dt.run} & set(la.within_band(runs).run)
-    assert la.error_summary(runs).set_index("runs").loc["queued: the place limited the flows", "count"] == 2
+    assert la.error_summary(runs).set_index("runs").loc[la.QUEUED, "count"] == 2
 
 
 def test_predict_leaves_lossless_runs_without_a_model():
@@ -324,7 +324,7 @@ def _arm(n_runs, err1, err2, timeouts, seed):
     return pd.DataFrame({"run": [f"random-5pct-n{i:02d}-r1" for i in range(1, n_runs + 1)], "scenario": "random",
                          "n": range(1, n_runs + 1), "loss_cfg": "5%", "loss": 0.05, "queued": False, "model1": 1.0,
                          "p": 0.05, "p_e": 0.05, "p_r": 0.05, "rtt": 0.065, "T": 0.3, "model_b": 1.0,
-                         "loss_events_per_flow": 300, "timeouts": timeouts,
+                         "loss_events_per_flow": 300, "timeouts": timeouts, "pps": 100.0,
                          "err_model1": rng.normal(err1, 0.02, n_runs), "err_n_pftk_p": rng.normal(err2, 0.02, n_runs)})
 
 
@@ -361,3 +361,19 @@ def test_a_control_exported_under_controls_is_read_by_the_reference_report(sweep
     text = la.report(ref)
     assert "### Controlled run: the models' Reno recovery (reno_recovery)" in text
     assert "| Reno-like recovery (all four off) |" in text
+
+
+def test_queued_runs_at_the_setup_checks_rate_are_blamed_on_it():
+    man = {"network": {"paths": [{"link": "rate=20mbit,delay=30ms,queue=auto"}]}}
+    queued = pd.DataFrame({"emulator_wire_mbps": [19.99, 20.0, 19.5], "scenario": "random"})
+    assert la.setup_check_rate(man) == 20e6
+    assert la.rate_cause(queued, man, None).startswith("cause measured: the setup check's 20 Mbit/s netem rate")
+    assert la.rate_cause(queued.assign(emulator_wire_mbps=[12.0, 13.0, 19.99]), man, None).startswith("unexplained")
+    assert la.rate_cause(queued, {}, None).startswith("unexplained")
+    # the no_rate control's runs, with their qdiscs as the kernel listed them
+    runs = pd.DataFrame({"run": ["random-0.1pct-n08-r1"], "scenario": "random", "loss_cfg": "0.1%", "n": 8,
+                         "pps": 4800.0, "srtt": 0.061, "queued": False})
+    rm = pd.DataFrame({"run": runs.run, "where": "uml",
+                       "qdiscs": json.dumps(["qdisc netem 8002: dev b-p1 root refcnt 2 limit 10000 delay 30ms loss 0.1%"])})
+    said = la.rate_cause(queued, man, {"runs": runs, "runs_manifest": rm})
+    assert "0 with a rate on the data direction" in said and "4,800 packets/s, srtt 61.0 ms, not queued" in said

@@ -121,3 +121,28 @@ def test_a_link_that_drops_its_rate_gets_a_new_netem_qdisc():
     net.set_link("p1", "delay=30ms,loss=2%", "delay=30ms")  # no rate before either: changed in place
     net.set_link("p1", "rate=8mbit,delay=30ms,queue=40", "delay=30ms")  # a rate is set by replace
     assert all(c[4] == "replace" for c in ran)
+
+
+def test_a_bottleneck_is_one_queue_the_paths_cross_toward_b():
+    """Every packet a host on the a side sends on a shared path goes to the bottleneck's ifb first
+    (ingress redirect on the emulator's a-side port); the b side and the b->a direction are each
+    path's own."""
+    from mptcplab.topology import Bottleneck
+
+    topo = Topology("t", ("snd", "rcv"), [NetPath("p1", "snd", "rcv", "delay=10ms"),
+                                          NetPath("p2", "snd", "rcv", "delay=20ms")],
+                    netem=True, mptcp_subflows=2, bottleneck=Bottleneck("shared", "rate=5mbit,queue=50", ("p1", "p2")))
+    cmds = [c.argv for c in topo.commands()]
+    emu = topo.ns("emu")
+    assert ["ip", "-n", emu, "link", "add", "ifb-shared", "type", "ifb"] in cmds
+    root = next(c for c in cmds if c[:6] == ["tc", "-n", emu, "qdisc", "replace", "dev"] and c[6] == "ifb-shared")
+    assert root[8:] == ["netem", "rate", "5mbit", "limit", "50"]
+    redirects = [c for c in cmds if "mirred" in c]
+    assert [c[6] for c in redirects] == ["a-p1", "a-p2"] and all(c[-2:] == ["dev", "ifb-shared"] for c in redirects)
+    # the redirect needs the ingress qdisc before it, and the paths keep their delays without a rate
+    assert cmds.index(["tc", "-n", emu, "qdisc", "add", "dev", "a-p1", "handle", "ffff:", "ingress"]) < cmds.index(
+        redirects[0])
+    assert all("rate" not in c for c in cmds if c[:4] == ["tc", "-n", emu, "qdisc"] and c[6].startswith("b-"))
+    with pytest.raises(UsageError, match="bottleneck 'shared'"):
+        Topology("t", ("snd", "rcv"), [NetPath("p1", "snd", "rcv")], netem=True,
+                 bottleneck=Bottleneck("shared", "rate=5mbit", ("p9",)))

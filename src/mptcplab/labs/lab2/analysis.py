@@ -535,8 +535,8 @@ def shared_bottleneck_cause(div: dict, shared: dict, name: str) -> str:
     if shared["lo"] <= div["paper"] <= shared["hi"] and shared["lo"] > div["run_hi"]:
         return (f"cause measured: {measured}, which holds the report's {div['paper']:.3f} and lies above the "
                 f"{div['run_lo']:.2f}–{div['run_hi']:.2f} of separate paths: on a path of its own each uncoupled "
-                f"subflow can take a link's worth, through one shared link all of them take one link's worth, "
-                f"as the report's subflows did over one node's wireless medium")
+                f"subflow can take a link's worth, through one shared link all of them take one link's worth "
+                f"(the report's subflows shared one node's wireless medium)")
     if not shared["lo"] <= div["paper"] <= shared["hi"]:
         return f"unexplained, tried: {measured}, which excludes the report's {div['paper']:.3f}"
     return (f"not resolved: {measured}, which holds the report's {div['paper']:.3f} but overlaps the separate "

@@ -108,6 +108,8 @@ def check_sweep(table: Path) -> list[physics.Verdict]:
             mbps = float(row["mbps"])
             b = single_path_bounds(row, path)
             where = f"{table.parent.name}/{run}"
+            if row.get("min_tso_segs"):  # Lab 1's control runs it at the kernel's own: said, judged all the same
+                where += f" (tcp_min_tso_segs {row['min_tso_segs']})"
             out += _ceiling(where, mbps, path["rate_bps"])
             if b["sk_sndbuf"] and b["rtt_s"] > 0:
                 bound = b["window_bps"] / 1e6

@@ -555,7 +555,13 @@ def test_paper_point_runs_each_scheduler_beside_tcp_and_the_tso_control(quick):
                         "paper-1M-tcp-fast-r1"]
     assert sum(k.startswith("paper-1M-") and "detail" not in k for k in keys) == 4 * params["paper_point"]["repetitions"]
     assert "tsokernel-128K-tcp-slow-r1" in keys and "tso64-1M-mptcp-r3" in keys
-    assert all(p.values["part"] == "paper_point" and p.values["method"] == "wmem" for p in paper)
+    assert all(p.values["part"] == "paper_point" for p in paper)
+    held = [p for p in paper if p.key.startswith(("paper-sndbuf-", "paper-detail-sndbuf-"))]
+    assert {p.values["method"] for p in paper if p not in held} == {"wmem"}
+    pp = params["paper_point"]
+    assert len(held) == (len(pp["schedulers"]) + 1) * pp["sndbuf_repetitions"] + len(pp["sndbuf_detail"])
+    assert all(p.values["method"] == "sndbuf" and p.values["buffer"] == pp["sndbuf"] for p in held)
+    assert not any(p.key.startswith("paper-sndbuf-") for p in l1.paper_points(quick))  # --quick skips it
     only = get_lab("lab1").load_params(quick=False, overrides={"paper_point": {"only": True}})
     assert [p.key for p in l1.points(only, None)] == keys  # no sweep, no detailed run
     assert [p.key for p in l1.points(quick, None)][-3:] == ["paper-1M-mptcp-default-r1", "paper-1M-mptcp-minrtt+rp-r1",
@@ -571,6 +577,8 @@ def test_configure_sets_the_scheduler_and_tso_and_sets_them_back(tmp_path, quick
     l1.configure(net, paper["paper-1M-mptcp-minrtt+rp-r1"], quick)
     assert net.sysctls["snd"]["net.mptcp.scheduler"] == "minrtt" and net.sysctls["snd"]["net.mptcp.minrtt_rp"] == "1"
     assert net.sysctls["snd"]["net.ipv4.tcp_wmem"] == "1048576 1048576 1048576"
+    l1.configure(net, paper["paper-sndbuf-512K-mptcp-minrtt+rp-r1"], quick)  # held: SO_SNDBUF, tcp_wmem default
+    assert net.sysctls["snd"]["net.ipv4.tcp_wmem"] == l1.DEFAULT_WMEM and net.sysctls["snd"]["net.mptcp.minrtt_rp"] == "1"
     l1.configure(net, paper["tsokernel-128K-mptcp-r1"], quick)
     assert net.sysctls["snd"]["net.mptcp.scheduler"] == "default"
     assert net.sysctls["snd"]["net.ipv4.tcp_min_tso_segs"] == net.sysctls["rcv"]["net.ipv4.tcp_min_tso_segs"] == "2"

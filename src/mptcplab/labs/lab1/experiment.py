@@ -182,9 +182,10 @@ def detail_points(params: dict, size: int) -> list[Point]:
 
 def paper_points(params: dict) -> list[Point]:
     """[paper_point]: at its buffer (tcp_wmem min = default = max), MPTCP with each scheduler and
-    single-path TCP on the fast path; the tcp_min_tso_segs control (each setting, at each of
-    `tso_buffers`, MPTCP with the default scheduler and single-path TCP on each path); and one
-    fully observed run per scheduler in `detail`, before the control. Repetitions are the outer loop."""
+    single-path TCP on the fast path, and one fully observed run per scheduler in `detail`; the
+    same with the buffer held by SO_SNDBUF `sndbuf` (`sndbuf_repetitions`, `sndbuf_detail`); then
+    the tcp_min_tso_segs control (each setting, at each of `tso_buffers`, MPTCP with the default
+    scheduler and single-path TCP on each path). Repetitions are the outer loop."""
     pp = params.get("paper_point")
     if not pp:
         return []
@@ -209,6 +210,19 @@ def paper_points(params: dict) -> list[Point]:
         out.append(point(f"paper-{buf}-tcp-fast-r{rep}", buf, "tcp-fast", rep))
     for name in pp["detail"]:
         out.append(point(f"paper-detail-{buf}-mptcp-{name}", buf, "mptcp", 0, scheduler=name, detail=True))
+    held = str(pp.get("sndbuf") or "")  # the paper's effective buffer held by SO_SNDBUF ("" skips it)
+    if held:
+        for name in pp.get("sndbuf_detail", []):
+            if name not in SCHEDULERS:
+                raise UsageError(f"paper_point.sndbuf_detail: scheduler {name!r} is not one of {', '.join(SCHEDULERS)}")
+        for rep in range(1, int(pp.get("sndbuf_repetitions", pp["repetitions"])) + 1):
+            for name in pp["schedulers"]:
+                out.append(point(f"paper-sndbuf-{held}-mptcp-{name}-r{rep}", held, "mptcp", rep, scheduler=name,
+                                 method="sndbuf"))
+            out.append(point(f"paper-sndbuf-{held}-tcp-fast-r{rep}", held, "tcp-fast", rep, method="sndbuf"))
+        for name in pp.get("sndbuf_detail", []):
+            out.append(point(f"paper-detail-sndbuf-{held}-mptcp-{name}", held, "mptcp", 0, scheduler=name,
+                             method="sndbuf", detail=True))
     for rep in range(1, int(pp["tso_repetitions"]) + 1):
         for t in tso:
             for b in pp["tso_buffers"]:
@@ -384,4 +398,5 @@ def degradation(table):
 
 LAB = Lab(id="lab1", slug="01-send-buffer", title="MPTCP send-buffer starvation (Kato et al. 2020)",
           topology=topology, points=points, configure=configure, measure=measure, finish=finish,
-          analysis=lab1_analysis, needs=("netem",), results_checks={"sweep.csv": check_sweep})
+          analysis=lab1_analysis, needs=("netem",),
+          results_checks={"sweep.csv": check_sweep, "paper-point.csv": check_sweep})

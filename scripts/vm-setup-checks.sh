@@ -13,14 +13,20 @@ N=${2:-10}
 OUT=${3:-results/vm-setup-checks}
 MPTCPLAB=${MPTCPLAB:-mptcplab}
 mkdir -p "$OUT"
-busy_loops "${LOAD:-0}"
 echo "time,load1,load5,hogs" > "$OUT/load.csv"
-( while :; do echo "$(date -u +%H:%M:%S),$(cut -d' ' -f1,2 /proc/loadavg | tr ' ' ,),${LOAD:-0}" >> "$OUT/load.csv"; sleep 60; done ) &
-sampler=$!
 t0=$(date +%s)
 # shellcheck disable=SC2086  # MPTCPLAB may be a command with arguments
 { $MPTCPLAB run "$LAB" --where vm --quick --check-setup "$N" --out "$OUT" 2>&1; echo $? > "$OUT/status"; } \
-    | tee "$OUT/run.log"
+    > "$OUT/run.log" &
+runner=$!
+# The load starts once the guest is up (the kit's experiment lock taken), never while waiting
+# behind another experiment, which it would disturb.
+until grep -q "running in a VM" "$OUT/run.log" || [ -s "$OUT/status" ]; do sleep 2; done
+busy_loops "${LOAD:-0}"
+( while :; do echo "$(date -u +%H:%M:%S),$(cut -d' ' -f1,2 /proc/loadavg | tr ' ' ,),${LOAD:-0}" >> "$OUT/load.csv"; sleep 60; done ) &
+sampler=$!
+wait "$runner"
+cat "$OUT/run.log"
 status=$(cat "$OUT/status")
 kill "$sampler" 2>/dev/null
 echo "$N setup checks of $LAB in the VM place with ${LOAD:-0} busy loops: $(($(date +%s) - t0)) s, see $OUT/setup-checks.csv"

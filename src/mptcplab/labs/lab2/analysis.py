@@ -205,7 +205,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
         if first is not None:
             manifest["experiment_parameters"] = json.loads((first / "manifest.json").read_text()).get("parameters")
     else:  # a sweep without the main network (a controlled run, e.g. variants = ["shared"]): its runs'
-        runs = [json.loads((d / "manifest.json").read_text()) for d, _ in results.completed(out)
+        runs = [json.loads((d / "manifest.json").read_text()) for d, s in
+                sorted(results.completed(out), key=lambda ds: "variant" not in ds[1])  # transfers' network first
                 if (d / "manifest.json").exists()]
         if runs:  # provenance from its first run, the parameters the runs shared from all of them
             manifest.update({k: runs[0].get(k) for k in ("started", "command", "platform", "tools", "git",

@@ -28,13 +28,12 @@ PAPER_POINT_COLUMNS = ["run", "method", "buffer", "buffer_bytes", "config", "sch
                        "mptcp_retrans", "tcp_retrans_segs", "srtt_ms_fast", "srtt_ms_slow", "inflight_max_fast",
                        "inflight_max_slow", "wmem_queued_max", "sndbuf_effective", "sk_sndbuf_kernel", "sk_sndbuf_fast",
                        "sk_sndbuf_slow", "skipped"]
-# The groups of runs, each its own table (and its own family of verdicts), by the run's name.
-GROUPS = {"schedulers": "the paper's point (tcp_wmem)", "held": "the paper's 1 MiB held (SO_SNDBUF)",
-          "tso": "the tcp_min_tso_segs control"}
 COMPACT_DIR = "paper-point"  # where a reference (solutions/results/lab1) keeps the compact copy
 
 
 def _group(run: str) -> str:
+    """The run's group, each its own table and family of verdicts: "tso" (the tcp_min_tso_segs
+    control), "held" (the paper's 1 MiB held by SO_SNDBUF) or "schedulers" (the paper's point)."""
     return "tso" if run.startswith("tso") else "held" if run.startswith("paper-sndbuf-") else "schedulers"
 
 

@@ -130,3 +130,19 @@ def test_a_nearly_still_count_is_a_stall_too():
     assert r.steady_mbps(1.0) == pytest.approx(4.78, abs=0.01)
     assert r.steady_mbps(1.0) * 1e6 <= physics.link_ceiling_bps(5e6)  # 4.7815 of 4.7820
     assert r.stall_start(d["t0"] + 3.0) == pytest.approx(d["t0"] + 3.0)  # steady there: unchanged
+
+
+def test_a_window_starting_in_the_release_after_a_repair_counts_the_repair():
+    """The setup check's single TCP on Lab 1's 100 Mbit/s, 80 ms path in UML (2026-11-25): a repair
+    from 0.66 s (19.5 Mbit/s) released its held bytes at 156-193 Mbit/s until 1.06 s; the window
+    from 1.0 s began in the release and read 98.2 Mbit/s (ceiling 95.6)."""
+    import json
+    from pathlib import Path
+
+    from mptcplab.traffic import BulkResult
+
+    d = json.loads((Path(__file__).parent / "fixtures" / "goodput" / "uml-lab1-slow-release.json").read_text())
+    r = BulkResult("kit", "tcp", 3.0, d["t0"], d["t_end"], [], None, samples=d["samples"])
+    assert r.stall_start(d["t0"] + 1.0) == pytest.approx(d["t0"] + 0.662, abs=1e-3)
+    assert r.steady_mbps(1.0) * 1e6 <= physics.link_ceiling_bps(100e6)
+    assert r.steady_mbps(1.0) == pytest.approx(95.6, abs=0.1)

@@ -698,6 +698,7 @@ def rate_cause(queued: pd.DataFrame, manifest: dict, control: dict | None) -> st
         c = c[c.scenario == "random"]
         if len(c):
             rm = control["runs_manifest"]
+            rm = rm[rm.run.isin(c.run)] if "run" in rm else rm  # its measured runs (not the setup check)
             said = "; ".join(f"loss {t.loss_cfg}, n = {t.n}: {t.pps:,.0f} packets/s, srtt {t.srtt * 1e3:.1f} ms, "
                              f"{'queued' if t.queued else 'not queued'}" for t in c.itertuples())
             rated = sum("rate" in q for q in rm.get("qdiscs", pd.Series(dtype=str)).dropna().map(_data_netem))

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from mptcplab.state import signals_unwind
+
 KIT = str(Path(sys.executable).with_name("mptcplab"))
 SUBSET = ["--set", "flows=[1, 2]", "--set", 'random.loss=["2%"]', "--set", 'droptail.capacity=["4mbit"]',
           "--set", "warmup_s=2", "--set", "steady_s=6"]
@@ -139,21 +141,6 @@ def _clean_leftovers(registry: Path = CLUSTERS) -> list[Path]:
     return gone
 
 
-@contextlib.contextmanager
-def _signals_unwind():
-    """SIGTERM and SIGHUP raise KeyboardInterrupt while the cluster lives, so pytest unwinds and
-    runs the fixture's finaliser (by default they end the process without it)."""
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    old = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-
 def _wait_for_lock(seconds: float, lock: Path | None = None) -> None:
     """Wait at most `seconds` for the kit's experiment lock to be free (then release it: the jobs
     take it); fail, saying so, when another experiment holds it longer."""
@@ -211,7 +198,9 @@ def slurm(tmp_path_factory, request):
     entry = CLUSTERS / f"{os.getpid()}-{d.name}"
     entry.write_text(f"{d}\n")  # before any daemon starts: a run that dies now still leaves its address
     request.addfinalizer(lambda: _teardown(d, env, entry))
-    with _signals_unwind():
+    # SIGTERM and SIGHUP raise KeyboardInterrupt (state.Terminated) while the cluster lives, so pytest
+    # unwinds and runs the fixture's finaliser (by default they end the process without it).
+    with signals_unwind():
         subprocess.run(["munged", "--force", "-S", d / "munge.sock", f"--key-file={key}",
                         f"--log-file={d}/munged.log", f"--pid-file={d}/munged.pid", f"--seed-file={d}/munge.seed"],
                        check=True, timeout=30, env=env)
@@ -318,7 +307,7 @@ def test_a_cluster_whose_test_died_is_removed_by_the_next_run(tmp_path):
 
 def test_sigterm_unwinds_like_ctrl_c_so_the_finaliser_runs():
     before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(KeyboardInterrupt, match="signal 15"), _signals_unwind():
+    with pytest.raises(KeyboardInterrupt, match="signal SIGTERM"), signals_unwind():
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)  # the handler raises first
     assert signal.getsignal(signal.SIGTERM) is before

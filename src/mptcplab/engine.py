@@ -21,6 +21,7 @@ import shutil
 import time
 
 from . import eta, log, shards
+from .errors import ExperimentFailed
 from .lab import Lab, Point, RunContext
 from .results import Sweep, git_commit, wall_clock
 from .verify import check_paths, describe
@@ -59,8 +60,6 @@ def check_setup(ctx: RunContext, times: int) -> list[dict]:
     this place pass, and with what margins? Each attempt is a run directory
     (setup-check-K/verify, or verify.partial/failed.json when it refused); the table of all
     attempts is setup-checks.csv. Returns its rows."""
-    from .errors import ExperimentFailed
-
     lab, params, say = ctx.lab, ctx.params, log.get(ctx.lab.id)
     rows, t0 = [], wall_clock(ctx.out)
     with lab.session(ctx):

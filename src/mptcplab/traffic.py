@@ -81,9 +81,9 @@ class BulkResult:
 
     def stall_start(self, t: float) -> float:
         """Where a loss repair around `t` began (t itself if the count was moving at its usual pace
-        then): the earliest sample time from which, up to `t`, the in-order count moved at less
-        than half or more than one and a half times its typical rate (the median over the
-        transfer's sample intervals). A repair holds the count nearly still (not always exactly:
+        then): going back from `t`, through the stretch where the in-order count moved at less
+        than half its typical rate (the median over the transfer's sample intervals), and through
+        a release above one and a half times it only where such a stall came before the release. A repair holds the count nearly still (not always exactly:
         a few segments may still be delivered in order), then releases every byte held behind
         the hole at once, faster than the link: a window starting in either phase counts bytes
         that crossed the link before it. Seen: Lab 2's 80 ms path in the VM, 0.59 Mbit/s for

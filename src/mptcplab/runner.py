@@ -20,10 +20,10 @@ from typing import Callable
 from . import engine, kernel, log, places, state
 from .errors import ExperimentFailed
 from .lab import RunContext, check_params, get_lab
-from .places import lifetime, records
+from .places import guest, lifetime, records
 from .places.choice import Choice
 from .places.decide import decide
-from .results import clock_totals, experiment_lock
+from .results import clock_totals, experiment_lock, now
 from .shards import Shard, share
 
 _log = log.get()
@@ -50,8 +50,7 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
         refused = None  # why the check refused the place: only a verdict is recorded, never an interrupt
         try:
             handed = {"command": sys.argv, **({"params": params} if params is not None else {})}
-            rc = here() if not to_guest else places.get(where).run(
-                [*_verbosity(), *argv, "--where", places.current().NAME], [out] if out else [], handed)
+            rc = here() if not to_guest else _in_guest(where, argv, out, handed)
             if rc == ExperimentFailed.exit_status:  # the guest's command refused the experiment
                 refused = f"exit status {rc}"
         except ExperimentFailed as exc:
@@ -63,6 +62,32 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
                 if got is None and refused:
                     records.record_failure(out, lab, where, since, time.monotonic() - t0, refused, checked)
         return rc
+
+
+# How many times a sweep's guest is started again after it stopped without an exit status.
+RESTARTS = 1
+
+
+def _in_guest(where: str, argv: list[str], out: Path | None, handed: dict) -> int:
+    """Run the command in the guest place. A guest that dies under a sweep (guest.Stopped: the
+    emulator or its kernel, not the experiment) is started once more: the sweep resumes after its
+    finished runs and re-measures the one that was cut. Each restart is logged and kept in
+    `restarts.json` in the results (reproduce's summary names it); a second death is the error."""
+    restarted = 0
+    while True:
+        try:
+            return places.get(where).run([*_verbosity(), *argv, "--where", places.current().NAME],
+                                         [out] if out else [], handed)
+        except guest.Stopped as exc:
+            restarted += 1
+            if out is None or restarted > RESTARTS:
+                raise
+            _log.warning("%s\nStarting it once more: the sweep resumes after its finished runs.", exc)
+            out.mkdir(parents=True, exist_ok=True)
+            restarts = out / "restarts.json"
+            seen = json.loads(restarts.read_text()) if restarts.exists() else []
+            restarts.write_text(json.dumps([*seen, {"at": now(), "place": where, "error": str(exc)}],
+                                           indent=1) + "\n")
 
 
 def _verbosity() -> list[str]:

@@ -80,6 +80,9 @@ def test_the_time_ratio_is_said_at_the_end_written_in_the_report_and_recorded(tm
     assert ok.ratio == 3.0 and failed.ratio is None
     lines = rep.summary([ok, failed])
     assert lines[0] == "  lab2   reproduced natively (7 min, 3.0x its 2 min of transfers)"
+    ok.extra["restarts"] = 1  # runner._in_guest started its guest once more
+    assert rep.summary([ok])[0].endswith("transfers); its guest stopped 1x and was started again (restarts.json)")
+    ok.extra.clear()
     page = report.render([ok, failed], {}, quick=True)
     assert "420 s, 3.0x its 140 s of transfers" in page
     assert "30 s (its runs record no transfer time)" in page

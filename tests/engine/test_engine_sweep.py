@@ -208,3 +208,35 @@ def test_check_setup_repeats_the_check_on_fresh_networks_and_tables_every_attemp
     table = (tmp_path / "setup-checks.csv").read_text().splitlines()
     assert len(table) == 4 and table[0].startswith("attempt,passed,path")
     assert (tmp_path / "setup-check-2" / "verify.partial" / "failed.json").exists()
+
+
+def test_a_guest_that_dies_under_a_sweep_is_started_once_more_and_the_restart_kept(fake_place, tmp_path, monkeypatch):
+    """A guest ending without an exit status (the emulator or its kernel died: virtme-ng's 255) is
+    not the experiment's verdict: the sweep resumes after its finished runs in a new guest, once."""
+    from mptcplab import runner
+    from mptcplab.places import guest
+
+    deaths = ["[  512.1] Out of memory: Killed process 71 (python3)", "qemu: terminating"]
+    real_run = fake_place.run
+
+    def dies_first(argv, results, handed):
+        if len(fake_place.calls) < len(deaths):
+            fake_place.calls.append((argv, results, handed))
+            tail = guest.Tail()
+            tail.add(deaths[len(fake_place.calls) - 1] + "\n")
+            raise tail.stopped("the fake guest", 255)
+        return real_run(argv, results, handed)
+
+    monkeypatch.setattr(fake_place, "run", dies_first)
+    out = tmp_path / "lab1"
+    kw = dict(quick=True, where="fake", out=out, overrides={"sweep": {"repetitions": 1}})
+    monkeypatch.setattr(runner, "RESTARTS", 1)
+    with pytest.raises(guest.Stopped, match="qemu: terminating"):  # died twice: the second is the error
+        runner.run_lab("lab1", **kw)
+    kept = json.loads((out / "restarts.json").read_text())
+    assert [k["place"] for k in kept] == ["fake"] and "Out of memory" in kept[0]["error"]
+
+    fake_place.calls.clear()
+    deaths[:] = ["qemu: terminating"]  # dies once: the second guest finishes the sweep
+    assert runner.run_lab("lab1", **kw) == 0
+    assert len(fake_place.calls) == 2 and len(json.loads((out / "restarts.json").read_text())) == 2

@@ -339,9 +339,9 @@ def test_a_guest_that_stops_without_a_status_says_its_last_lines():
     tail = guest.Tail(lines=3)
     tail.add("run 20/25 ok\r\nrun 21/25 starts\n[  512.1] Out of memory: Killed process 7")
     tail.add("1 (python3)\n\nqemu-system-x86_64: terminating on signal 15\n")
-    msg = tail.stopped("the VM (vng)", 255)
+    msg = str(tail.stopped("the VM (vng)", 255))
     assert "exit status 255" in msg and "resumes" in msg
     assert msg.splitlines()[-4:] == ["Its last lines:", "  run 21/25 starts",
                                      "  [  512.1] Out of memory: Killed process 71 (python3)",
                                      "  qemu-system-x86_64: terminating on signal 15"]
-    assert "It printed nothing" in guest.Tail().stopped("the UML kernel", 0)
+    assert "It printed nothing" in str(guest.Tail().stopped("the UML kernel", 0))

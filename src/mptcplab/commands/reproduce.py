@@ -65,7 +65,7 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
             outcomes.append(o)
             continue
         _log.info("== %s: %s (%s, %s)", lab.id, lab.title, "quick" if quick else "full", o.where)
-        started = time.monotonic()
+        started, restarts_before = time.monotonic(), len(_restarts(sweep))
         tail = io.StringIO()
         try:
             with contextlib.redirect_stderr(_Tee(sys.stderr, tail)):
@@ -79,9 +79,19 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
         o.seconds = time.monotonic() - started
         o.transfer_s = results.transfer_seconds(sweep)
         o.log_tail = tail.getvalue()[-4000:]
+        o.extra["restarts"] = len(_restarts(sweep)) - restarts_before
         _log.info("== %s: %s%s", lab.id, o.status, ": " + o.detail if o.detail else "")
         outcomes.append(o)
     return outcomes
+
+
+def _restarts(sweep: Path) -> list:
+    """The guest restarts runner._in_guest recorded in this sweep (its restarts.json)."""
+    f = sweep / "restarts.json"
+    try:
+        return json.loads(f.read_text()) if f.exists() else []
+    except (OSError, ValueError):
+        return []
 
 
 def _why_failed(sweep: Path) -> str:
@@ -106,7 +116,9 @@ def summary(outcomes: list[report.LabOutcome]) -> list[str]:
         where = place.WORDS if place else (o.where or "")
         if o.status == "ok":
             took = f" ({_took(o.seconds)}{_ratio(o)})" if o.seconds is not None else ""
-            out.append(f"  {o.lab_id:6} reproduced {where}{took}")
+            n = o.extra.get("restarts", 0)
+            again = f"; its guest stopped {n}x and was started again (restarts.json)" if n else ""
+            out.append(f"  {o.lab_id:6} reproduced {where}{took}{again}")
         elif o.status == "cannot-run":
             out.append(f"  {o.lab_id:6} NOT reproduced: no place here can run it: {o.detail}")
         else:

@@ -63,6 +63,11 @@ class TimedOut(EnvironmentProblem):
     """The command inside the guest passed its deadline."""
 
 
+class Stopped(EnvironmentProblem):
+    """The guest ended without its command's exit status: the emulator or the guest kernel died
+    under the command (virtme-ng says 255, "unexpected exit"). The runner starts a sweep once more."""
+
+
 class Panicked(EnvironmentProblem):
     """The guest's kernel panicked (the message is its panic line); a panicked kernel never exits."""
 
@@ -105,10 +110,11 @@ class Tail:
     def add(self, text: str) -> None:
         self.text = (self.text + text)[-8192:]
 
-    def stopped(self, what: str, exit_status: int | None) -> str:
+    def stopped(self, what: str, exit_status: int | None, more: str = "") -> Stopped:
         last = [line.rstrip() for line in self.text.replace("\r", "\n").splitlines() if line.strip()]
         msg = f"{what} stopped before the command finished (exit status {exit_status}, no status file). {RESUMES}"
-        return msg + ("\nIts last lines:\n  " + "\n  ".join(last[-self.lines:]) if last else "\nIt printed nothing.")
+        msg += "\nIts last lines:\n  " + "\n  ".join(last[-self.lines:]) if last else "\nIt printed nothing."
+        return Stopped(msg + more)
 
 
 def host_time(directory: Path) -> float:

@@ -245,7 +245,7 @@ def run(command: list[str], mem: str = "2G", timeout: float | None = None,
         proc.wait(timeout=30)
         rc = boot.exit_status()
         if rc is None:
-            raise EnvironmentProblem(tail.stopped("the UML kernel", proc.returncode))
+            raise tail.stopped("the UML kernel", proc.returncode)
         return rc
 
 

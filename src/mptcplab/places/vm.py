@@ -201,8 +201,7 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
             proc.wait(timeout=60)
             rc = boot.exit_status()
             if rc is None:
-                raise EnvironmentProblem(tail.stopped("the VM (vng)", proc.returncode)
-                                         + (f"\nWhole console: {console}" if console else ""))
+                raise tail.stopped("the VM (vng)", proc.returncode, f"\nWhole console: {console}" if console else "")
             if rc > 128:  # the shell's 128 + signal number
                 raise EnvironmentProblem(crash_message(rc - 128, console))
             return rc

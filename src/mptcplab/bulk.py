@@ -159,6 +159,7 @@ def send(connect: str, port: int, proto: str, flows: int, duration: float, sndbu
         if bind:
             s.bind((bind, 0))
         socks.append(s)
+    ready = time.time()  # started and set up: after start_at if this host started it too slowly
     sleep_until(start_at)
     for s in socks:
         s.connect((connect, port))
@@ -194,7 +195,8 @@ def send(connect: str, port: int, proto: str, flows: int, duration: float, sndbu
         t.start()
     for t in threads:
         t.join()
-    return {"role": "client", "start": start, "start_at": start_at, "duration": duration, "flows": results}
+    return {"role": "client", "ready": ready, "start": start, "start_at": start_at, "duration": duration,
+            "flows": results}
 
 
 # ---------------------------------------------------------------- UDP cross traffic
@@ -240,16 +242,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="role", required=True)
     s = sub.add_parser("server")
     s.add_argument("--bind", required=True)
-    s.add_argument("--port", type=int, default=5201)
-    s.add_argument("--proto", choices=("tcp", "mptcp"), default="tcp")
-    s.add_argument("--flows", type=int, default=1)
-    s.add_argument("--interval", type=float, default=0.1)
-    s.add_argument("--timeout", type=float, default=120)
     c = sub.add_parser("client")
     c.add_argument("--connect", required=True)
-    c.add_argument("--port", type=int, default=5201)
-    c.add_argument("--proto", choices=("tcp", "mptcp"), default="tcp")
-    c.add_argument("--flows", type=int, default=1)
+    for q in (s, c):  # the two ends of a transfer agree on these
+        q.add_argument("--port", type=int, default=5201)
+        q.add_argument("--proto", choices=("tcp", "mptcp"), default="tcp")
+        q.add_argument("--flows", type=int, default=1)
+    s.add_argument("--interval", type=float, default=0.1)
+    s.add_argument("--timeout", type=float, default=120)
     c.add_argument("--duration", type=float, default=10)
     c.add_argument("--sndbuf", type=int, default=None, help="setsockopt(SO_SNDBUF) before connect")
     c.add_argument("--cc", default=None, help="setsockopt(TCP_CONGESTION) before connect")

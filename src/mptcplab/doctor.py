@@ -14,7 +14,7 @@ from pathlib import Path
 from . import kernel, places, process
 from .errors import EnvironmentProblem
 from .paths import TRACEFS
-from .places import overview, uml_kernel
+from .places import overview
 from .places.decide import decide
 
 @dataclass
@@ -76,16 +76,14 @@ def checks() -> list[Check]:
                      "not available: Lab 1 uses sched_switch kernel stacks instead",
                      "a kernel with CONFIG_KPROBE_EVENTS (stock Ubuntu has it; UML does not)"))
     so = kernel.struct_ops_usable()
+    here = places.current()  # what this place's kernel can never offer, it declares (its OFFERS)
     out.append(Check("BPF struct_ops congestion control (Lab 2)", so,
                      "BTF, bpftool and clang present" if so else
-                     ("UML has no BPF JIT" if kernel.inside_uml() else "missing BTF, bpftool or clang"),
+                     (f"the {here.KERNEL} offers none" if "bpf_struct_ops" not in here.OFFERS
+                      else "missing BTF, bpftool or clang"),
                      f"{apt} clang llvm libbpf-dev bpftool (a kernel with BTF: /sys/kernel/btf/vmlinux)"))
-    if not netem and not kernel.inside_uml():
-        src = next(iter(sorted(Path("/usr/src").glob("linux-source-6.*.tar.xz"))), None)
-        built = uml_kernel.kernel_path()
-        out.append(Check("UML kernel (runs labs without netem)", built is not None or src is not None,
-                         f"built: {built}" if built else (f"source: {src}, not built yet" if src else "no source"),
-                         f"{apt} linux-source-6.12 bc flex bison libelf-dev, then `mptcplab uml build`"))
+    # Where this kernel lacks netem, the places that offer it (UML, the VM) are listed by report()'s
+    # "Places to run", each saying what it needs (Place.available).
     return out
 
 
@@ -107,7 +105,7 @@ def report() -> tuple[str, bool]:
             all_ok = False
             lines.append(f"{lab.id} ({lab.title}): CANNOT RUN here: {exc}")
     if not all_labs():
-        lines.append(f"labs needing netem will run {'natively' if kernel.netem_usable() or kernel.inside_uml() else 'in a guest'}")
+        lines.append(f"labs needing netem will run {'natively' if kernel.netem_usable() or places.inside_guest() else 'in a guest'}")
     from .physics import describe_last
 
     lines += ["", *describe_last()]

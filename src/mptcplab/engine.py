@@ -61,23 +61,20 @@ def check_setup(ctx: RunContext, times: int) -> list[dict]:
     (setup-check-K/verify, or verify.partial/failed.json when it refused); the table of all
     attempts is setup-checks.csv. Returns its rows."""
     lab, params, say = ctx.lab, ctx.params, log.get(ctx.lab.id)
-    rows, t0 = [], wall_clock(ctx.out)
+    rows, progress = [], Progress(ctx, times, "setup checks to run")
     with lab.session(ctx):
         for i in range(1, times + 1):
             attempt = dataclasses.replace(ctx, out=ctx.out / f"setup-check-{i}")
             if Sweep(attempt.out).done(VERIFY):
                 shutil.rmtree(attempt.out)  # a new attempt, never a resumed one
-            refused = ""
+            refused, started = "", wall_clock(ctx.out)
             try:
                 with lab.topology(params).up() as net:
                     setup_check(net, params, attempt)
             except ExperimentFailed as exc:
                 refused = str(exc)
             rows += attempt_rows(attempt.out, i, refused)
-            elapsed = wall_clock(ctx.out) - t0
-            left = f", about {eta.duration(elapsed / i * (times - i))} left" if i < times else ""
-            say.info("setup check %d/%d: %s  [%s%s]", i, times, f"REFUSED: {refused}" if refused else "passed",
-                     eta.duration(elapsed), left)
+            progress.step("setup check", f"REFUSED: {refused}" if refused else "passed", wall_clock(ctx.out) - started)
     table = ctx.out / "setup-checks.csv"
     with table.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["attempt"])
@@ -117,7 +114,8 @@ def run_point(lab: Lab, net, sweep: Sweep, point: Point, params: dict) -> str:
 
 
 class Progress:
-    """`i/n key: line (elapsed, about ETA left)`, in wall-clock time.
+    """`i/n key: line (elapsed, about ETA left)`, in wall-clock time: a sweep's runs, and the
+    attempts of `--check-setup N`.
 
     The time left is the runs' own mean time times the runs left. Building a network and the setup
     check happen once and are left out: counted in, they made the first run of a quick Lab 2 say
@@ -125,11 +123,11 @@ class Progress:
     their own progress: eta.step.)
     """
 
-    def __init__(self, ctx: RunContext, total: int) -> None:
+    def __init__(self, ctx: RunContext, total: int, what: str = "runs to measure") -> None:
         self.ctx, self.total, self.done, self.measuring = ctx, total, 0, 0.0
         self.t0 = wall_clock(ctx.out)
         self.say = log.get(ctx.lab.id)
-        self.say.info("%d runs to measure", total)
+        self.say.info("%d %s", total, what)
 
     def step(self, key: str, line: str, took: float) -> None:
         self.done += 1

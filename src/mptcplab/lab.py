@@ -88,6 +88,11 @@ class Lab:
     #   kernel (beyond namespaces and tracefs, which the engine removes); for `mptcplab clean`
     prebuild: Callable[[str], object] | None = None  # (guest kernel release): host-side work before a
     #   guest place boots (e.g. compiling BPF objects for that kernel); truthy when something was built
+    answer_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a module of the lab's
+    #   package ("models") -> its functions whose result a graded question asks the student to compute:
+    #   hidden while a submission is graded (mptcplab.grading.answer_keys)
+    answer_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a table of the lab's
+    #   reference results ("runs.csv") -> its columns that are answers: a submission sees it without them
 
     @property
     def folder(self) -> Path:

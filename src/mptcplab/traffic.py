@@ -294,6 +294,9 @@ def bulk_result(client: dict, srv: dict, addr: str, port: int, proto: str, durat
         extra["flow_errors"] = errors
     if client.get("start_at"):  # how late the sender started after the agreed instant (start_time)
         extra["start_late_s"] = round(client["start"] - client["start_at"], 3)
+        # of that, how late its process was ready to wait: the host started it more slowly than
+        # start_time allowed (a busy host), not a sender that missed its instant
+        extra["ready_late_s"] = round(max(0.0, client["ready"] - client["start_at"]), 3)
     return BulkResult("mptcplab.bulk", proto, duration, t0, t_end, flows_out, intervals, interval=interval,
                       samples=[f["samples"] for f in srv["flows"]], extra=extra)
 

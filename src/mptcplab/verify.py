@@ -167,7 +167,16 @@ def check_window(net, rd, src: str, dst: str, seconds: float = 4.0) -> list[phys
         ss.steady_from(r.t0 + warmup)
     kern = rd.summary["kernel_tcp"]["window-ss"]
     goodput = r.steady_mbps(warmup) * 1e6
-    sk_sndbuf = int(kern.get("sk_sndbuf") or r.flows[0].get("sndbuf") or physics.sk_sndbuf_for(physics.WINDOW_SO_SNDBUF))
+    # The send buffer is the kernel's own, as `ss -m` reported it while the transfer ran (skmem tb):
+    # the one source. Without it nothing here can be judged, and the check says so.
+    if not kern.get("sk_sndbuf"):
+        verdicts = [physics.Verdict(f"sk_sndbuf reported by the kernel on path {p.name}", 0, 0, "B", False,
+                                    f"none in {kern.get('samples', 0)} `ss -m` samples (window-ss.txt): "
+                                    "the window cannot be judged without it")]
+        rd.summary.setdefault("physics", {})["window"] = {"path": p.name, "kernel": kern,
+                                                          "verdicts": [asdict(v) for v in verdicts]}
+        return verdicts
+    sk_sndbuf = int(kern["sk_sndbuf"])
     rtt_s = min(p.rtt_s, (kern.get("min_rtt_ms") or p.rtt_s * 1e3) / 1e3)  # the smaller: the looser bound
     verdicts = physics.judge_window(p.name, goodput, kern.get("inflight_bytes_max", 0), sk_sndbuf, rtt_s)
     rd.summary.setdefault("physics", {})["window"] = {

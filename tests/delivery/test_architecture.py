@@ -42,3 +42,21 @@ def test_a_lab_import_in_the_engine_a_lab_importing_a_lab_and_a_cycle_break_them
         assert broken in report, report
     assert "mptcplab.engine -> mptcplab.labs.lab1.analysis" in report
     assert "mptcplab.labs.lab1.measure -> mptcplab.labs.lab3.models" in report
+
+
+def test_every_module_of_the_kit_has_its_layer_and_every_engine_module_is_kept_from_the_labs():
+    """A module left out of the contracts is bound by none of them: a new module names its layer
+    (and, below the labs, joins the modules that may not import one) in the commit that adds it."""
+    import tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    forbidden = next(c for c in contracts if c["type"] == "forbidden")
+    in_layers = [m.strip() for layer in layers for m in layer.replace(":", "|").split("|")]
+    pkg = REPO / "src" / "mptcplab"
+    kit = {f"mptcplab.{p.stem}" for p in pkg.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    kit |= {f"mptcplab.{p.parent.name}" for p in pkg.glob("*/__init__.py")}
+    assert sorted(kit - set(in_layers)) == [], "modules in no layer"
+    cli = {"mptcplab.cli", "mptcplab.commands"}  # may name a lab: `mptcplab cc` is Lab 2's own command
+    assert sorted(kit - cli - {"mptcplab.labs"} - set(forbidden["source_modules"])) == [], \
+        "engine modules the 'imports no lab' contract does not cover"

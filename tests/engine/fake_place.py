@@ -19,6 +19,7 @@ KERNEL = "fake kernel"
 CLOCK = ""
 RANK = 1
 OFFERS = {"netem", "tbf"}
+MARKER = "mlab-fake-"  # no process carries it: this place starts none
 calls: list[tuple[list[str], list[Path], dict]] = []  # every run(): (argv, results, handed)
 prepared: list[str] = []  # the labs prepare() was asked for
 

@@ -181,14 +181,17 @@ def test_inside_the_test_place_the_manifest_carries_its_facts(fake_place, monkey
     assert m["command"] == ["mptcplab", "run", "lab1", "--set", "x=1"]  # what the user ran, not the guest's
 
 
-def test_check_setup_repeats_the_check_on_fresh_networks_and_tables_every_attempt(tmp_path, monkeypatch):
+def test_check_setup_repeats_the_check_on_fresh_networks_and_tables_every_attempt(tmp_path, monkeypatch, caplog):
     """`run LAB --check-setup N`: N attempts, each its own network and run directory; a refusal is
-    one row (with what it had measured), not the end of the series; nothing is measured."""
+    one row (with what it had measured), not the end of the series; nothing is measured. Its
+    progress is said as a sweep's runs are (engine.Progress)."""
     from mptcplab.errors import ExperimentFailed
 
-    attempts = []
+    attempts, clock = [], [0.0]
+    monkeypatch.setattr(engine, "wall_clock", lambda out: clock[0])
 
     def check_paths(net, rd, a, b, **kw):
+        clock[0] += 60
         attempts.append(net)
         rd.summary["checks"] = {"paths": {"p1": {"configured_rtt_ms": 20.0, "ping": {"min_ms": 20.3, "median_ms": 21.0},
                                                  "own_latency": {"own_rtt_ms": 1.5, "own_spread_ms": 0.7}}},
@@ -200,8 +203,12 @@ def test_check_setup_repeats_the_check_on_fresh_networks_and_tables_every_attemp
     monkeypatch.setattr(engine, "describe", lambda checks: "")
     measured = []
     lab = _toy_lab(measured, [])
-    rows = engine.check_setup(RunContext(lab=lab, params={}, out=tmp_path, quick=True, where="native"), 3)
+    with caplog.at_level("INFO", logger="mptcplab.toy"):
+        rows = engine.check_setup(RunContext(lab=lab, params={}, out=tmp_path, quick=True, where="native"), 3)
     assert [r["passed"] for r in rows] == [True, False, True] and measured == []
+    said = [r.getMessage() for r in caplog.records]
+    assert "3 setup checks to run" in said and "1/3 setup check: passed  [1m00s, about 2m00s left]" in said, said
+    assert any(line.startswith("2/3 setup check: REFUSED: lowest ping RTT") for line in said), said
     assert len({id(n) for n in attempts}) == 3  # a fresh network each time
     assert rows[1]["ping_min_ms"] == 20.3 and "OUTSIDE" in rows[1]["refused"]  # kept from failed.json
     assert rows[0]["own_spread_ms"] == 0.7 and "within" in rows[0]["rtt_verdict"]

@@ -91,9 +91,9 @@ def test_last_result_per_place(tmp_path, monkeypatch):
     assert any("unacked bytes" in line for line in lines[1:])
 
 
-def test_window_check_judges_in_flight_bytes_after_slow_start(tmp_path, monkeypatch):
-    """The UML sample that failed CI: 149,144 B in flight 0.24 s into slow start (cwnd, not the
-    buffer, limited the sender), then within the bound. Judged after slow start; the peak is kept."""
+def window_check(tmp_path, monkeypatch, skmem_tb: int | None):
+    """verify.check_window on the real sampler playing the samples of a UML run (skmem tb as given),
+    with the sender's own getsockopt(SO_SNDBUF) reading 65536: (verdicts, the recorded window)."""
     import pandas as pd
 
     from mptcplab import observe, traffic
@@ -103,7 +103,7 @@ def test_window_check_judges_in_flight_bytes_after_slow_start(tmp_path, monkeypa
     t0 = 1000.0
     rows = [(t0 + 0.24, 103, 164504), (t0 + 0.38, 39, 57432)] + [(t0 + 1.0 + 0.1 * k, 50, 90000) for k in range(30)]
     table = pd.DataFrame([{"time": t, "state": "ESTAB", "local": "10.1.0.1:1", "peer": "10.1.0.2:5299",
-                           "unacked": u, "mss": 1448, "skmem_w": w, "skmem_tb": 65536, "minrtt_ms": 60.0,
+                           "unacked": u, "mss": 1448, "skmem_w": w, "skmem_tb": skmem_tb, "minrtt_ms": 60.0,
                            "rtt_ms": 61.0} for t, u, w in rows])
 
     per_s = 50 * 1448 / 0.06  # 50 segments a round trip
@@ -124,10 +124,24 @@ def test_window_check_judges_in_flight_bytes_after_slow_start(tmp_path, monkeypa
     net = Net()
     net.topo = topo
     with Sweep(tmp_path).run("r", {}) as rd:
-        verdicts = verify.check_window(net, rd, "snd", "rcv")
-        kern = rd.summary["physics"]["window"]["kernel"]
-    assert [v.ok for v in verdicts] == [True, True]
+        return verify.check_window(net, rd, "snd", "rcv"), rd.summary["physics"]["window"]
+
+
+def test_window_check_judges_in_flight_bytes_after_slow_start(tmp_path, monkeypatch):
+    """The UML sample that failed CI: 149,144 B in flight 0.24 s into slow start (cwnd, not the
+    buffer, limited the sender), then within the bound. Judged after slow start; the peak is kept."""
+    verdicts, window = window_check(tmp_path, monkeypatch, skmem_tb=65536)
+    kern = window["kernel"]
+    assert [v.ok for v in verdicts] == [True, True] and window["sk_sndbuf"] == 65536
     assert kern["inflight_bytes_max"] == 50 * 1448 and kern["inflight_bytes_max_whole"] == 103 * 1448
+
+
+def test_the_window_check_takes_the_send_buffer_from_the_kernel_only(tmp_path, monkeypatch):
+    """No `ss -m` send buffer in the samples: the check refuses, saying why, rather than judging
+    with another source (the sender's getsockopt, or SO_SNDBUF doubled by hand)."""
+    verdicts, window = window_check(tmp_path, monkeypatch, skmem_tb=None)
+    assert [v.ok for v in verdicts] == [False] and "sk_sndbuf" not in window
+    assert "none in 30 `ss -m` samples (window-ss.txt)" in verdicts[0].line()  # the steady ones
 
 
 def test_bytes_in_flight_are_bounded_only_where_the_buffer_limits_the_transfer(tmp_path):

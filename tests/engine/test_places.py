@@ -345,3 +345,23 @@ def test_a_guest_that_stops_without_a_status_says_its_last_lines():
                                      "  [  512.1] Out of memory: Killed process 71 (python3)",
                                      "  qemu-system-x86_64: terminating on signal 15"]
     assert "It printed nothing" in str(guest.Tail().stopped("the UML kernel", 0))
+
+
+def test_every_place_has_every_name_the_place_interface_declares(fake_place):
+    """The `Place` protocol is what the kit asks of a place: a name it declares that a place lacks
+    fails here, not in the middle of a run in that place (the test place is held to it too)."""
+    from mptcplab import places
+
+    declared = set(places.Place.__annotations__) | {n for n, v in vars(places.Place).items()
+                                                    if callable(v) and not n.startswith("_")}
+    assert {"NAME", "MARKER", "run", "clean", "platform", "wall_clock"} <= declared
+    for place in places.all_places():
+        assert not declared - set(dir(place)), f"{place.NAME} lacks {sorted(declared - set(dir(place)))}"
+
+
+def test_the_guest_markers_are_the_guest_places_own(fake_place):
+    from mptcplab import places
+    from mptcplab.places import uml
+
+    assert uml.MARKER.encode() in places.guest_markers() and vm.MARKER.encode() in places.guest_markers()
+    assert fake_place.MARKER.encode() in places.guest_markers() and b"" not in places.guest_markers()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from mptcplab import places
 from mptcplab.places import lifetime, vm
 
 pytestmark = pytest.mark.integration
@@ -23,8 +24,20 @@ HAVE_VM, WHY_NOT = vm.available()
 needs_vm = pytest.mark.skipif(not HAVE_VM, reason=f"no VM place on this host: {WHY_NOT}")
 
 
+def netem_delay_ms(qdiscs: list[str], dev: str) -> float | None:
+    """The delay of the netem qdisc on `dev`, as `tc qdisc show` printed it (to 3 significant
+    digits: "delay 38.7ms"), in ms."""
+    import re
+
+    for q in qdiscs:
+        m = re.search(r"\bdelay ([\d.]+)(us|ms|s)\b", q)
+        if q.startswith("qdisc netem") and f" dev {dev} " in q and m:
+            return float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+    return None
+
+
 def leftovers() -> list[str]:
-    left = [f"guest pid {p}" for m in lifetime.GUEST_MARKERS for p in lifetime.guest_pids(m)]
+    left = [f"guest pid {p}" for m in places.guest_markers() for p in lifetime.guest_pids(m)]
     left += [f"dir {d}" for d in vm.cache_dir().glob(f"{vm.MARKER}*")] if vm.cache_dir().exists() else []
     left += [ln for ln in Path("/proc/self/mounts").read_text().splitlines() if "mlab" in ln]
     left += [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
@@ -53,7 +66,12 @@ def test_example_in_the_vm(tmp_path):
     checks = json.loads((run / "summary.json").read_text())["checks"]
     assert manifest["platform"]["where"] == "vm" and manifest["platform"]["vm_kernel"]
     assert manifest["clock"]["host_wall_s"] > 0  # wall-clock vs guest time, as in UML
-    assert any("netem" in q and "delay 40ms" in q for q in manifest["network"]["qdiscs"])
+    # The slow path's netem delays as configured (40 ms) less what the place's own latency took
+    # out of them (latency.py: none where it adds too little), as the manifest records it.
+    slow = next(p for p in manifest["network"]["paths"] if p["name"] == "slow")
+    applied = (slow["own_latency"] or {}).get("netem_delay_ms", {}).get("link", 40.0)
+    assert 0 < applied <= 40.0, slow
+    assert netem_delay_ms(manifest["network"]["qdiscs"], "b-slow") == pytest.approx(applied, rel=5e-3)
     assert checks["passed"] and checks["mptcp"]["subflows_with_data"] == 2
     assert "RTT" in res.stdout and leftovers() == []
 
@@ -81,7 +99,7 @@ def test_sigkill_kills_the_guest_and_clean_leaves_nothing(tmp_path, where):
 
     with experiment_lock("test: waiting for running experiments before testing clean"):
         proc = _start(where, tmp_path)
-        guests = [p for m in lifetime.GUEST_MARKERS for p in lifetime.guest_pids(m)]
+        guests = [p for m in places.guest_markers() for p in lifetime.guest_pids(m)]
         assert guests, "the guest should be running"
         proc.send_signal(signal.SIGKILL)
         proc.wait()

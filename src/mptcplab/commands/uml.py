@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
-
 from ..places import uml_kernel as uml
-from . import guest_command
+from . import add_guest_run, guest_command
 
 
 def register(sub) -> None:
@@ -14,11 +12,8 @@ def register(sub) -> None:
     b = usub.add_parser("build", help="build the UML kernel from the distribution's linux-source (cached)")
     b.add_argument("-j", "--jobs", type=int, default=None, help="parallel make jobs (default: all cores)")
     b.set_defaults(func=_build)
-    r = usub.add_parser("run", help="boot the UML kernel, run CMD inside as root, return its exit status")
+    r = add_guest_run(usub, "kernel", "the UML kernel", _run)
     r.add_argument("--mem", default="2G", help="UML memory (default 2G)")
-    r.add_argument("--timeout", type=float, default=None, help="seconds before the kernel is stopped")
-    r.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
-    r.set_defaults(func=_run)
     s = usub.add_parser("status", help="where the cached kernel is, if built")
     s.set_defaults(func=_status)
     p.set_defaults(func=lambda a: p.print_help() or 2)

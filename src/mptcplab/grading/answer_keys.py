@@ -1,13 +1,14 @@
 """The kit code and data that compute graded answers, hidden from a submission while it runs.
 
 The kit is open (students have it in their VM), but a notebook that only calls
-`models.parallel_per_flow` must not earn the marks for implementing it. While a submission
-executes, the sandbox shows a copy of each module below with these functions' bodies (and
-docstrings) replaced by `raise AnswerKeyHidden(...)`, bound over the real file, with the module's
-`__pycache__` covered by an empty directory (its .pyc would hold the original); and a copy of each
-table below without the answer columns. The checker's sandbox shows the real ones: the tests call
-them. `test_grading_answer_keys.py` fails when a listed name no longer exists, so a rename cannot
-silently re-expose an answer.
+`models.parallel_per_flow` must not earn the marks for implementing it. Each lab names its answer
+keys (`Lab.answer_keys`, `Lab.answer_columns`). While a submission executes, the sandbox shows a
+copy of each such module with these functions' bodies (and docstrings) replaced by
+`raise AnswerKeyHidden(...)`, bound over the real file, with the module's `__pycache__` covered by
+an empty directory (its .pyc would hold the original); and a copy of each such reference table
+without the answer columns. The checker's sandbox shows the real ones: the tests call them.
+Redacting fails when a listed name no longer exists, so a rename cannot silently re-expose an
+answer.
 """
 
 from __future__ import annotations
@@ -17,19 +18,22 @@ import importlib.util
 import os
 from pathlib import Path
 
-from ..lab import REPO_ROOT
+from ..lab import all_labs
+from .reference import results
 
-FUNCTIONS = {  # module -> functions whose result a graded question asks the student to compute
-    "mptcplab.labs.lab3.models": ("per_flow_terms", "parallel_per_flow", "cumulative_terms", "parallel_cumulative"),  # lab 3 q1, q2
-    "mptcplab.labs.lab3.notebook": ("model1_reference", "model2_reference", "loss_events_reference"),  # lab 3 q1-q3
-    "mptcplab.labs.lab3.measure": ("group_loss_events",),  # lab 3 q3
-    "mptcplab.labs.lab3.analysis": ("predict",),  # lab 3 q5
-    # Not yet lab 2's ccref.cs218_increase (q1): its notebook falls back on it for q2 while q1 is
-    # unfinished, so hiding it needs that fallback changed first.
-}
-COLUMNS = {  # reference table -> answer columns (lab 3 q5: each run's model predictions and errors)
-    "solutions/results/lab3/runs.csv": ("model1", "model2", "err_model1", "err_model2"),
-}
+
+def functions() -> dict[str, tuple[str, ...]]:
+    """Every lab's answer keys: module -> functions whose result a graded question asks for.
+    (Not yet Lab 2's ccref.cs218_increase, q1: its notebook falls back on it for q2 while q1 is
+    unfinished, so hiding it needs that fallback changed first.)"""
+    return {f"{lab.analysis.__package__}.{module}": names
+            for lab in all_labs().values() for module, names in lab.answer_keys.items()}
+
+
+def columns() -> dict[Path, tuple[str, ...]]:
+    """Every lab's reference tables with answer columns: path -> those columns."""
+    return {results(lab.id) / table: cols for lab in all_labs().values() for table, cols in lab.answer_columns.items()}
+
 
 # Optional imports nothing in grading needs, covered by an empty directory in the sandboxes (then
 # they fail to import and their importer carries on without them): jsonschema imports
@@ -45,7 +49,7 @@ PRELUDE = '''class AnswerKeyHidden(RuntimeError):
 def module_file(module: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.origin:
-        raise ModuleNotFoundError(f"answer_keys.FUNCTIONS names {module}, which does not exist")
+        raise ModuleNotFoundError(f"a lab's answer_keys name {module}, which does not exist")
     return Path(spec.origin)
 
 
@@ -61,7 +65,7 @@ def redact_source(source: str, names: tuple[str, ...], module: str) -> str:
             node.body = ast.parse(f"raise AnswerKeyHidden({msg!r})").body
     missing = set(names) - found
     if missing:
-        raise LookupError(f"answer_keys.FUNCTIONS: {module} has no top-level function {sorted(missing)}")
+        raise LookupError(f"a lab's answer_keys: {module} has no top-level function {sorted(missing)}")
     at = next((i for i, n in enumerate(tree.body) if not (isinstance(n, ast.ImportFrom) and n.module == "__future__")
                and not (i == 0 and isinstance(n, ast.Expr) and isinstance(getattr(n, "value", None), ast.Constant))), 0)
     tree.body[at:at] = ast.parse(PRELUDE).body
@@ -79,7 +83,7 @@ def redacted_files(dest: Path) -> dict[str, str]:
     binds: dict[str, str] = {}
     empty = dest / "empty"
     empty.mkdir(mode=0o755, exist_ok=True)
-    for i, (module, names) in enumerate(sorted(FUNCTIONS.items())):
+    for i, (module, names) in enumerate(sorted(functions().items())):
         origin = module_file(module)
         copy = dest / f"{i}-{origin.name}"
         copy.write_text(redact_source(origin.read_text(), names, module))
@@ -88,11 +92,10 @@ def redacted_files(dest: Path) -> dict[str, str]:
         cache = origin.parent / "__pycache__"
         if cache.is_dir():
             binds[str(cache)] = str(empty)
-    for i, (rel, columns) in enumerate(sorted(COLUMNS.items())):
-        table = REPO_ROOT / rel
+    for i, (table, cols) in enumerate(sorted(columns().items())):
         if table.exists():
             copy = dest / f"table{i}-{table.name}"
-            copy.write_text(redact_table(table, columns))
+            copy.write_text(redact_table(table, cols))
             os.chmod(copy, 0o644)
             binds[str(table)] = str(copy)
     return {**binds, **skipped(dest)}

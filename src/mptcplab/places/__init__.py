@@ -30,8 +30,11 @@ class Place(Protocol):
     GUEST: bool  # True: `run` starts another kernel; False: the experiment runs in this process
     WORDS: str  # how `doctor` says where a lab will run ("in the UML kernel")
     RAN: str  # how a report says where it ran ("inside the kit's User-Mode Linux kernel")
+    KERNEL: str  # how a table names the kernel a run had ("User-Mode Linux kernel")
     CLOCK: str  # how a report says the guest's clock differs, with {guest} and {wall} seconds ("" if not)
     RANK: int  # how fast it runs a lab, for `auto` before a check has measured it: 0 = the host's kernel
+    OFFERS: set[str]  # what its kernel may offer at most, declared: `auto` rules a place out without booting it
+    MARKER: str  # in the command line of every process of its guests ("" if none): cleanup and orphans find them
 
     def available(self) -> tuple[bool, str]:
         """Can this host offer the place at all (kernel built/installed, tools present), and why."""
@@ -63,8 +66,9 @@ class Place(Protocol):
         """Facts a command running inside this place records in its manifest's `platform`
         (which guest kernel, its clock), read from the environment its `run` gave the guest."""
 
-    def guest_clock(self) -> bool:
-        """Does a command here run on a clock other than the host's (so manifests keep both)?"""
+    def wall_clock(self, directory: Path) -> float:
+        """Now, in the host's wall-clock seconds, as a command running here reads it (UML's guest
+        clock skips idle time: it reads the host's from a file's mtime in `directory`)."""
 
 
 def choices() -> str:
@@ -110,6 +114,11 @@ def handed() -> dict:
     """What the host handed the command running in this guest: the user's command line
     (`command`) and a lab's parameters as resolved on the host (`params`); {} on the host."""
     return json.loads(os.environ.get(HANDED, "{}"))
+
+
+def guest_markers() -> list[bytes]:
+    """What marks a guest's processes, for every place that starts one (lifetime finds them by it)."""
+    return [place.MARKER.encode() for place in all_places() if place.GUEST and place.MARKER]
 
 
 def offered() -> dict[str, set[str]]:

@@ -14,6 +14,8 @@ import signal
 import time
 from pathlib import Path
 
+from . import guest_markers
+
 PR_SET_PDEATHSIG = 1
 
 
@@ -64,11 +66,6 @@ def _zombie(pid: int) -> bool:
         return False
 
 
-# Guests are named so they can be found without a state file: UML kernels carry `umid=mlab-*`,
-# virtme-ng/QEMU guests `mlab-vm-*` (QEMU's -name, the guest's hostname).
-GUEST_MARKERS = (b"umid=mlab-", b"mlab-vm-")
-
-
 def orphan_guests() -> list[int]:
     """Guest processes that no live kit process owns (its state file's owner is dead or absent)."""
     import json
@@ -83,7 +80,9 @@ def orphan_guests() -> list[int]:
             continue
         if _pid_alive(st.get("owner", 0)):
             owned |= {i["pgid"] for i in st.get("items", []) if i.get("kind") == "process" and i.get("pgid")}
-    return [pid for marker in GUEST_MARKERS for pid in guest_pids(marker) if not _descends_from(pid, owned)]
+    # Guests are named so they can be found without a state file: each place's MARKER (UML kernels
+    # carry `umid=mlab-*`, virtme-ng/QEMU guests `mlab-vm-*`: QEMU's -name, the guest's hostname).
+    return [pid for marker in guest_markers() for pid in guest_pids(marker) if not _descends_from(pid, owned)]
 
 
 def _descends_from(pid: int, groups: set[int]) -> bool:

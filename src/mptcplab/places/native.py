@@ -16,6 +16,7 @@ KERNEL = "native kernel"
 CLOCK = ""
 RANK = 0  # nothing emulated: the fastest place, when its kernel honours the lab's inputs
 OFFERS = {"netem", "tbf", "kprobes", "bpf_struct_ops"}  # what a kernel here may offer (capabilities() probes)
+MARKER = ""  # no guest: the experiment runs in this process
 
 
 def available() -> tuple[bool, str]:

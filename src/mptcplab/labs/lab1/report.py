@@ -39,9 +39,7 @@ def report(sweep_dir: Path | str) -> str:
     d = Detail.load(sweep_dir)
     plat = d.manifest["platform"]
     ran_in = places.find(plat["where"])
-    place = ran_in.KERNEL if ran_in else plat["where"]
-    if plat.get("hostname", "").startswith("mptcplab-vm") or plat.get("vm"):
-        place += " in the kit's VM"
+    place = ran_in.KERNEL if ran_in else plat["where"]  # the place says which kernel it is ("stock kernel in a VM")
     deg = {m: degradation_region(sweep, m) for m in ("wmem", "sndbuf") if m in set(sweep["method"])}
     at_1m = _mean_at(t, "wmem", PAPER["tcp_wmem"], "mptcp")
     fast = t[(t["method"] == "wmem") & (t["config"] == "tcp-fast")]["mean"].mean()

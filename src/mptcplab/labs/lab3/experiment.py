@@ -206,4 +206,9 @@ LAB = Lab(id="lab3", slug="03-parallel-tcp",
           topology=topology, points=points, configure=configure, measure=measure, finish=finish,
           analysis=lab3_analysis, path_checks={"mptcp": False, "min_utilisation": 0.9},
           extra_check=check_congestion_control, needs=("netem",), any_kind=("model_b",),
-          parameters=check_parameters, renamed={"delay": "paths.p1.delay"}, results_checks={"runs.csv": check_runs_table})
+          parameters=check_parameters, renamed={"delay": "paths.p1.delay"}, results_checks={"runs.csv": check_runs_table},
+          answer_keys={"models": ("per_flow_terms", "parallel_per_flow", "cumulative_terms", "parallel_cumulative"),  # q1, q2
+                       "notebook": ("model1_reference", "model2_reference", "loss_events_reference"),  # q1-q3
+                       "measure": ("group_loss_events",),  # q3
+                       "analysis": ("predict",)},  # q5
+          answer_columns={"runs.csv": ("model1", "model2", "err_model1", "err_model2")})  # q5: each run's predictions

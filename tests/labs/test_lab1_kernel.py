@@ -568,6 +568,26 @@ def test_paper_point_runs_each_scheduler_beside_tcp_and_the_tso_control(quick):
                                                            "paper-1M-tcp-fast-r1"]
 
 
+def test_the_scaled_paper_point_divides_rates_and_buffers_and_keeps_delays():
+    """The second place (issue 24): a place that cannot carry 100 Mbit/s runs the paper's point with
+    rates and buffers divided by one factor, delays kept; only as the paper's point alone."""
+    lab = get_lab("lab1")
+    over = {"paper_point": {"only": True, "scale": 20, "schedulers": ["default"], "detail": [], "tso_settings": [],
+                            "sndbuf": "512K", "sndbuf_detail": []}}
+    params = lab.load_params(quick=False, overrides=over)
+    links = {p.name: str(p.link) for p in l1.topology(params).paths}
+    assert links == {"fast": "rate=5mbit,delay=0ms,queue=auto", "slow": "rate=5mbit,delay=40ms,queue=auto"}
+    paper = {p.key: p.values for p in l1.points(params, None)}
+    assert paper["paper-52429-mptcp-default-r1"]["buffer_bytes"] == round((1 << 20) / 20)
+    assert paper["paper-52429-tcp-fast-r5"]["scale"] == 20
+    assert paper["paper-sndbuf-26214-mptcp-default-r1"]["method"] == "sndbuf"  # 512K / 20, doubled by the kernel
+    unscaled = lab.load_params(quick=False, overrides={"paper_point": {"only": True}})
+    assert [str(p.link) for p in l1.topology(unscaled).paths][0] == "rate=100mbit,delay=0ms,queue=auto"
+    assert "scale" not in l1.paper_points(unscaled)[0].values
+    with pytest.raises(UsageError, match="needs paper_point.only"):
+        lab.load_params(quick=False, overrides={"paper_point": {"scale": 20}})
+
+
 def test_configure_sets_the_scheduler_and_tso_and_sets_them_back(tmp_path, quick):
     net = FakeNet(tmp_path, "")
     net.sysctls["snd"].update({"net.mptcp.scheduler": "default", "net.mptcp.available_schedulers": "default minrtt",

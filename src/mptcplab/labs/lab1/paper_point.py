@@ -26,8 +26,8 @@ from .sweep import PAPER, _kib, t95
 PAPER_POINT_COLUMNS = ["run", "method", "buffer", "buffer_bytes", "config", "scheduler", "scheduler_applied",
                        "minrtt_rp_applied", "min_tso_segs", "rep", "mbps", "subflows", "rp_opp_retrans", "rp_penalised",
                        "mptcp_retrans", "tcp_retrans_segs", "srtt_ms_fast", "srtt_ms_slow", "inflight_max_fast",
-                       "inflight_max_slow", "wmem_queued_max", "sndbuf_effective", "sk_sndbuf_kernel", "sk_sndbuf_fast",
-                       "sk_sndbuf_slow", "skipped"]
+                       "inflight_max_slow", "wmem_queued_max", "sndbuf_effective", "sk_sndbuf_fast", "sk_sndbuf_slow",
+                       "skipped"]
 COMPACT_DIR = "paper-point"  # where a reference (solutions/results/lab1) keeps the compact copy
 
 
@@ -62,7 +62,7 @@ def paper_point_table(runs: pd.DataFrame) -> pd.DataFrame:
     g = runs.groupby(keys, sort=False, dropna=False).agg(n=("mbps", "size"), mean=("mbps", "mean"), sd=("mbps", "std"),
                                           opp_retrans=("rp_opp_retrans", "mean"), penalised=("rp_penalised", "mean"),
                                           mptcp_retrans=("mptcp_retrans", "mean"),
-                                          sk_sndbuf=("sk_sndbuf_kernel", "max")).reset_index()
+                                          sk_sndbuf=("sndbuf_effective", "max")).reset_index()
     g["ci95"] = [t95(n - 1) * sd / np.sqrt(n) if n > 1 else np.nan for sd, n in zip(g["sd"], g["n"])]
     return g
 
@@ -71,7 +71,7 @@ def _settings(runs: pd.DataFrame) -> pd.DataFrame:
     """The completed runs, each with its setting spelt out: the scheduler ("" for single-path TCP)
     and tcp_min_tso_segs as strings, counters NaN where a run has none."""
     runs = runs[runs["mbps"].notna()].copy()
-    for c in ("scheduler", "min_tso_segs", "rp_opp_retrans", "rp_penalised", "mptcp_retrans", "sk_sndbuf_kernel"):
+    for c in ("scheduler", "min_tso_segs", "rp_opp_retrans", "rp_penalised", "mptcp_retrans", "sndbuf_effective"):
         if c not in runs:
             runs[c] = np.nan
     runs["scheduler"] = runs["scheduler"].where(runs["config"] == "mptcp", "")

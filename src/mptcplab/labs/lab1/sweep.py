@@ -57,7 +57,7 @@ def _transfers(path: Path | str) -> pd.DataFrame:
 
 
 # The kernel's view of each run (measure.kernel_view; runs made before the kit sampled ss have none).
-KERNEL_COLUMNS = ("ss_samples", "inflight_max", "sk_sndbuf_kernel", "wmem_queued_max")
+KERNEL_COLUMNS = ("ss_samples", "inflight_max", "wmem_queued_max")
 
 
 KERNEL_PER_PATH = ("srtt_ms_", "min_rtt_ms_", "inflight_max_", "sk_sndbuf_")

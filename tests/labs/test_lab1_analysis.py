@@ -13,6 +13,7 @@ from mptcplab import stats
 from mptcplab.lab import REPO_ROOT
 from mptcplab.labs.lab1 import analysis as la
 from mptcplab.labs.lab1 import measure as lm
+from mptcplab.labs.lab1 import second_place
 
 REF = REPO_ROOT / "solutions/results/lab1"
 has_tshark = shutil.which("tshark") is not None
@@ -277,3 +278,43 @@ def test_paper_point_export_is_compact_with_provenance_and_checked(tmp_path):
     bad = [v for v in check_results(tmp_path / "ref") if not v.ok]
     # tcp-slow at 99 Mbit/s is above its link's ceiling (its window bound, (1 MiB + 64 KiB) / 80 ms, is 111)
     assert len(bad) == 1 and all("tsokernel-1M-tcp-slow-r1" in v.check for v in bad)
+
+
+def test_second_place_agreement_sets_each_places_ratio_beside_the_reference(tmp_path):
+    """A scaled paper point kept beside the reference (dest/controlled/NAME) gets its MPTCP / TCP
+    ratio with its interval beside the reference's, and one Holm family: each ratio against 1, each
+    controlled run against the reference and against the other at the same scale."""
+    ref = tmp_path / "ref"
+    shutil.copytree(REF / "paper-point", ref / "paper-point")
+    man = json.loads((REF / "paper-point" / "manifest.json").read_text())
+    for name, where, mptcp, tcp in (("vm-scaled", "vm", [8.6, 8.8, 8.5, 8.9], [4.70, 4.72, 4.69, 4.71]),
+                                    ("uml-scaled", "uml", [8.7, 8.9, 8.8, 8.6], [4.71, 4.70, 4.72, 4.70])):
+        d = ref / "controlled" / name
+        d.mkdir(parents=True)
+        m = json.loads(json.dumps(man))
+        m["platform"]["where"] = where
+        for p in m["network"]["paths"]:
+            p["link"] = p["link"].replace("100mbit", "5mbit")
+        m["parameters"]["scale"] = 20
+        (d / "manifest.json").write_text(json.dumps(m))
+        rows = [{"group": "schedulers", "run": f"paper-52429-{c}-r{i}", "method": "wmem", "buffer": "52429", "buffer_bytes": 52429,
+                 "config": c, "scheduler": "default" if c == "mptcp" else None, "rep": i, "mbps": v}
+                for c, vals in (("mptcp", mptcp), ("tcp-fast", tcp)) for i, v in enumerate(vals, 1)]
+        pd.DataFrame(rows).to_csv(d / "paper-point.csv", index=False)
+    table, verdicts = la.agreement(second_place.datasets(ref))
+    assert list(table["name"]) == ["reference", "uml-scaled", "vm-scaled"]
+    assert list(table["scale"]) == [1, 20, 20] and table["rate_mbps"].tolist() == [100, 5, 5]
+    ref_row = table.iloc[0]
+    assert ref_row["ratio"] == pytest.approx(170.0 / 93.7, abs=0.01)  # the committed reference's default / TCP
+    assert ref_row["ratio_lo"] < ref_row["ratio"] < ref_row["ratio_hi"]
+    assert list(verdicts["comparison"]) == [
+        "reference: MPTCP / TCP against 1", "uml-scaled: MPTCP / TCP against 1", "vm-scaled: MPTCP / TCP against 1",
+        "uml-scaled / reference: ratio of their MPTCP / TCP", "vm-scaled / reference: ratio of their MPTCP / TCP",
+        "vm-scaled / uml-scaled: ratio of their MPTCP / TCP"]
+    assert (verdicts["m"] == 6).all()
+    v = verdicts.set_index("comparison")
+    assert v.loc["vm-scaled: MPTCP / TCP against 1", "verdict"] == "MPTCP faster"
+    assert v.loc["vm-scaled / uml-scaled: ratio of their MPTCP / TCP", "verdict"] == "no difference resolved"
+    text = la.agreement_markdown(ref)
+    assert "2 x 5 Mbit/s (1/20)" in text and "over these 6 comparisons" in text
+    assert la.agreement_markdown(REF) == ""  # the reference alone: nothing to set beside it

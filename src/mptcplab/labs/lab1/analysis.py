@@ -14,6 +14,7 @@ copy in solutions/results/lab1/, which has the same layout minus the raw capture
     fig_waits_compare(load_details(path))           # and the cost of tracing
     runs = load_paper_point(path)       # the paper's point with each scheduler, held at 1 MiB, tso control
     paper_point_markdown(runs)          # their tables and Holm-corrected verdicts
+    agreement_markdown(ref)             # MPTCP/TCP in each place (controlled runs beside the reference)
     report(path)                        # the "paper vs this run" markdown table
     export_reference(path, dest)        # the compact copy shipped in solutions/results/lab1/
 """
@@ -41,6 +42,9 @@ from .figures import (
 from .paper_point import (
     load_paper_point, paper_point_table, paper_verdicts, paper_point_markdown, paper_point_setting,
 )
+from .second_place import (
+    agreement, agreement_markdown, export_controlled,
+)
 from .report import (
     report,
 )
@@ -57,5 +61,5 @@ __all__ = [  # the face: what `from mptcplab.labs.lab1 import analysis as la` of
     "wait_table", "describe_tracing_cost", "describe_waits", "COLORS", "fig_throughput", "fig_effective_buffer",
     "fig4", "fig5", "fig6", "fig10", "fig_waits_compare", "FIGURE_NAMES", "figures", "save_images", "report",
     "export_reference", "load_paper_point", "paper_point_table", "paper_verdicts", "paper_point_markdown",
-    "paper_point_setting",
+    "paper_point_setting", "agreement", "agreement_markdown", "export_controlled",
 ]

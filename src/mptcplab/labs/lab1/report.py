@@ -13,6 +13,7 @@ from .controls import wait_table
 from .detail import Detail, load_details
 from .measure import cwnd_drops
 from .paper_point import load_paper_point, paper_point_markdown, paper_point_setting
+from .second_place import agreement_markdown
 from .sweep import PAPER, _kib, degradation_region, load_sweep, throughput_table
 
 
@@ -27,6 +28,8 @@ def report(sweep_dir: Path | str) -> str:
     sweep_dir = Path(sweep_dir)
     paper = load_paper_point(sweep_dir)
     paper_md = paper_point_markdown(paper, paper_point_setting(sweep_dir, paper)) if len(paper) else ""
+    second = agreement_markdown(sweep_dir)
+    paper_md += ("\n" if paper_md and second else "") + second
     try:
         sweep = load_sweep(sweep_dir)
     except FileNotFoundError:

@@ -318,3 +318,20 @@ def test_second_place_agreement_sets_each_places_ratio_beside_the_reference(tmp_
     text = la.agreement_markdown(ref)
     assert "2 x 5 Mbit/s (1/20)" in text and "over these 6 comparisons" in text
     assert la.agreement_markdown(REF) == ""  # the reference alone: nothing to set beside it
+
+
+def test_divergence_reads_the_held_runs_as_cause_measured_or_unexplained():
+    """The paper-vs-this-run table's reading of the divergence comes from the verdicts: held at 1 MiB,
+    a scheduler no longer above single-path TCP is the measured part; means above the paper's
+    46.8 Mbit/s leave the rest unexplained; without the held runs nothing is measured."""
+    runs = la.load_paper_point(REF)
+    runs = runs[runs["group"] == "schedulers"]
+    assert la.divergence(runs).startswith("unexplained, tried: minRTT with and without RP")
+    held = runs.assign(group="held", run=lambda r: "paper-sndbuf-" + r["run"], sndbuf_effective=1 << 20)
+    same = la.divergence(pd.concat([runs, held]))
+    assert same.startswith("unexplained, tried:") and "held at 1,048,576 B" in same
+    down = held.copy()
+    down.loc[down["scheduler"] == "minrtt", "mbps"] = [80.0, 81.0, 79.5, 80.5, 80.2]
+    text = la.divergence(pd.concat([runs, down]))
+    assert text.startswith("cause measured, in part:") and "minrtt below TCP" in text
+    assert "every held mean stays above the paper's 46.8" in text

@@ -40,7 +40,7 @@ from .figures import (
     figures, save_images,
 )
 from .paper_point import (
-    load_paper_point, paper_point_table, paper_verdicts, paper_point_markdown, paper_point_setting,
+    load_paper_point, paper_point_table, paper_verdicts, paper_point_markdown, paper_point_setting, divergence,
 )
 from .second_place import (
     agreement, agreement_markdown, export_controlled,
@@ -61,5 +61,5 @@ __all__ = [  # the face: what `from mptcplab.labs.lab1 import analysis as la` of
     "wait_table", "describe_tracing_cost", "describe_waits", "COLORS", "fig_throughput", "fig_effective_buffer",
     "fig4", "fig5", "fig6", "fig10", "fig_waits_compare", "FIGURE_NAMES", "figures", "save_images", "report",
     "export_reference", "load_paper_point", "paper_point_table", "paper_verdicts", "paper_point_markdown",
-    "paper_point_setting", "agreement", "agreement_markdown", "export_controlled",
+    "paper_point_setting", "divergence", "agreement", "agreement_markdown", "export_controlled",
 ]

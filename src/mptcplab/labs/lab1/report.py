@@ -12,7 +12,7 @@ from .bounds import full_path_mbps, mptcp_bounds, window_bounds
 from .controls import wait_table
 from .detail import Detail, load_details
 from .measure import cwnd_drops
-from .paper_point import load_paper_point, paper_point_markdown, paper_point_setting
+from .paper_point import divergence, load_paper_point, paper_point_markdown, paper_point_setting
 from .second_place import agreement_markdown
 from .sweep import PAPER, _kib, degradation_region, load_sweep, throughput_table
 
@@ -63,6 +63,7 @@ def report(sweep_dir: Path | str) -> str:
         ("MPTCP goodput at tcp_wmem = 1 MiB", f"{PAPER['mptcp_mbps_mean']} Mbit/s (42.4-49.8, sd 3.54, 5 runs)",
          f"{at_1m['mean']:.1f} Mbit/s (sd {0 if pd.isna(at_1m['std']) else at_1m['std']:.1f}, n={int(at_1m['count'])})"
          if at_1m is not None else "not in this sweep",
+         divergence(paper) if len(paper) else
          "upstream gives the MPTCP socket tcp_wmem[0] + the subflows' buffers "
          f"(here {eff_ratio:.2g} x B), so 1 MiB is already past the region" if eff_ratio == eff_ratio else
          "upstream gives the MPTCP socket tcp_wmem[0] + the subflows' buffers"),

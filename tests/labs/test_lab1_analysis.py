@@ -335,3 +335,11 @@ def test_divergence_reads_the_held_runs_as_cause_measured_or_unexplained():
     text = la.divergence(pd.concat([runs, down]))
     assert text.startswith("cause measured, in part:") and "minrtt below TCP" in text
     assert "every held mean stays above the paper's 46.8" in text
+
+
+def test_subflow_inflight_reads_each_subflows_share_from_the_observed_run():
+    """At tcp_wmem 1 MiB (3 MiB for the MPTCP socket upstream) the reference's observed default run
+    kept the fast subflow busy in every sample while the slow one held about 1 MiB."""
+    t = la.subflow_inflight(REF / "paper-point" / "paper-detail-1M-mptcp-default").set_index("path")
+    assert t.loc["fast", "idle_share"] == 0 and t.loc["fast", "samples"] > 20
+    assert 0.9e6 < t.loc["slow", "inflight_median"] <= t.loc["slow", "inflight_max"] < 1.2e6

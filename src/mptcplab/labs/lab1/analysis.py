@@ -43,13 +43,13 @@ from .paper_point import (
     load_paper_point, paper_point_table, paper_verdicts, paper_point_markdown, paper_point_setting, divergence,
 )
 from .second_place import (
-    agreement, agreement_markdown, export_controlled,
+    agreement, agreement_markdown,
 )
 from .report import (
     report,
 )
 from .reference import (
-    export_reference,
+    export_reference, export_controlled,
 )
 
 

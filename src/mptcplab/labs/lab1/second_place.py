@@ -3,7 +3,7 @@
 A place that cannot carry the paper's 100 Mbit/s (the VM place under QEMU TCG) runs the paper's
 point scaled ([paper_point] scale: rates and buffers divided by one factor, delays kept); the kit's
 UML kernel runs the same scaled point. Each such run is kept beside the reference as a controlled
-run (`export_controlled`: dest/controlled/NAME/, the paper point's compact copy), and the agreement
+run (reference.export_controlled: dest/controlled/NAME/, the paper point's compact copy), and the agreement
 table sets MPTCP (upstream's default scheduler) over single-path TCP on the fast path side by side:
 the reference's own paper point (full rates) and every controlled run, each ratio with its 95%
 interval, then one Holm-corrected family of verdicts: each ratio against 1, and the ratio of each
@@ -20,20 +20,9 @@ import pandas as pd
 
 from ... import stats
 from ...links import LinkSpec
-from .paper_point import export_paper_point, load_paper_point, _manifest_of
+from .paper_point import load_paper_point, _manifest_of
 
 CONTROLLED_DIR = "controlled"  # beside a reference: one folder per controlled run (its paper point)
-
-
-def export_controlled(sweep_dir: Path | str, dest: Path | str, name: str) -> Path:
-    """Keep a paper-point run made elsewhere (another place, a scaled point) beside the reference
-    in `dest`: its compact copy in dest/controlled/NAME/, then the reference's report again, which
-    reads it (`agreement_markdown`)."""
-    from .report import report
-
-    out = export_paper_point(sweep_dir, Path(dest) / CONTROLLED_DIR / name)
-    (Path(dest) / "paper-vs-this-run.md").write_text(report(dest))
-    return out
 
 
 def _setting(folder: Path, runs: pd.DataFrame) -> dict:

@@ -316,7 +316,9 @@ def test_second_place_agreement_sets_each_places_ratio_beside_the_reference(tmp_
     assert v.loc["vm-scaled: MPTCP / TCP against 1", "verdict"] == "MPTCP faster"
     assert v.loc["vm-scaled / uml-scaled: ratio of their MPTCP / TCP", "verdict"] == "no difference resolved"
     text = la.agreement_markdown(ref)
-    assert "2 x 5 Mbit/s (1/20)" in text and "over these 6 comparisons" in text
+    assert "fast 5 Mbit/s 0 ms, slow 5 Mbit/s 40 ms | 1/20 |" in text and "over these 6 comparisons" in text
+    assert v.loc["uml-scaled / reference: ratio of their MPTCP / TCP", "verdict"] in (
+        "uml-scaled's higher", "uml-scaled's lower", "no difference resolved")
     assert la.agreement_markdown(REF) == ""  # the reference alone: nothing to set beside it
 
 

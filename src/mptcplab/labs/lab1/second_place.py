@@ -26,14 +26,16 @@ CONTROLLED_DIR = "controlled"  # beside a reference: one folder per controlled r
 
 
 def _setting(folder: Path, runs: pd.DataFrame) -> dict:
-    """Where a paper point ran: place, kernel, the fast path's rate, the scale (from its manifest)."""
+    """Where a paper point ran: place, kernel, each path's rate and one-way delay as configured, the
+    fast path's rate, the scale (from its manifest)."""
     m = _manifest_of(folder, runs)
     man = json.loads(m.read_text()) if m else {}
     plat = man.get("platform", {})
-    rates = [LinkSpec.parse(p["link"]).rate_bps for p in man.get("network", {}).get("paths", [])]
+    links = [(p["name"], LinkSpec.parse(p["link"])) for p in man.get("network", {}).get("paths", [])]
     scale = int((man.get("parameters") or {}).get("scale", 1))  # the run's point (experiment.paper_points)
-    return {"where": plat.get("where", "?"), "kernel": plat.get("kernel_release", "?"),
-            "rate_mbps": rates[0] / 1e6 if rates and rates[0] else math.nan, "scale": scale}
+    return {"where": plat.get("where", "?"), "kernel": plat.get("kernel_release", "?"), "scale": scale,
+            "rate_mbps": links[0][1].rate_bps / 1e6 if links and links[0][1].rate_bps else math.nan,
+            "paths": ", ".join(f"{n} {(s.rate_bps or 0) / 1e6:g} Mbit/s {s.delay_s * 1e3:g} ms" for n, s in links)}
 
 
 def datasets(ref: Path | str) -> list[dict]:
@@ -67,6 +69,7 @@ def agreement(sets: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
         ratio[s["name"]] = r
         (m, mh, mn), (t, th, tn) = stats.mean_ci(s["mptcp"]), stats.mean_ci(s["tcp"])
         rows.append({"name": s["name"], "where": s["where"], "kernel": s["kernel"], "scale": s["scale"],
+                     "paths": s["paths"],
                      "rate_mbps": s["rate_mbps"], "buffer_bytes": s["buffer_bytes"], "n_mptcp": mn, "mptcp": m,
                      "mptcp_ci": mh, "n_tcp": tn, "tcp": t, "tcp_ci": th, "ratio": math.exp(r["diff"]),
                      "ratio_lo": math.exp(r["lo"]), "ratio_hi": math.exp(r["hi"])})
@@ -79,13 +82,12 @@ def agreement(sets: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
                 labels.append(f"{a['name']} / {b['name']}: ratio of their MPTCP / TCP")
     verdicts = []
     for st, what in zip(stats.holm(family), labels):
-        against_one = what.endswith("against 1")
+        first = what.split(":")[0].split(" / ")[0]
+        words = (("MPTCP faster", "MPTCP slower", "not resolved") if what.endswith("against 1") else
+                 (f"{first}'s higher", f"{first}'s lower", "no difference resolved"))
         verdicts.append({"comparison": what, "factor": math.exp(st["diff"]), "lo": math.exp(st["lo"]),
                          "hi": math.exp(st["hi"]), "level": st["level"], "m": st["m"], "resolved": st["resolved"],
-                         "verdict": stats.verdict(st, "MPTCP faster" if against_one else "first higher",
-                                                  "MPTCP slower" if against_one else "first lower",
-                                                  "not resolved" if against_one else "no difference resolved"),
-                         "runs_needed": st["runs_needed"]})
+                         "verdict": stats.verdict(st, *words), "runs_needed": st["runs_needed"]})
     return pd.DataFrame(rows), pd.DataFrame(verdicts)
 
 
@@ -97,14 +99,14 @@ def agreement_markdown(ref: Path | str) -> str:
     table, verdicts = agreement(sets)
     lines = ["## The second place: MPTCP / single-path TCP at the paper's point, in each place", "",
              "Upstream's default scheduler against single-path TCP on the fast path, tcp_wmem min = default = max. "
-             "A scaled point divides both paths' rates and the buffer by its scale and keeps the delays "
-             "(40 ms one way on the slow path), so the slow path's bandwidth-delay product and the buffer keep "
-             "their proportion; packets (1448 B) and the kernel's one-skb allowance (64 KiB) do not scale.", "",
-             "| run | place | kernel | paths | tcp_wmem | MPTCP: n, Mbit/s (95% CI) | TCP fast: n, Mbit/s (95% CI) "
-             "| MPTCP / TCP (95% CI) |", "|---|---|---|---|---|---|---|---|"]
+             "A scaled point divides both paths' rates and the buffer by its scale and keeps the slow path's "
+             "delay, so the slow path's bandwidth-delay product and the buffer keep their proportion; packets "
+             "(1448 B) and the kernel's one-skb allowance (64 KiB) do not scale.", "",
+             "| run | place | kernel | paths (one-way delay) | scale | tcp_wmem | MPTCP: n, Mbit/s (95% CI) | "
+             "TCP fast: n, Mbit/s (95% CI) | MPTCP / TCP (95% CI) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in table.itertuples():
-        scale = "" if r.scale == 1 else f" (1/{r.scale})"
-        lines.append(f"| {r.name} | {r.where} | {r.kernel} | 2 x {r.rate_mbps:g} Mbit/s{scale} | "
+        scale = "1" if r.scale == 1 else f"1/{r.scale}"
+        lines.append(f"| {r.name} | {r.where} | {r.kernel} | {r.paths} | {scale} | "
                      f"{r.buffer_bytes:,} B | {r.n_mptcp}, {r.mptcp:.2f} ± {r.mptcp_ci:.2f} | "
                      f"{r.n_tcp}, {r.tcp:.2f} ± {r.tcp_ci:.2f} | {r.ratio:.2f} ({r.ratio_lo:.2f}-{r.ratio_hi:.2f}) |")
     lines += ["", f"Verdicts (Holm-corrected over these {int(verdicts['m'].iloc[0])} comparisons; ratios, so 1 is "

@@ -286,6 +286,7 @@ def test_second_place_agreement_sets_each_places_ratio_beside_the_reference(tmp_
     controlled run against the reference and against the other at the same scale."""
     ref = tmp_path / "ref"
     shutil.copytree(REF / "paper-point", ref / "paper-point")
+    assert la.agreement_markdown(ref) == ""  # the reference alone: nothing to set beside it
     man = json.loads((REF / "paper-point" / "manifest.json").read_text())
     for name, where, mptcp, tcp in (("vm-scaled", "vm", [8.6, 8.8, 8.5, 8.9], [4.70, 4.72, 4.69, 4.71]),
                                     ("uml-scaled", "uml", [8.7, 8.9, 8.8, 8.6], [4.71, 4.70, 4.72, 4.70])):
@@ -319,7 +320,6 @@ def test_second_place_agreement_sets_each_places_ratio_beside_the_reference(tmp_
     assert "fast 5 Mbit/s 0 ms, slow 5 Mbit/s 40 ms | 1/20 |" in text and "over these 6 comparisons" in text
     assert v.loc["uml-scaled / reference: ratio of their MPTCP / TCP", "verdict"] in (
         "uml-scaled's higher", "uml-scaled's lower", "no difference resolved")
-    assert la.agreement_markdown(REF) == ""  # the reference alone: nothing to set beside it
 
 
 def test_divergence_reads_the_held_runs_as_cause_measured_or_unexplained():

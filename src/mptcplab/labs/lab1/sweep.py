@@ -105,4 +105,6 @@ def degradation_region(sweep: pd.DataFrame, method: str = "wmem") -> list[int]:
 
 
 def _kib(b: float) -> str:
+    if b % 1024:  # not a whole KiB (a scaled buffer): its bytes
+        return f"{b:,.0f} B"
     return f"{b / 1048576:g} MiB" if b >= 1048576 else f"{b / 1024:g} KiB"

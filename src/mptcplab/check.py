@@ -13,7 +13,10 @@ judge of each (`Lab.results_checks`):
   records): bytes in flight against the window bound of the buffer the kernel reported; and MPTCP
   runs' goodput against what all their paths together could carry (mptcp_ceiling_bps).
 
-Single-path TCP above its window bound, or any goodput above its link's ceiling, is a finding.
+Single-path TCP above its window bound, or any goodput above its link's ceiling, is a finding. It
+stays one whatever explains it; where the run's own `ss -m` samples show why (the kernel queued past
+sk_sndbuf: physics.queue_overrun, e.g. Lab 1's tcp_min_tso_segs control), the verdict names that
+measured cause, and `mptcplab check` counts such verdicts apart.
 """
 
 from __future__ import annotations

@@ -13,7 +13,10 @@ judge of each (`Lab.results_checks`):
   records): bytes in flight against the window bound of the buffer the kernel reported; and MPTCP
   runs' goodput against what all their paths together could carry (mptcp_ceiling_bps).
 
-Single-path TCP above its window bound, or any goodput above its link's ceiling, is a finding.
+Single-path TCP above its window bound, or any goodput above its link's ceiling, is a finding. It
+stays one whatever explains it; where the run's own `ss -m` samples show why (the kernel queued past
+sk_sndbuf: physics.queue_overrun, e.g. Lab 1's tcp_min_tso_segs control), the verdict names that
+measured cause, and `mptcplab check` counts such verdicts apart.
 """
 
 from __future__ import annotations
@@ -111,15 +114,18 @@ def check_sweep(table: Path) -> list[physics.Verdict]:
             if row.get("min_tso_segs"):  # Lab 1's control runs it at the kernel's own: said, judged all the same
                 where += f" (tcp_min_tso_segs {row['min_tso_segs']})"
             out += _ceiling(where, mbps, path["rate_bps"])
+            cause = physics.queue_overrun(b["sk_sndbuf"], _number(row.get("wmem_queued_max")),
+                                          row.get("min_tso_segs") or None)
             if b["sk_sndbuf"] and b["rtt_s"] > 0:
-                bound = b["window_bps"] / 1e6
+                bound, ok = b["window_bps"] / 1e6, mbps <= b["window_bps"] / 1e6
                 out.append(physics.Verdict(f"{where}: single-path TCP vs window bound", mbps, bound, "Mbit/s",
-                                           mbps <= bound, f"sk_sndbuf {b['sk_sndbuf']} B, RTT {b['rtt_s'] * 1e3:g} ms"))
+                                           ok, f"sk_sndbuf {b['sk_sndbuf']} B, RTT {b['rtt_s'] * 1e3:g} ms",
+                                           "" if ok else cause))
             inflight = _number(row.get(f"inflight_max_{name}"))
             if inflight and b["unacked_bytes"] < float("inf") and not (table.parent / run / "summary.json").exists():
-                out.append(physics.Verdict(f"{where}: bytes in flight", inflight, b["unacked_bytes"], "B",
-                                           inflight <= b["unacked_bytes"],
-                                           f"sk_sndbuf {b['sk_sndbuf']} B + one 64 KiB skb"))
+                ok = inflight <= b["unacked_bytes"]
+                out.append(physics.Verdict(f"{where}: bytes in flight", inflight, b["unacked_bytes"], "B", ok,
+                                           f"sk_sndbuf {b['sk_sndbuf']} B + one 64 KiB skb", "" if ok else cause))
     return out
 
 
@@ -251,9 +257,11 @@ def check_run_dir(run: Path) -> list[physics.Verdict]:
             if path and not physics.window_limited(int(k["sk_sndbuf"]), path["rtt_s"], path["rate_bps"]):
                 continue
             bound = physics.unacked_bound_bytes(int(k["sk_sndbuf"]))
+            ok = k["inflight_bytes_max"] <= bound
+            cause = "" if ok else physics.queue_overrun(int(k["sk_sndbuf"]), _number(k.get("wmem_queued_max")),
+                                                        summary.get("min_tso_segs"))
             out.append(physics.Verdict(f"{run.name} ({name}, {conn}): bytes in flight", k["inflight_bytes_max"],
-                                       bound, "B", k["inflight_bytes_max"] <= bound,
-                                       f"sk_sndbuf {int(k['sk_sndbuf'])} B + one 64 KiB skb"))
+                                       bound, "B", ok, f"sk_sndbuf {int(k['sk_sndbuf'])} B + one 64 KiB skb", cause))
     return out
 
 

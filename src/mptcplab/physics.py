@@ -73,6 +73,8 @@ RTT_TOLERANCE = 0.02
 # returned, and bins by the clock: over the labs' >= 3 s transfers that is < 1 % (one 1 MiB read at
 # 100 Mbit/s is 84 ms of 10 s). Only the link ceiling, which correct runs reach, needs it.
 MEASUREMENT_SLACK = 0.01
+# Every host's net.ipv4.tcp_min_tso_segs (topology.BASE_SYSCTLS; why: there): with it (U) holds.
+KIT_MIN_TSO_SEGS = 64
 # The window-limited transfer: SO_SNDBUF 32 KiB -> sk_sndbuf 64 KiB -> U = 128 KiB, 13.1 Mbit/s over
 # 80 ms: far below a 100 Mbit/s link, so the send buffer, not the link, must limit it.
 WINDOW_SO_SNDBUF = 32 * 1024
@@ -89,12 +91,14 @@ class Verdict:
     unit: str
     ok: bool
     detail: str = ""
+    cause: str = ""  # for a figure outside: what the run itself recorded that explains it (queue_overrun)
 
     def line(self) -> str:
         rel = "within" if self.ok else "OUTSIDE"
         text = (f"{self.check}: measured {_num(self.measured)} {self.unit}, bound {_num(self.bound)} {self.unit} "
                 f"({rel})")
-        return text + (f"; {self.detail}" if self.detail else "")
+        return text + (f"; {self.detail}" if self.detail else "") + (f"; cause measured: {self.cause}"
+                                                                     if self.cause else "")
 
 
 def _num(x: float) -> str:
@@ -146,6 +150,23 @@ def sk_sndbuf_for(so_sndbuf: int | None = None, wmem_max: int = 212992, tcp_wmem
 def unacked_bound_bytes(sk_sndbuf: int) -> int:
     """(U): the most payload single-path TCP may keep unacknowledged with this sk_sndbuf."""
     return sk_sndbuf + GSO_SKB
+
+
+def queue_overrun(sk_sndbuf: int, queued_max: float, min_tso_segs: str | None = None) -> str:
+    """Why a single-path run broke (U), where its `ss -m` samples show it: the kernel queued more
+    than sk_sndbuf + one skb (`w`, sk_wmem_queued), so the buffer whose bound it is judged against
+    did not hold. The verdict stays outside (the place let more bytes out than the buffer allows);
+    this names the measured reason. "" when the queue stayed within (nothing recorded explains it).
+    The kit's places hit it with the kernel's own tcp_min_tso_segs (2): tcp_sendmsg_locked() tops up
+    the partly sent tail skb without the buffer check (topology.BASE_SYSCTLS, site/setup/uml.md)."""
+    if not sk_sndbuf or not queued_max or queued_max <= unacked_bound_bytes(sk_sndbuf):
+        return ""
+    text = (f"the kernel queued up to {queued_max:,.0f} B ({queued_max / sk_sndbuf:.1f} x sk_sndbuf {sk_sndbuf:,} B; "
+            "ss -m w): its send buffer did not bound it")
+    if min_tso_segs and str(min_tso_segs) != str(KIT_MIN_TSO_SEGS):
+        text += (f", with tcp_min_tso_segs {min_tso_segs} (tail-skb top-up past the buffer check, "
+                 f"the reason the kit sets {KIT_MIN_TSO_SEGS})")
+    return text
 
 
 def window_bound_bps(sk_sndbuf: int, rtt_s: float) -> float:

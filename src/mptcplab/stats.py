@@ -188,3 +188,38 @@ def fmt_runs(n: float) -> str:
     if n != n:
         return "—"
     return f"> {RUNS_LIMIT}" if math.isinf(n) else f"{int(n)}"
+
+
+def log_ratio(a, b) -> dict:
+    """ln(mean(a) / mean(b)) of two independent samples of positive values (e.g. MPTCP's goodput
+    over single-path TCP's), as `welch` gives a difference: its standard error by the delta method
+    (the se of ln(mean) is the se of the mean over the mean), Welch-Satterthwaite dof, the two-sided
+    p against a ratio of 1 and the uncorrected 95% interval; exp() of diff, lo and hi is the ratio
+    and its interval. `sds` are the coefficients of variation, so `runs_needed` plans runs per side."""
+    a, b = _clean(a), _clean(b)
+    ma = sum(a) / len(a) if a else math.nan
+    mb = sum(b) / len(b) if b else math.nan
+    diff = math.log(ma / mb) if ma > 0 and mb > 0 else math.nan
+    out = {"diff": diff, "n": (len(a), len(b)), "kind": "log_ratio"}
+    if len(a) < 2 or len(b) < 2 or diff != diff:
+        return _with_interval({**out, "se": math.nan, "dof": math.nan, "p": math.nan, "sds": ()}, 0.95)
+    cva = math.sqrt(sum((x - ma) ** 2 for x in a) / (len(a) - 1)) / ma
+    cvb = math.sqrt(sum((x - mb) ** 2 for x in b) / (len(b) - 1)) / mb
+    va, vb = cva ** 2 / len(a), cvb ** 2 / len(b)
+    se = math.sqrt(va + vb)
+    dof = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)) if se > 0 else len(a) + len(b) - 2
+    return _with_interval({**out, "se": se, "dof": dof, "p": _p_value(diff, se, dof), "sds": (cva, cvb)}, 0.95)
+
+
+def between(x: dict, y: dict) -> dict:
+    """x - y of two independent estimates (from `welch` or `log_ratio`, e.g. one place's MPTCP/TCP
+    ratio against another's): se from both, Satterthwaite dof, p and the uncorrected 95% interval.
+    `sds` combine each side's spreads, so `runs_needed` plans runs per sample on both sides."""
+    out = {"diff": x["diff"] - y["diff"], "kind": "between"}
+    if not (x["se"] == x["se"] and y["se"] == y["se"]):
+        return _with_interval({**out, "se": math.nan, "dof": math.nan, "p": math.nan, "sds": ()}, 0.95)
+    se = math.sqrt(x["se"] ** 2 + y["se"] ** 2)
+    terms = [s ** 4 / d for s, d in ((x["se"], x["dof"]), (y["se"], y["dof"])) if s > 0]
+    dof = se ** 4 / sum(terms) if terms else x["dof"] + y["dof"]
+    sds = tuple(math.sqrt(sum(s ** 2 for s in z["sds"])) for z in (x, y)) if x["sds"] and y["sds"] else ()
+    return _with_interval({**out, "se": se, "dof": dof, "p": _p_value(out["diff"], se, dof), "sds": sds}, 0.95)

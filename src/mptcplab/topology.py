@@ -34,7 +34,7 @@ import subprocess
 import uuid
 from dataclasses import dataclass
 
-from . import kernel, latency, log, mptcpconf, process
+from . import kernel, latency, log, mptcpconf, physics, process
 from .errors import UsageError
 from .links import LinkSpec
 from .state import PREFIX, TRACKER, kill_process_group, remove_namespace
@@ -55,7 +55,7 @@ _NAME = re.compile(r"[a-z][a-z0-9]{0,9}")
 #   against 32 KiB on this host's 6.18 behind a routed tbf hop. 64 >= the 45 segments of a 64 KiB
 #   skb, so each push sends the whole tail and the next write meets the check. See
 #   site/setup/uml.md ("The send buffer") for the evidence.
-BASE_SYSCTLS = {"net.ipv4.tcp_no_metrics_save": "1", "net.ipv4.tcp_min_tso_segs": "64"}
+BASE_SYSCTLS = {"net.ipv4.tcp_no_metrics_save": "1", "net.ipv4.tcp_min_tso_segs": str(physics.KIT_MIN_TSO_SEGS)}
 # Read back into the manifest for every host, whether set or not.
 REPORTED_SYSCTLS = (
     "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_congestion_control",

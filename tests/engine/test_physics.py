@@ -194,3 +194,32 @@ def test_checker_catches_mobility_timed_from_before_the_transfer_started():
     bad = [v for v in check_results(FIXTURES / "lab2-vm-misaligned") if not v.ok]
     assert [v.check for v in bad] == ["mobility-uncoupled-r1: MPTCP goodput vs its paths' ceilings"]
     assert bad[0].measured == 21.298 and 19.1 < bad[0].bound < 19.3
+
+
+def test_a_run_whose_kernel_queued_past_its_buffer_stays_outside_with_the_measured_cause(tmp_path, capsys):
+    """Lab 1's tcp_min_tso_segs control: the kernel's own 2 lets single-path TCP queue 12 x its
+    buffer (the reference's tsokernel-128K-tcp-slow-r2: ss -m w 1,683,640 against tb 131,072). The
+    check keeps it outside its window bound and names what the run recorded; a run outside its
+    bound whose queue stayed within the buffer gets no cause (nothing it recorded explains it)."""
+    manifest = {"network": {"paths": [{"name": "slow", "link": "rate=100mbit,delay=40ms", "rtt_ms_configured": 80}]}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    head = "run,method,buffer_bytes,config,mbps,sndbuf_effective,inflight_max_slow,wmem_queued_max,min_tso_segs\n"
+    (tmp_path / "paper-point.csv").write_text(
+        head + "tsokernel-128K-tcp-slow-r2,wmem,131072,tcp-slow,44.66,131072,1481304,1683640,2\n"
+        "tso64-128K-tcp-slow-r1,wmem,131072,tcp-slow,12.2,131072,131768,133952,64\n"
+        "broken-128K-tcp-slow-r1,wmem,131072,tcp-slow,30.0,131072,,133952,64\n")
+    from mptcplab.check import check_sweep
+    verdicts = check_sweep(tmp_path / "paper-point.csv")
+    bad = {(v.check.split(" ")[0].split("/")[-1], v.check.rsplit(": ", 1)[-1]): v for v in verdicts if not v.ok}
+    assert set(bad) == {("tsokernel-128K-tcp-slow-r2", "single-path TCP vs window bound"),
+                        ("tsokernel-128K-tcp-slow-r2", "bytes in flight"),
+                        ("broken-128K-tcp-slow-r1", "single-path TCP vs window bound")}
+    cause = bad[("tsokernel-128K-tcp-slow-r2", "bytes in flight")].cause
+    assert "1,683,640 B (12.8 x sk_sndbuf 131,072 B" in cause and "tcp_min_tso_segs 2" in cause
+    assert "cause measured: " in bad[("tsokernel-128K-tcp-slow-r2", "bytes in flight")].line()
+    assert bad[("broken-128K-tcp-slow-r1", "single-path TCP vs window bound")].cause == ""
+    # the kit's own 64 with an overrun is named as an overrun, without blaming the setting
+    assert "tcp_min_tso_segs" not in physics.queue_overrun(131072, 400_000, "64")
+    assert physics.queue_overrun(131072, 131072 + 65536, "2") == ""  # sendmsg's one-skb overshoot is allowed
+    assert main(["check", str(tmp_path)]) == 1
+    assert "3 outside physics in" in capsys.readouterr().out.splitlines()[-1]

@@ -62,7 +62,7 @@ def test_control_runs_and_kernel_view(sweep_dir):
     table = la.wait_table(details, la.load_sweep(sweep_dir))
     assert (table["untraced_runs"] > 0).all()  # each has untraced sweep runs at its point: the cost of tracing
     sweep = la.load_sweep(sweep_dir)
-    assert (sweep["ss_samples"] > 0).all() and sweep["sk_sndbuf_kernel"].notna().all()
+    assert (sweep["ss_samples"] > 0).all() and sweep["sndbuf_effective"].notna().all()
     slow = sweep[sweep["config"] == "tcp-slow"]
     assert slow["min_rtt_ms_slow"].between(79, 90).all() and slow["inflight_max_slow"].notna().all()
 

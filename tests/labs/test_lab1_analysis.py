@@ -13,6 +13,7 @@ from mptcplab import stats
 from mptcplab.lab import REPO_ROOT
 from mptcplab.labs.lab1 import analysis as la
 from mptcplab.labs.lab1 import measure as lm
+from mptcplab.labs.lab1 import second_place
 
 REF = REPO_ROOT / "solutions/results/lab1"
 has_tshark = shutil.which("tshark") is not None
@@ -277,3 +278,70 @@ def test_paper_point_export_is_compact_with_provenance_and_checked(tmp_path):
     bad = [v for v in check_results(tmp_path / "ref") if not v.ok]
     # tcp-slow at 99 Mbit/s is above its link's ceiling (its window bound, (1 MiB + 64 KiB) / 80 ms, is 111)
     assert len(bad) == 1 and all("tsokernel-1M-tcp-slow-r1" in v.check for v in bad)
+
+
+def test_second_place_agreement_sets_each_places_ratio_beside_the_reference(tmp_path):
+    """A scaled paper point kept beside the reference (dest/controlled/NAME) gets its MPTCP / TCP
+    ratio with its interval beside the reference's, and one Holm family: each ratio against 1, each
+    controlled run against the reference and against the other at the same scale."""
+    ref = tmp_path / "ref"
+    shutil.copytree(REF / "paper-point", ref / "paper-point")
+    assert la.agreement_markdown(ref) == ""  # the reference alone: nothing to set beside it
+    man = json.loads((REF / "paper-point" / "manifest.json").read_text())
+    for name, where, mptcp, tcp in (("vm-scaled", "vm", [8.6, 8.8, 8.5, 8.9], [4.70, 4.72, 4.69, 4.71]),
+                                    ("uml-scaled", "uml", [8.7, 8.9, 8.8, 8.6], [4.71, 4.70, 4.72, 4.70])):
+        d = ref / "controlled" / name
+        d.mkdir(parents=True)
+        m = json.loads(json.dumps(man))
+        m["platform"]["where"] = where
+        for p in m["network"]["paths"]:
+            p["link"] = p["link"].replace("100mbit", "5mbit")
+        m["parameters"]["scale"] = 20
+        (d / "manifest.json").write_text(json.dumps(m))
+        rows = [{"group": "schedulers", "run": f"paper-52429-{c}-r{i}", "method": "wmem", "buffer": "52429", "buffer_bytes": 52429,
+                 "config": c, "scheduler": "default" if c == "mptcp" else None, "rep": i, "mbps": v}
+                for c, vals in (("mptcp", mptcp), ("tcp-fast", tcp)) for i, v in enumerate(vals, 1)]
+        pd.DataFrame(rows).to_csv(d / "paper-point.csv", index=False)
+    table, verdicts = la.agreement(second_place.datasets(ref))
+    assert list(table["name"]) == ["reference", "uml-scaled", "vm-scaled"]
+    assert list(table["scale"]) == [1, 20, 20] and table["rate_mbps"].tolist() == [100, 5, 5]
+    ref_row = table.iloc[0]
+    assert ref_row["ratio"] == pytest.approx(170.0 / 93.7, abs=0.01)  # the committed reference's default / TCP
+    assert ref_row["ratio_lo"] < ref_row["ratio"] < ref_row["ratio_hi"]
+    assert list(verdicts["comparison"]) == [
+        "reference: MPTCP / TCP against 1", "uml-scaled: MPTCP / TCP against 1", "vm-scaled: MPTCP / TCP against 1",
+        "uml-scaled / reference: ratio of their MPTCP / TCP", "vm-scaled / reference: ratio of their MPTCP / TCP",
+        "vm-scaled / uml-scaled: ratio of their MPTCP / TCP"]
+    assert (verdicts["m"] == 6).all()
+    v = verdicts.set_index("comparison")
+    assert v.loc["vm-scaled: MPTCP / TCP against 1", "verdict"] == "MPTCP faster"
+    assert v.loc["vm-scaled / uml-scaled: ratio of their MPTCP / TCP", "verdict"] == "no difference resolved"
+    text = la.agreement_markdown(ref)
+    assert "fast 5 Mbit/s 0 ms, slow 5 Mbit/s 40 ms | 1/20 |" in text and "over these 6 comparisons" in text
+    assert v.loc["uml-scaled / reference: ratio of their MPTCP / TCP", "verdict"] in (
+        "uml-scaled's higher", "uml-scaled's lower", "no difference resolved")
+
+
+def test_divergence_reads_the_held_runs_as_cause_measured_or_unexplained():
+    """The paper-vs-this-run table's reading of the divergence comes from the verdicts: held at 1 MiB,
+    a scheduler no longer above single-path TCP is the measured part; means above the paper's
+    46.8 Mbit/s leave the rest unexplained; without the held runs nothing is measured."""
+    runs = la.load_paper_point(REF)
+    runs = runs[runs["group"] == "schedulers"]
+    assert la.divergence(runs).startswith("unexplained, tried: minRTT with and without RP")
+    held = runs.assign(group="held", run=lambda r: "paper-sndbuf-" + r["run"], sndbuf_effective=1 << 20)
+    same = la.divergence(pd.concat([runs, held]))
+    assert same.startswith("unexplained, tried:") and "held at 1,048,576 B" in same
+    down = held.copy()
+    down.loc[down["scheduler"] == "minrtt", "mbps"] = [80.0, 81.0, 79.5, 80.5, 80.2]
+    text = la.divergence(pd.concat([runs, down]))
+    assert text.startswith("cause measured, in part:") and "minrtt below TCP" in text
+    assert "every held mean stays above the paper's 46.8" in text
+
+
+def test_subflow_inflight_reads_each_subflows_share_from_the_observed_run():
+    """At tcp_wmem 1 MiB (3 MiB for the MPTCP socket upstream) the reference's observed default run
+    kept the fast subflow busy in every sample while the slow one held about 1 MiB."""
+    t = la.subflow_inflight(REF / "paper-point" / "paper-detail-1M-mptcp-default").set_index("path")
+    assert t.loc["fast", "idle_share"] == 0 and t.loc["fast", "samples"] > 20
+    assert 0.9e6 < t.loc["slow", "inflight_median"] <= t.loc["slow", "inflight_max"] < 1.2e6

@@ -120,8 +120,7 @@ def _point(params, key):
 def test_kernel_view_of_a_single_path_run():
     v = lm.kernel_view(parse_ss(tcp_slow_samples()), {"10.1.0.1": "fast", "10.2.0.1": "slow"})
     assert v == {"ss_samples": 2, "sk_sndbuf_slow": 65536, "srtt_ms_slow": 81.0, "min_rtt_ms_slow": 80.02,
-                 "inflight_max_slow": 85 * 1448, "inflight_max": 85 * 1448, "sk_sndbuf_kernel": 65536,
-                 "wmem_queued_max": 120000}
+                 "inflight_max_slow": 85 * 1448, "inflight_max": 85 * 1448, "wmem_queued_max": 120000}
 
 
 def test_kernel_view_of_an_mptcp_run_keeps_the_mptcp_socket_apart():
@@ -129,7 +128,7 @@ def test_kernel_view_of_an_mptcp_run_keeps_the_mptcp_socket_apart():
     assert v["srtt_ms_fast"] == pytest.approx(0.35) and v["srtt_ms_slow"] == pytest.approx(81.0)
     assert v["min_rtt_ms_slow"] == 80.02 and v["inflight_max_slow"] == 40 * 1448
     assert v["inflight_max"] == 50 * 1448  # summed over the subflows at one sample
-    assert v["sk_sndbuf_kernel"] == 200704 and v["wmem_queued_max"] == 180001  # the MPTCP socket's, not a subflow's
+    assert v["wmem_queued_max"] == 180001  # the MPTCP socket's, not a subflow's
     assert v["sk_sndbuf_fast"] == v["sk_sndbuf_slow"] == 65536
     assert lm.kernel_view(parse_ss(""), {}) == {"ss_samples": 0}
 
@@ -149,7 +148,8 @@ def test_sweep_run_records_the_kernel_view_and_keeps_only_parsed_samples(tmp_pat
     run = tmp_path / "sweep" / point.key
     s = json.loads((run / "summary.json").read_text())
     assert s["srtt_ms_slow"] == 81.0 and s["min_rtt_ms_slow"] == 80.02 and s["inflight_max_slow"] == 85 * 1448
-    assert s["sk_sndbuf_kernel"] == 65536 and s["wmem_queued_max"] == 120000 and s["ss_samples"] == 2
+    assert s["sndbuf_effective"] == 65536 and s["wmem_queued_max"] == 120000 and s["ss_samples"] == 2
+    assert "sk_sndbuf_kernel" not in s  # the send buffer is recorded once: sndbuf_effective
     assert s["kernel_tcp"]["ss"]["inflight_bytes_max"] == 85 * 1448  # what check_run_dir reads
     assert not (run / "ss.txt").exists() and (run / "ss.csv").exists()  # parsed samples kept, raw text not
     note = json.loads((run / "manifest.json").read_text())["observation"]["ss"]
@@ -196,7 +196,7 @@ def test_mptcp_sweep_run_records_both_subflows(tmp_path, monkeypatch, quick):
     point = _point(quick, "sndbuf-64K-mptcp-r1")
     engine.run_point(l1.LAB, FakeNet(tmp_path, mptcp_samples()), Sweep(tmp_path / "sweep"), point, quick)
     s = json.loads((tmp_path / "sweep" / point.key / "summary.json").read_text())
-    assert s["proto"] == "mptcp" and s["inflight_max"] == 50 * 1448 and s["sk_sndbuf_kernel"] == 200704
+    assert s["proto"] == "mptcp" and s["inflight_max"] == 50 * 1448 and s["wmem_queued_max"] == 180001
     assert {"srtt_ms_fast", "srtt_ms_slow", "inflight_max_fast", "inflight_max_slow"} <= set(s)
     # MPTCP has no single-path window bound: nothing of this run is judged on bytes in flight
     assert not [v for v in check_results(tmp_path / "sweep") if "bytes in flight" in v.check]
@@ -566,6 +566,26 @@ def test_paper_point_runs_each_scheduler_beside_tcp_and_the_tso_control(quick):
     assert [p.key for p in l1.points(only, None)] == keys  # no sweep, no detailed run
     assert [p.key for p in l1.points(quick, None)][-3:] == ["paper-1M-mptcp-default-r1", "paper-1M-mptcp-minrtt+rp-r1",
                                                            "paper-1M-tcp-fast-r1"]
+
+
+def test_the_scaled_paper_point_divides_rates_and_buffers_and_keeps_delays():
+    """The second place (issue 24): a place that cannot carry 100 Mbit/s runs the paper's point with
+    rates and buffers divided by one factor, delays kept; only as the paper's point alone."""
+    lab = get_lab("lab1")
+    over = {"paper_point": {"only": True, "scale": 20, "schedulers": ["default"], "detail": [], "tso_settings": [],
+                            "sndbuf": "512K", "sndbuf_detail": []}}
+    params = lab.load_params(quick=False, overrides=over)
+    links = {p.name: str(p.link) for p in l1.topology(params).paths}
+    assert links == {"fast": "rate=5mbit,delay=0ms,queue=auto", "slow": "rate=5mbit,delay=40ms,queue=auto"}
+    paper = {p.key: p.values for p in l1.points(params, None)}
+    assert paper["paper-52429-mptcp-default-r1"]["buffer_bytes"] == round((1 << 20) / 20)
+    assert paper["paper-52429-tcp-fast-r5"]["scale"] == 20
+    assert paper["paper-sndbuf-26214-mptcp-default-r1"]["method"] == "sndbuf"  # 512K / 20, doubled by the kernel
+    unscaled = lab.load_params(quick=False, overrides={"paper_point": {"only": True}})
+    assert [str(p.link) for p in l1.topology(unscaled).paths][0] == "rate=100mbit,delay=0ms,queue=auto"
+    assert "scale" not in l1.paper_points(unscaled)[0].values
+    with pytest.raises(UsageError, match="needs paper_point.only"):
+        lab.load_params(quick=False, overrides={"paper_point": {"scale": 20}})
 
 
 def test_configure_sets_the_scheduler_and_tso_and_sets_them_back(tmp_path, quick):

@@ -24,7 +24,9 @@ def _check(args) -> int:
     bad = [v for v in verdicts if not v.ok]
     for v in verdicts if args.all else bad:
         print(("ok   " if v.ok else "FAIL ") + v.line())
-    print(f"mptcplab check: {len(verdicts)} verdicts, {len(bad)} outside physics in {args.results}")
+    explained = sum(1 for v in bad if v.cause)
+    print(f"mptcplab check: {len(verdicts)} verdicts, {len(bad)} outside physics in {args.results}"
+          + (f" ({explained} with their cause measured: see each line)" if explained else ""))
     if not verdicts:
         print("mptcplab check: nothing to judge here (no sweep.csv, runs.csv or sampled run summaries)")
     return 1 if bad else 0

@@ -14,6 +14,7 @@ copy in solutions/results/lab1/, which has the same layout minus the raw capture
     fig_waits_compare(load_details(path))           # and the cost of tracing
     runs = load_paper_point(path)       # the paper's point with each scheduler, held at 1 MiB, tso control
     paper_point_markdown(runs)          # their tables and Holm-corrected verdicts
+    agreement_markdown(ref)             # MPTCP/TCP in each place (controlled runs beside the reference)
     report(path)                        # the "paper vs this run" markdown table
     export_reference(path, dest)        # the compact copy shipped in solutions/results/lab1/
 """
@@ -29,7 +30,7 @@ from .bounds import (
     crossing, describe_mptcp_bounds, slow_path_bdp, full_path_mbps,
 )
 from .detail import (
-    Detail, find_details, find_detail, load_details, path_names, read_packets,
+    Detail, find_details, find_detail, load_details, path_names, read_packets, subflow_inflight,
 )
 from .controls import (
     wait_table, describe_tracing_cost, describe_waits,
@@ -39,13 +40,16 @@ from .figures import (
     figures, save_images,
 )
 from .paper_point import (
-    load_paper_point, paper_point_table, paper_verdicts, paper_point_markdown, paper_point_setting,
+    load_paper_point, paper_point_table, paper_verdicts, paper_point_markdown, paper_point_setting, divergence,
+)
+from .second_place import (
+    agreement, agreement_markdown,
 )
 from .report import (
     report,
 )
 from .reference import (
-    export_reference,
+    export_reference, export_controlled,
 )
 
 
@@ -54,8 +58,9 @@ __all__ = [  # the face: what `from mptcplab.labs.lab1 import analysis as la` of
     "t95", "throughput_table", "degradation_region", "sweep_manifest", "window_bounds", "describe_bounds",
     "slow_path_bound_curve", "mptcp_bounds", "buffer_needed", "crossing", "describe_mptcp_bounds", "slow_path_bdp",
     "full_path_mbps", "Detail", "find_details", "find_detail", "load_details", "path_names", "read_packets",
+    "subflow_inflight",
     "wait_table", "describe_tracing_cost", "describe_waits", "COLORS", "fig_throughput", "fig_effective_buffer",
     "fig4", "fig5", "fig6", "fig10", "fig_waits_compare", "FIGURE_NAMES", "figures", "save_images", "report",
     "export_reference", "load_paper_point", "paper_point_table", "paper_verdicts", "paper_point_markdown",
-    "paper_point_setting",
+    "paper_point_setting", "divergence", "agreement", "agreement_markdown", "export_controlled",
 ]

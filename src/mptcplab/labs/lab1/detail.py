@@ -157,6 +157,23 @@ def read_packets(d: Path, paths: dict, t0: float) -> pd.DataFrame:
     return packets_from_capture(d / "capture.pcap", paths, t0)
 
 
+def subflow_inflight(d: Path | str) -> pd.DataFrame:
+    """Per path, what an observed MPTCP run's subflows kept unacknowledged (its `ss` samples, 50 ms
+    apart): median and largest bytes in flight, median cwnd, and the share of samples with at most
+    one segment out (`idle_share`: a subflow with nothing new to send, as the fast one is while the
+    slow one holds the connection's buffer). The kernel's evidence for starvation, per run."""
+    d = Path(d)
+    ss = _read_table(d, "ss.csv")
+    paths = path_names(json.loads((d / "manifest.json").read_text()))
+    sub = ss[ss["mptcp_subflow"].astype(bool) & ss["unacked"].notna()].copy()
+    sub["path"] = sub["local"].astype(str).str.rsplit(":", n=1).str[0].map(paths)
+    sub["inflight"] = sub["unacked"] * sub["mss"].fillna(1448)
+    g = sub.groupby("path")
+    return pd.DataFrame({"samples": g.size(), "inflight_median": g["inflight"].median(),
+                         "inflight_max": g["inflight"].max(), "cwnd_median": g["cwnd"].median(),
+                         "idle_share": g["unacked"].apply(lambda u: float((u <= 1).mean()))}).reset_index()
+
+
 def copy_run_tables(run: Path, out: Path) -> None:
     """A detailed run's small files and its tcp_probe and ss samples (gzipped) into `out`."""
     out.mkdir(parents=True)

@@ -31,6 +31,7 @@ from ... import log, physics
 from ...check import check_sweep
 from ...errors import UsageError
 from ...lab import Lab, Point, RunContext
+from ...links import LinkSpec
 from ...observe import Capture, Counters, SsSampler, Tracing
 from ...results import Sweep
 from ...topology import BASE_SYSCTLS, NetPath, Topology
@@ -101,14 +102,39 @@ class SendBuffer:
         """The SO_SNDBUF the sending application requests, if any."""
         return self.size if self.method == "sndbuf" else None
 
+    def scaled(self, factor: int) -> "SendBuffer":
+        """This buffer divided by `factor` ([paper_point] scale), labelled by its bytes."""
+        if factor == 1:
+            return self
+        size = round(self.size / factor)
+        return SendBuffer(str(size), size, self.method)
+
 
 def sweep_buffers(params: dict) -> list[SendBuffer]:
     """The sweep's buffer sizes (method "wmem"), as the experiment file lists them."""
     return [SendBuffer.parse(b) for b in params["sweep"]["buffers"]]
 
 
+def paper_scale(params: dict) -> int:
+    """[paper_point] scale: the paper's point with rates and buffers divided by it, delays kept (a
+    place that cannot carry 100 Mbit/s runs it scaled, issue 24). Only for the paper's point alone:
+    the sweep is defined at the paths' own rates."""
+    pp = params.get("paper_point") or {}
+    scale = pp.get("scale", 1)
+    if not isinstance(scale, int) or scale < 1:
+        raise UsageError(f"paper_point.scale: {scale!r} is not a whole number >= 1")
+    if scale != 1 and not pp.get("only"):
+        raise UsageError("paper_point.scale needs paper_point.only = true: the sweep runs at the paths' own rates")
+    return scale
+
+
 def topology(params: dict) -> Topology:
-    paths = [NetPath(name, "snd", "rcv", spec["link"]) for name, spec in params["paths"].items()]
+    scale = paper_scale(params)
+    links = {name: spec["link"] for name, spec in params["paths"].items()}
+    if scale != 1:  # rates divided, delays kept; queue=auto follows the rate (one BDP)
+        links = {name: replace(link, rate_bps=link.rate_bps / scale if link.rate_bps else None)
+                 for name, link in ((n, LinkSpec.parse(t)) for n, t in links.items())}
+    paths = [NetPath(name, "snd", "rcv", link) for name, link in links.items()]
     if [p.name for p in paths] != ["fast", "slow"]:
         raise UsageError("lab1 needs exactly two paths named fast and slow in experiment.toml")
     # SO_SNDBUF is capped at net.core.wmem_max, a limit of the whole kernel (no namespace sets it).
@@ -196,11 +222,14 @@ def paper_points(params: dict) -> list[Point]:
     for t in tso:
         if t != "kernel" and not t.isdigit():
             raise UsageError(f"paper_point.tso_settings: {t!r} is neither \"kernel\" nor a number of segments")
-    duration, buf = float(pp["duration_s"]), pp["buffer"]
+    scale = paper_scale(params)
+    duration, buf = float(pp["duration_s"]), SendBuffer.parse(pp["buffer"]).scaled(scale).label
 
     def point(key, buffer, config, rep, method="wmem", **extra):
         values = {**SendBuffer.parse(buffer, method).values(), "config": config, "rep": rep, "part": "paper_point",
                   "duration_s": duration, **extra}
+        if scale != 1:
+            values["scale"] = scale
         return Point(key, values)
 
     out = []
@@ -211,6 +240,7 @@ def paper_points(params: dict) -> list[Point]:
     for name in pp["detail"]:
         out.append(point(f"paper-detail-{buf}-mptcp-{name}", buf, "mptcp", 0, scheduler=name, detail=True))
     held = str(pp.get("sndbuf") or "")  # the paper's effective buffer held by SO_SNDBUF ("" skips it)
+    held = SendBuffer.parse(held, "sndbuf").scaled(scale).label if held else held
     if held:
         for name in pp.get("sndbuf_detail", []):
             if name not in SCHEDULERS:
@@ -225,7 +255,7 @@ def paper_points(params: dict) -> list[Point]:
                              method="sndbuf", detail=True))
     for rep in range(1, int(pp["tso_repetitions"]) + 1):
         for t in tso:
-            for b in pp["tso_buffers"]:
+            for b in (SendBuffer.parse(b).scaled(scale).label for b in pp["tso_buffers"]):
                 for config in ("mptcp", "tcp-fast", "tcp-slow"):
                     out.append(point(f"tso{t}-{b}-{config}-r{rep}", b, config, rep, min_tso_segs=t))
     return out

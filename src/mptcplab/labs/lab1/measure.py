@@ -109,9 +109,10 @@ def kernel_view(ss: pd.DataFrame, paths: dict[str, str], since: float | None = N
     most bytes it had unacknowledged `inflight_max_<path>` (ss's `unacked` segments x mss), and its
     own send buffer `sk_sndbuf_<path>` (skmem tb; a subflow has one besides the MPTCP socket's). For the
     run: `inflight_max`, the most unacknowledged bytes summed over subflows at one sample;
-    `sk_sndbuf_kernel` and `wmem_queued_max`, the send buffer (skmem tb) and the most bytes queued
-    in it (skmem w) of the socket the application writes to: the TCP socket, or the MPTCP socket,
-    which ss lists with the same addresses as its first subflow but without TCP's fields.
+    `wmem_queued_max`, the most bytes queued (skmem w) in the send buffer of the socket the
+    application writes to: the TCP socket, or the MPTCP socket, which ss lists with the same
+    addresses as its first subflow but without TCP's fields. That socket's send buffer itself is
+    recorded once, as the sender reads it after the transfer (`sndbuf_effective`, SO_SNDBUF).
 
     With `since` (epoch s), bytes in flight are judged from the samples taken then or later (after
     slow start, as `physics.ss_summary` does), and the run's whole-transfer peak is kept as
@@ -147,7 +148,6 @@ def kernel_view(ss: pd.DataFrame, paths: dict[str, str], since: float | None = N
     if steady["inflight"].notna().any():
         out["inflight_max"] = int(steady.groupby("time")["inflight"].sum().max())  # over subflows at once
     k = physics.ss_stats(app)
-    for name, key in (("sk_sndbuf_kernel", "sk_sndbuf"), ("wmem_queued_max", "wmem_queued_max")):
-        if key in k:
-            out[name] = int(k[key])
+    if "wmem_queued_max" in k:
+        out["wmem_queued_max"] = int(k["wmem_queued_max"])
     return out

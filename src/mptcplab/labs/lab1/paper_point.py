@@ -26,9 +26,10 @@ from .sweep import PAPER, _kib, t95
 PAPER_POINT_COLUMNS = ["run", "method", "buffer", "buffer_bytes", "config", "scheduler", "scheduler_applied",
                        "minrtt_rp_applied", "min_tso_segs", "rep", "mbps", "subflows", "rp_opp_retrans", "rp_penalised",
                        "mptcp_retrans", "tcp_retrans_segs", "srtt_ms_fast", "srtt_ms_slow", "inflight_max_fast",
-                       "inflight_max_slow", "wmem_queued_max", "sndbuf_effective", "sk_sndbuf_kernel", "sk_sndbuf_fast",
-                       "sk_sndbuf_slow", "skipped"]
+                       "inflight_max_slow", "wmem_queued_max", "sndbuf_effective", "sk_sndbuf_fast", "sk_sndbuf_slow",
+                       "skipped"]
 COMPACT_DIR = "paper-point"  # where a reference (solutions/results/lab1) keeps the compact copy
+SCHEDULER_ORDER = {"default": 0, "minrtt": 1, "minrtt+rp": 2}  # the order of every table's rows
 
 
 def _group(run: str) -> str:
@@ -62,7 +63,7 @@ def paper_point_table(runs: pd.DataFrame) -> pd.DataFrame:
     g = runs.groupby(keys, sort=False, dropna=False).agg(n=("mbps", "size"), mean=("mbps", "mean"), sd=("mbps", "std"),
                                           opp_retrans=("rp_opp_retrans", "mean"), penalised=("rp_penalised", "mean"),
                                           mptcp_retrans=("mptcp_retrans", "mean"),
-                                          sk_sndbuf=("sk_sndbuf_kernel", "max")).reset_index()
+                                          sk_sndbuf=("sndbuf_effective", "max")).reset_index()
     g["ci95"] = [t95(n - 1) * sd / np.sqrt(n) if n > 1 else np.nan for sd, n in zip(g["sd"], g["n"])]
     return g
 
@@ -71,7 +72,7 @@ def _settings(runs: pd.DataFrame) -> pd.DataFrame:
     """The completed runs, each with its setting spelt out: the scheduler ("" for single-path TCP)
     and tcp_min_tso_segs as strings, counters NaN where a run has none."""
     runs = runs[runs["mbps"].notna()].copy()
-    for c in ("scheduler", "min_tso_segs", "rp_opp_retrans", "rp_penalised", "mptcp_retrans", "sk_sndbuf_kernel"):
+    for c in ("scheduler", "min_tso_segs", "rp_opp_retrans", "rp_penalised", "mptcp_retrans", "sndbuf_effective"):
         if c not in runs:
             runs[c] = np.nan
     runs["scheduler"] = runs["scheduler"].where(runs["config"] == "mptcp", "")
@@ -118,6 +119,49 @@ def paper_verdicts(runs: pd.DataFrame) -> pd.DataFrame:
                                       "resolved", "runs_needed"])
 
 
+def divergence(runs: pd.DataFrame) -> str:
+    """The paper-vs-this-run table's reading of the divergence from the paper's 46.8 Mbit/s, from
+    the verdicts of the paper's point ("schedulers") and of the same held at the paper's 1 MiB
+    ("held"): "cause measured" for the part the held runs reproduce (MPTCP brought down to or below
+    single-path TCP where it was above it with upstream's larger buffer), "unexplained, tried"
+    for what is left; "" without the paper's point."""
+    t = paper_point_table(runs)
+    v = paper_verdicts(runs)
+    if t.empty or "schedulers" not in set(t["group"]):
+        return ""
+
+    def reading(group):
+        g, gv = t[t["group"] == group], v[v["group"] == group].set_index("comparison")
+        tcp = g[g["config"] == "tcp-fast"]["mean"]
+        mptcp = g[g["config"] == "mptcp"].sort_values("scheduler", key=lambda c: c.map(SCHEDULER_ORDER).fillna(9))
+        per = [(r.scheduler, r.mean, r.sk_sndbuf, gv["verdict"].get(f"MPTCP {r.scheduler} - single-path TCP (fast)", "-"))
+               for r in mptcp.itertuples()]
+        return per, (float(tcp.iloc[0]) if len(tcp) else np.nan)
+
+    sched, tcp = reading("schedulers")
+    text = (f"at tcp_wmem 1 MiB upstream gives the MPTCP socket {sched[0][2]:,.0f} B (tcp_wmem[0] + the subflows'), "
+            "the paper's kernel 1 MiB: " + ", ".join(f"{s} {m:.1f} ({w})" for s, m, _, w in sched)
+            + f" against TCP {tcp:.1f} Mbit/s")
+    tried = "minRTT with and without RP at tcp_wmem 1 MiB"
+    if "held" not in set(t["group"]):
+        return f"unexplained, tried: {tried}; {text}; the paper's 1 MiB held (SO_SNDBUF) not run yet"
+    held, htcp = reading("held")
+    held_text = (f"held at {held[0][2]:,.0f} B (SO_SNDBUF): " + ", ".join(f"{s} {m:.1f} ({w})" for s, m, _, w in held)
+                 + f" against TCP {htcp:.1f} Mbit/s")
+    down = [f"{s} {'below' if w == 'MPTCP slower' else 'no longer resolved above'} TCP"
+            for s, m, _, w in held if w != "MPTCP faster"]
+    paper_hi = PAPER["mptcp_mbps_mean"] + t95(4) * PAPER["mptcp_mbps_sd"] / np.sqrt(5)
+    left = min(m for _, m, _, _ in held) > paper_hi
+    if not down:
+        return f"unexplained, tried: {tried}, and the paper's 1 MiB held; {text}; {held_text}"
+    out = (f"cause measured, in part: the MPTCP socket's buffer together with the scheduler ({text}; {held_text}: "
+           f"{', '.join(down)})")
+    if left:
+        out += (f"; unexplained, tried: {tried} and held at 1 MiB: every held mean stays above the paper's "
+                f"{PAPER['mptcp_mbps_mean']} Mbit/s")
+    return out
+
+
 def _manifest_of(sweep_dir: Path, runs: pd.DataFrame) -> Path | None:
     """The first run's manifest, or the compact copy's one (manifest.json beside paper-point.csv)."""
     for m in ([sweep_dir / runs["run"].iloc[0] / "manifest.json"] if len(runs) else []) + [
@@ -144,8 +188,7 @@ def paper_point_markdown(runs: pd.DataFrame, setting: str = "") -> str:
     t = paper_point_table(runs)
     verdicts = paper_verdicts(runs)
     p_ci = t95(4) * PAPER["mptcp_mbps_sd"] / np.sqrt(5)
-    order = {"default": 0, "minrtt": 1, "minrtt+rp": 2}
-    head = ["| what | scheduler | n | mean Mbit/s | 95% CI | sd | MPTCP socket's sk_sndbuf (ss) | "
+    head = ["| what | scheduler | n | mean Mbit/s | 95% CI | sd | MPTCP socket's sk_sndbuf | "
             "opp. retransmissions / run | penalisations / run |", "|---|---|---|---|---|---|---|---|---|"]
     lines = []
     for group, title in (("schedulers", "MPTCP's schedulers at tcp_wmem {buf} (min = default = max)"),
@@ -168,7 +211,7 @@ def paper_point_markdown(runs: pd.DataFrame, setting: str = "") -> str:
                          f"± {p_ci:.1f} | {PAPER['mptcp_mbps_sd']} | 1 MiB (tcp_wmem[2]) | not stated | "
                          f"{PAPER['penalisations']} (one detailed run) |")
         sched = sched.sort_values(["config", "scheduler"],
-                                  key=lambda c: c.map(order).fillna(9) if c.name == "scheduler" else c)
+                                  key=lambda c: c.map(SCHEDULER_ORDER).fillna(9) if c.name == "scheduler" else c)
         for r in sched.itertuples():
             what = "MPTCP" if r.config == "mptcp" else f"single-path TCP ({r.config.removeprefix('tcp-')} path)"
             sk = f"{r.sk_sndbuf:,.0f} B" if r.config == "mptcp" and r.sk_sndbuf == r.sk_sndbuf else "-"

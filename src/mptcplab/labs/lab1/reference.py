@@ -12,6 +12,7 @@ from .detail import Detail, copy_run_tables, find_details, path_names
 from .figures import save_images
 from .paper_point import COMPACT_DIR, export_paper_point, load_paper_point
 from .report import report
+from .second_place import CONTROLLED_DIR
 from .sweep import load_sweep
 
 TABLES = (COMPACT_DIR,)  # the parts a run may replace alone in an existing reference (`tables`)
@@ -64,3 +65,12 @@ def export_reference(sweep_dir: Path | str, dest: Path | str, tables: tuple[str,
     (dest / "paper-vs-this-run.md").write_text(report(sweep_dir))
     save_images(dest, dest / "figures")
     return dest
+
+
+def export_controlled(sweep_dir: Path | str, dest: Path | str, name: str) -> Path:
+    """Keep a paper-point run made elsewhere (another place, a scaled point: `mptcplab notebooks
+    reference lab1 RUN --controlled NAME`) beside the reference in `dest`: its compact copy in
+    dest/controlled/NAME/, then the reference's report again, whose agreement table reads it."""
+    out = export_paper_point(sweep_dir, Path(dest) / CONTROLLED_DIR / name)
+    (Path(dest) / "paper-vs-this-run.md").write_text(report(dest))
+    return out

@@ -10,9 +10,10 @@ import pandas as pd
 from ... import places
 from .bounds import full_path_mbps, mptcp_bounds, window_bounds
 from .controls import wait_table
-from .detail import Detail, load_details
+from .detail import Detail, _read_table, load_details, path_names, subflow_inflight
 from .measure import cwnd_drops
-from .paper_point import load_paper_point, paper_point_markdown, paper_point_setting
+from .paper_point import divergence, load_paper_point, paper_point_markdown, paper_point_setting
+from .second_place import agreement_markdown
 from .sweep import PAPER, _kib, degradation_region, load_sweep, throughput_table
 
 
@@ -21,12 +22,39 @@ def _mean_at(t: pd.DataFrame, method: str, size: int, config: str) -> pd.Series 
     return None if row.empty else row.iloc[0]
 
 
+def observed_rp(sweep_dir: Path | str) -> str:
+    """The paper's Fig. 5/6 signatures in the observed minrtt+rp runs of the paper's point (its
+    paper-detail-*minrtt+rp, in a run or in a reference's paper-point/): RP's counters, the slow
+    subflow's cwnd drops (by a quarter or more) against its TCP-level retransmissions (ss), and how
+    often the fast subflow had nothing in flight (subflow_inflight)."""
+    sweep_dir = Path(sweep_dir)
+    out = []
+    for run in sorted(sweep_dir.glob("paper-detail-*minrtt+rp")) or sorted(
+            sweep_dir.glob("paper-point/paper-detail-*minrtt+rp")):
+        d = Detail.load_run(run, packets=False)
+        drops, peak = cwnd_drops(d.probe), d.probe.groupby("path")["snd_cwnd"].max().to_dict()
+        sub = subflow_inflight(run).set_index("path")
+        ss = _read_table(run, "ss.csv")
+        retrans = ss[ss["mptcp_subflow"].astype(bool)].assign(
+            path=lambda s: s["local"].astype(str).str.rsplit(":", n=1).str[0].map(path_names(d.manifest)))
+        retrans = retrans.groupby("path")["retrans_total"].max().fillna(0).to_dict()
+        held = "held at 1 MiB (SO_SNDBUF)" if d.summary.get("method") == "sndbuf" else "tcp_wmem 1 MiB"
+        out.append(f"{held}: {d.summary['mbps']:.1f} Mbit/s, {d.counters.get('MPTcpExtMinRTTPenalised', 0)} "
+                   f"penalisations, {d.counters.get('MPTcpExtMinRTTOppRetrans', 0)} opportunistic retransmissions; "
+                   f"slow cwnd peak {int(peak.get('slow', 0))}, {drops.get('slow', 0)} drops with "
+                   f"{int(retrans.get('slow', 0))} TCP-level retransmissions on that subflow; fast subflow idle in "
+                   f"{sub['idle_share'].get('fast', float('nan')):.0%} of ss samples")
+    return "; ".join(out)
+
+
 def report(sweep_dir: Path | str) -> str:
     """The "paper vs this run" markdown table (kernel and place from the manifests), then the
     paper's point with each scheduler where it ran ([paper_point])."""
     sweep_dir = Path(sweep_dir)
     paper = load_paper_point(sweep_dir)
     paper_md = paper_point_markdown(paper, paper_point_setting(sweep_dir, paper)) if len(paper) else ""
+    second = agreement_markdown(sweep_dir)
+    paper_md += ("\n" if paper_md and second else "") + second
     try:
         sweep = load_sweep(sweep_dir)
     except FileNotFoundError:
@@ -54,10 +82,12 @@ def report(sweep_dir: Path | str) -> str:
     bounds = window_bounds(sweep, d.manifest)
     bad = bounds[bounds["above"]]
     mb = mptcp_bounds(sweep, d.manifest)
+    rp = observed_rp(sweep_dir)
     rows = [
         ("MPTCP goodput at tcp_wmem = 1 MiB", f"{PAPER['mptcp_mbps_mean']} Mbit/s (42.4-49.8, sd 3.54, 5 runs)",
          f"{at_1m['mean']:.1f} Mbit/s (sd {0 if pd.isna(at_1m['std']) else at_1m['std']:.1f}, n={int(at_1m['count'])})"
          if at_1m is not None else "not in this sweep",
+         divergence(paper) if len(paper) else
          "upstream gives the MPTCP socket tcp_wmem[0] + the subflows' buffers "
          f"(here {eff_ratio:.2g} x B), so 1 MiB is already past the region" if eff_ratio == eff_ratio else
          "upstream gives the MPTCP socket tcp_wmem[0] + the subflows' buffers"),
@@ -98,7 +128,11 @@ def report(sweep_dir: Path | str) -> str:
         ("Slow subflow cwnd", f"peaks near {PAPER['slow_cwnd_peak']} packets, >{PAPER['slow_cwnd_drops']} drops",
          f"peak {int(peak.get('slow', 0))} packets, cwnd drops: {drops.get('slow', 0)} (fast: peak "
          f"{int(peak.get('fast', 0))}, drops: {drops.get('fast', 0)})", "no penalisation upstream"),
-    ]
+    ] + ([("The paper's scheduler, observed (minRTT + RP, the kit's UML kernel)",
+           f"{PAPER['penalisations']} penalisations, slow cwnd peaks near {PAPER['slow_cwnd_peak']} packets, "
+           f">{PAPER['slow_cwnd_drops']} drops, no TCP-level loss", rp,
+           "RP acts only while the sender is blocked with the connection's oldest data on the slow subflow, "
+           "so the MPTCP socket's buffer decides how often")] if rp else [])
     lines = [
         "# Lab 1: paper vs this run",
         "",

@@ -57,7 +57,7 @@ def _transfers(path: Path | str) -> pd.DataFrame:
 
 
 # The kernel's view of each run (measure.kernel_view; runs made before the kit sampled ss have none).
-KERNEL_COLUMNS = ("ss_samples", "inflight_max", "sk_sndbuf_kernel", "wmem_queued_max")
+KERNEL_COLUMNS = ("ss_samples", "inflight_max", "wmem_queued_max")
 
 
 KERNEL_PER_PATH = ("srtt_ms_", "min_rtt_ms_", "inflight_max_", "sk_sndbuf_")
@@ -105,4 +105,6 @@ def degradation_region(sweep: pd.DataFrame, method: str = "wmem") -> list[int]:
 
 
 def _kib(b: float) -> str:
+    if b % 1024:  # not a whole KiB (a scaled buffer): its bytes
+        return f"{b:,.0f} B"
     return f"{b / 1048576:g} MiB" if b >= 1048576 else f"{b / 1024:g} KiB"

@@ -297,7 +297,7 @@ def test_transfer_records_window_goodput_emulator_loss_and_kernel_rtts(tmp_path,
 
     monkeypatch.setattr(l3, "Capture", lambda net, host, rd, bpf_filter: _Source(rd, "capture.pcap"))
     monkeypatch.setattr(l3, "SsSampler", fake_ss)
-    monkeypatch.setattr(l3, "Counters", lambda net, host, rd: _Source(rd, "counters.json", delta={}))
+    monkeypatch.setattr(l3, "Counters", lambda net, host, rd, name="counters.json": _Source(rd, name, delta={}))
     monkeypatch.setattr(l3, "QdiscSampler", lambda net, host, rd, dev, interval: _Source(rd, "q.txt", table=qdisc))
     monkeypatch.setattr(l3, "bulk", fake_bulk)
     monkeypatch.setattr(lm, "read_capture", lambda path, sender, port: pk)

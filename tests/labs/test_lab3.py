@@ -350,6 +350,43 @@ def test_recovery_control_is_a_cause_only_when_it_turns_the_verdict_with_the_sys
     assert la.recovery_cause(base, None).startswith("unexplained, tried:") and "Runnable" in la.recovery_cause(base, None)
 
 
+# ---------------------------------------------------------------- the paced control (ACK ratio)
+
+def _ack_arm(b, out_per_in, err1, seed, link="delay=30ms,loss=2%", gro="off"):
+    rng = np.random.default_rng(seed)
+    pts = [("2%", 1), ("2%", 4), ("5%", 1), ("5%", 4)]
+    runs = pd.DataFrame({"run": [f"random-{l[:-1]}pct-n{n:02d}-r1" for l, n in pts], "scenario": "random",
+                         "n": [n for _, n in pts], "loss_cfg": [l for l, _ in pts], "queued": False, "model1": 1.0,
+                         "b": rng.normal(b, 0.1, 4), "rcv_in_segs": 10000, "rcv_out_segs": 10000 * out_per_in,
+                         "rcv_delayed_acks": 100, "rcv_backlog_coalesce": 0,
+                         "err_model1": rng.normal(err1, 0.01, 4), "err_model2": rng.normal(-0.05, 0.01, 4),
+                         "err_n_pftk_p": rng.normal(-0.04, 0.01, 4)})
+    rm = pd.DataFrame({"run": runs.run, "parameters": json.dumps({"link": link})})
+    off = {k: "off" for k in ("generic-receive-offload", "generic-segmentation-offload", "tcp-segmentation-offload")}
+    return {"runs": runs, "runs_manifest": rm,
+            "manifest": {"network": {"offloads": {"rcv:p1": off, "emu:b-p1": {**off, "generic-receive-offload": gro}}}}}
+
+
+def test_the_ack_ratio_is_blamed_on_bursts_only_when_pacing_brings_b_to_the_delayed_ack_value():
+    bursts, paced = _ack_arm(8.0, 0.13, -0.15, 1), _ack_arm(2.1, 0.48, -0.15, 2, "rate=1gbit,delay=30ms,loss=2%")
+    tbl = la.ack_ratio_table(bursts["runs"], paced["runs"])
+    assert tbl.arm.tolist() == list(la.PACED_ARMS) and tbl["count"].tolist() == [4, 4]
+    assert tbl.acks_per_segment.tolist() == pytest.approx([0.13, 0.48])
+    eff = la.ack_ratio_effect(bursts["runs"], paced["runs"])
+    assert eff.level.min() > 0.95 and set(eff.verdict) == {"not resolved"}  # Holm over three models
+    empty = pd.DataFrame(columns=["scenario", "queued"])
+    row = la.ack_ratio_row(empty, {"linux_recovery": bursts, "paced": paced})
+    assert row[2].startswith("cause measured: the emulator's bursts") and "rate=1gbit" in row[2]
+    assert "pairs to resolve" in row[2]
+    still = _ack_arm(7.5, 0.14, -0.15, 3, "rate=1gbit,delay=30ms,loss=2%")
+    assert la.ack_ratio_row(empty, {"linux_recovery": bursts, "paced": still})[2].startswith("unexplained, tried:")
+    assert la.ack_ratio_row(empty, {"linux_recovery": bursts})[2].startswith("unexplained, tried:")
+    gro_on = _ack_arm(2.1, 0.48, -0.15, 2, "rate=1gbit,delay=30ms,loss=2%", gro="on")  # offloads not off: no cause
+    assert la.ack_ratio_row(empty, {"linux_recovery": bursts, "paced": gro_on})[2].startswith("unexplained, tried:")
+    assert la.ack_ratio_row(empty, {"linux_recovery": paced}) is None  # b already ~2: no divergence
+    assert la.ack_ratio_row(empty, {}) is None
+
+
 def test_a_control_exported_under_controls_is_read_by_the_reference_report(sweep):
     la.compact(sweep)
     ref = sweep / "ref"

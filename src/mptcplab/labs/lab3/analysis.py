@@ -284,10 +284,12 @@ def load_controls(path: Path) -> dict[str, dict]:
 
 
 def sysctls_applied(runs_manifest: pd.DataFrame, host: str = "snd") -> dict:
-    """The sysctls every run of a control had on `host` as the kernel read them back after setting
-    them, or {} if any run read back something else or nothing (then nothing is claimed)."""
+    """The sysctls every measured run of a control had on `host` as the kernel read them back after
+    setting them, or {} if any run read back something else or nothing (then nothing is claimed).
+    The setup check (`verify`) is left out: `run_sysctls` are set after it."""
+    rm = runs_manifest[runs_manifest["run"] != "verify"] if "run" in runs_manifest else runs_manifest
     seen = [json.loads(v).get(host, {}) if isinstance(v, str) else {}
-            for v in runs_manifest.get("sysctls_read_back", pd.Series(dtype=object))]
+            for v in rm.get("sysctls_read_back", pd.Series(dtype=object))]
     if not seen or any(x != seen[0] for x in seen):
         return {}
     return {k: str(v) for k, v in seen[0].items() if v is not None}

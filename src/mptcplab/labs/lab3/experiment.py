@@ -93,7 +93,12 @@ BOTTLENECK_DEV = "b-p1"  # the emulator's egress toward rcv: the data direction'
 
 
 def configure(net, point: Point, params: dict) -> None:
-    """This run's link on the path (data direction); the ACK direction keeps its delay only."""
+    """This run's link on the path (data direction); the ACK direction keeps its delay only. Then
+    `run_sysctls`: set for the runs, after the setup check (which verifies the place with the
+    network's own sysctls); recorded and read back into each run's manifest like the network's."""
+    for host, values in params.get("run_sysctls", {}).items():
+        for k, v in values.items():
+            net.set_sysctl(host, k, str(v))
     link = point.values["link"]
     if str(net.topo.path("p1").link) != str(LinkSpec.parse(link)):
         net.set_link("p1", link, f"delay={params['paths']['p1']['delay']}")
@@ -186,6 +191,9 @@ def check_parameters(params: dict) -> None:
     """What the generic checks cannot know: model_b is a number or "measured"."""
     if set(params.get("paths", {})) != {"p1"}:
         raise UsageError(f"paths = {sorted(params.get('paths', {}))}: lab3 has one path, [paths.p1] (its delay)")
+    unknown = set(params.get("run_sysctls", {})) - {"snd", "rcv"}
+    if unknown:
+        raise UsageError(f"run_sysctls: unknown host(s) {', '.join(sorted(unknown))}; lab3's hosts are snd and rcv")
     b = params.get("model_b", 1)
     if not (b == "measured" or (isinstance(b, (int, float)) and not isinstance(b, bool) and b > 0)):
         raise UsageError(f"model_b = {b!r}: give a number > 0 (packets per ACK) or \"measured\"")

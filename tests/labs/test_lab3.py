@@ -414,3 +414,24 @@ def test_queued_runs_at_the_setup_checks_rate_are_blamed_on_it():
                        "qdiscs": json.dumps(["qdisc netem 8002: dev b-p1 root refcnt 2 limit 10000 delay 30ms loss 0.1%"])})
     said = la.rate_cause(queued, man, {"runs": runs, "runs_manifest": rm})
     assert "0 with a rate on the data direction" in said and "4,800 packets/s, srtt 61.0 ms, not queued" in said
+
+
+def test_run_sysctls_are_set_for_each_run_after_the_setup_check():
+    """configure() sets run_sysctls (through the network, so the run's manifest records and reads
+    them back); the network's own sysctls are what the setup check ran with."""
+    import types
+
+    from mptcplab.links import LinkSpec
+
+    lab = l3.LAB
+    params = lab.load_params(False, {"flows": [1], "random": {"loss": ["2%"]}, "droptail": {"capacity": []},
+                                     "run_sysctls": {"snd": {"net.ipv4.tcp_sack": "0"}}})
+    assert "net.ipv4.tcp_sack" not in l3.topology(params).sysctls.get("snd", {})
+    point = l3.points(params)[0]
+    calls = []
+    topo = types.SimpleNamespace(path=lambda name: types.SimpleNamespace(link=LinkSpec.parse(point.values["link"])))
+    net = types.SimpleNamespace(topo=topo, set_sysctl=lambda *a: calls.append(a), set_link=lambda *a: calls.append(a))
+    l3.configure(net, point, params)
+    assert calls == [("snd", "net.ipv4.tcp_sack", "0")]
+    with pytest.raises(UsageError, match="unknown host"):
+        lab.load_params(False, {"run_sysctls": {"emu": {"net.ipv4.tcp_sack": "0"}}})

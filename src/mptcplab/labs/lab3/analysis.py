@@ -330,6 +330,7 @@ def recovery_table(base: pd.DataFrame, ctrl: pd.DataFrame) -> pd.DataFrame:
                                                                               key=lambda x: float(x.rstrip("%")))),
                      "flows": ", ".join(str(int(n)) for n in sorted(g.n.unique())),
                      "model1": float(g.err_model1.median()), "n_pftk_p": float(g.err_n_pftk_p.median()),
+                     "model2": _median_of(g, "err_model2"),
                      "abs_model1": float(g.err_model1.abs().median()), "abs_n_pftk_p": float(g.err_n_pftk_p.abs().median()),
                      "loss_events": float(to.loss_events.median()), "timeouts": float(to.timeouts.median()),
                      "timeouts_max": float(to.timeouts.max()), "timeouts_share": float((to.timeouts / to.loss_events).median()),
@@ -710,7 +711,8 @@ def _count_words(e: dict | None) -> str:
 
 def _arm_words(t) -> str:
     """One arm of `recovery_table` in numbers."""
-    return (f"{t.count} runs: model 1 {_pct(t.model1)}, n × Padhye(p) {_pct(t.n_pftk_p)} (median error); "
+    return (f"{t.count} runs: model 1 {_pct(t.model1)}, n × Padhye(p) {_pct(t.n_pftk_p)}, model 2 {_pct(t.model2)} "
+            "(median error); "
             f"timeouts {t.timeouts:g} per run (median, max {t.timeouts_max:g}; {t.timeouts_share:.0%} of the loss "
             f"events) against {t.model1_timeouts:.0f} that model 1 and {t.padhye_timeouts:.0f} that Padhye assume; "
             f"|error| difference {t.diff:+.1%} ± {t.half:.1%} ({t.level * 100:.2f}".rstrip("0").rstrip(".")
@@ -772,10 +774,10 @@ def _recovery_section(r: pd.DataFrame, control: dict, linux: dict | None = None)
         "tail-loss probes from nstat over the whole transfer (warm-up included). The verdict is Fig. 16's: "
         "|error of model 1| − |error of n × Padhye(p)| per run, Holm-corrected over the two rows.",
         "",
-        "| recovery | runs | model 1 | n × Padhye(p) | loss events | timeouts measured | timeouts model 1 | "
+        "| recovery | runs | model 1 | n × Padhye(p) | model 2 | loss events | timeouts measured | timeouts model 1 | "
         "timeouts Padhye | fast recoveries | tail-loss probes | \\|error\\| difference | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-        *[f"| {t.arm} | {t.count} | {_pct(t.model1)} | {_pct(t.n_pftk_p)} | {t.loss_events:.0f} | "
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *[f"| {t.arm} | {t.count} | {_pct(t.model1)} | {_pct(t.n_pftk_p)} | {_pct(t.model2)} | {t.loss_events:.0f} | "
           f"{t.timeouts:g} (max {t.timeouts_max:g}) | {t.model1_timeouts:.0f} | {t.padhye_timeouts:.0f} | "
           f"{'–' if math.isnan(t.recoveries) else f'{t.recoveries:.0f}'} | "
           f"{'–' if math.isnan(t.loss_probes) else f'{t.loss_probes:.0f}'} | "

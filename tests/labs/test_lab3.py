@@ -367,23 +367,29 @@ def _ack_arm(b, out_per_in, err1, seed, link="delay=30ms,loss=2%", gro="off"):
             "manifest": {"network": {"offloads": {"rcv:p1": off, "emu:b-p1": {**off, "generic-receive-offload": gro}}}}}
 
 
-def test_the_ack_ratio_is_blamed_on_bursts_only_when_pacing_brings_b_to_the_delayed_ack_value():
-    bursts, paced = _ack_arm(8.0, 0.13, -0.15, 1), _ack_arm(2.1, 0.48, -0.15, 2, "rate=1gbit,delay=30ms,loss=2%")
-    tbl = la.ack_ratio_table(bursts["runs"], paced["runs"])
-    assert tbl.arm.tolist() == list(la.PACED_ARMS) and tbl["count"].tolist() == [4, 4]
-    assert tbl.acks_per_segment.tolist() == pytest.approx([0.13, 0.48])
-    eff = la.ack_ratio_effect(bursts["runs"], paced["runs"])
-    assert eff.level.min() > 0.95 and set(eff.verdict) == {"not resolved"}  # Holm over three models
+def test_the_ack_ratio_is_blamed_on_spacing_only_when_a_rate_brings_b_to_the_delayed_ack_value():
+    bursts = _ack_arm(8.0, 0.13, -0.15, 1)
+    fast = _ack_arm(7.6, 0.14, -0.15, 2, "rate=1gbit,delay=30ms,loss=2%")  # 12 µs apart: still bursts
+    slow = _ack_arm(2.1, 0.48, -0.15, 3, "rate=20mbit,delay=30ms,loss=2%")
+    controls = {"linux_recovery": bursts, "paced_20mbit": slow, "paced": fast}
+    paced = la.paced_controls(controls)
+    assert [n for n, _ in paced] == ["paced", "paced_20mbit"] and la.link_rate(slow) == 20e6
+    tbl = la.ack_ratio_table(bursts["runs"], paced)
+    assert tbl.control.tolist() == ["linux_recovery", "paced", "linux_recovery", "paced_20mbit"]
+    assert tbl.acks_per_segment.tolist() == pytest.approx([0.13, 0.14, 0.13, 0.48])
+    assert tbl.arm.iloc[3].startswith("rate 20 Mbit/s (606 µs") and tbl.arm.iloc[1].startswith("rate 1 Gbit/s (12.1 µs")
+    eff = la.ack_ratio_effect(bursts["runs"], paced)
+    assert len(eff) == 6 and eff.level.min() > 0.95 and set(eff.verdict) == {"not resolved"}  # Holm over all
     empty = pd.DataFrame(columns=["scenario", "queued"])
-    row = la.ack_ratio_row(empty, {"linux_recovery": bursts, "paced": paced})
-    assert row[2].startswith("cause measured: the emulator's bursts") and "rate=1gbit" in row[2]
-    assert "pairs to resolve" in row[2]
-    still = _ack_arm(7.5, 0.14, -0.15, 3, "rate=1gbit,delay=30ms,loss=2%")
-    assert la.ack_ratio_row(empty, {"linux_recovery": bursts, "paced": still})[2].startswith("unexplained, tried:")
-    assert la.ack_ratio_row(empty, {"linux_recovery": bursts})[2].startswith("unexplained, tried:")
-    gro_on = _ack_arm(2.1, 0.48, -0.15, 2, "rate=1gbit,delay=30ms,loss=2%", gro="on")  # offloads not off: no cause
+    row = la.ack_ratio_row(empty, controls)
+    assert row[2].startswith("cause measured: how closely the packets follow") and "pairs to resolve" in row[2]
+    assert "with rate 1 Gbit/s" in row[2]  # the rate that did not bring b down is named
+    only_fast = {"linux_recovery": bursts, "paced": fast}
+    assert la.ack_ratio_row(empty, only_fast)[2].startswith("unexplained, tried: spacing the packets")
+    gro_on = _ack_arm(2.1, 0.48, -0.15, 3, "rate=20mbit,delay=30ms,loss=2%", gro="on")  # offloads not off
     assert la.ack_ratio_row(empty, {"linux_recovery": bursts, "paced": gro_on})[2].startswith("unexplained, tried:")
-    assert la.ack_ratio_row(empty, {"linux_recovery": paced}) is None  # b already ~2: no divergence
+    assert la.ack_ratio_row(empty, {"linux_recovery": bursts})[2].startswith("unexplained, tried:")
+    assert la.ack_ratio_row(empty, {"linux_recovery": slow}) is None  # b already ~2: no divergence
     assert la.ack_ratio_row(empty, {}) is None
 
 

@@ -345,12 +345,11 @@ def recovery_table(base: pd.DataFrame, ctrl: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# The `paced` control: the random-loss link with a rate far above what the flows send (experiment.toml
-# [random] rate), so the emulator spaces the packets; the same points without one release each
-# burst the sender sent at one instant. Its other arm is the linux_recovery control (same points,
-# same window, netem without a rate).
-PACED_ARMS = ("netem without a rate (bursts)", "paced by a rate far above the flows'")
+# The ACK ratio's controls, named paced*: the random-loss link with a rate far above what the flows
+# send (experiment.toml [random] rate), which only spaces the packets, each beside linux_recovery
+# (the same points and window, netem without a rate, which releases each burst at once).
 ACK_MODELS = ("model1", "model2", "n_pftk_p")
+NO_RATE = "no rate (bursts)"
 
 
 def _random_points(r: pd.DataFrame) -> pd.DataFrame:
@@ -359,42 +358,73 @@ def _random_points(r: pd.DataFrame) -> pd.DataFrame:
     return r.set_index(r.loss_cfg.astype(str) + " n" + r.n.astype(int).astype(str), drop=False)
 
 
-def ack_ratio_table(base: pd.DataFrame, ctrl: pd.DataFrame) -> pd.DataFrame:
-    """Per arm (`base`: the points without a rate, `ctrl`: with one), over the points both have:
-    runs, the ACK ratio b (segments newly acknowledged per ACK that advanced, the capture), how the
-    receiver acknowledged (its nstat over the whole transfer: ACK-carrying segments sent per segment
-    received; the share of them sent by the delayed-ACK timer; segments coalesced in the socket's
-    backlog), and each model's median signed error."""
-    b, c = _random_points(base), _random_points(ctrl)
-    shared = sorted(set(b.index) & set(c.index))
+def link_rate(control: dict) -> float | None:
+    """The rate (bit/s) on a control's random-loss link, from its runs' parameters; None without one."""
+    for v in control["runs_manifest"].get("parameters", pd.Series(dtype=str)).dropna():
+        link = LinkSpec.parse((json.loads(v).get("link") or "") if str(v).startswith("{") else "")
+        if link.rate_bps:
+            return link.rate_bps
+    return None
+
+
+def paced_controls(controls: dict) -> list[tuple[str, dict]]:
+    """The paced* controls, fastest rate first."""
+    named = [(k, c) for k, c in controls.items() if k.startswith("paced")]
+    return sorted(named, key=lambda kc: -(link_rate(kc[1]) or 0))
+
+
+def _arm_label(rate: float | None) -> str:
+    if rate is None:
+        return NO_RATE
+    said = f"{rate / 1e9:g} Gbit/s" if rate >= 1e9 else f"{rate / 1e6:g} Mbit/s"
+    return f"rate {said} ({WIRE_BYTES * 8 / rate * 1e6:.3g} µs between full-size packets)"
+
+
+def ack_ratio_table(base: pd.DataFrame, paced: list[tuple[str, dict]]) -> pd.DataFrame:
+    """For each paced control, two rows over the points it shares with `base` (the same points
+    without a rate): runs, the ACK ratio b (segments newly acknowledged per ACK that advanced, the
+    capture), how the receiver acknowledged (its nstat over the whole transfer: ACK-carrying
+    segments sent per segment received; the share of them sent by the delayed-ACK timer; segments
+    coalesced in the socket's backlog), and each model's median signed error."""
+    b = _random_points(base)
     rows = []
-    for name, g in zip(PACED_ARMS, (b.loc[shared], c.loc[shared])):
-        if g.empty:
-            continue
-        num = {k: pd.to_numeric(g[k], errors="coerce") if k in g else pd.Series(math.nan, index=g.index)
-               for k in ("rcv_out_segs", "rcv_in_segs", "rcv_delayed_acks", "rcv_backlog_coalesce")}
-        rows.append({"arm": name, "count": len(g), "points": ", ".join(shared), "b": float(g.b.median()),
-                     "b_min": float(g.b.min()), "b_max": float(g.b.max()),
-                     "acks_per_segment": float((num["rcv_out_segs"] / num["rcv_in_segs"]).median()),
-                     "delayed_share": float((num["rcv_delayed_acks"] / num["rcv_out_segs"]).median()),
-                     "backlog_coalesce": float(num["rcv_backlog_coalesce"].median()),
-                     **{m: float(g[f"err_{m}"].median()) for m in ACK_MODELS}})
+    for name, ctrl in paced:
+        c = _random_points(ctrl["runs"])
+        shared = sorted(set(b.index) & set(c.index))
+        for control, label, g in (("linux_recovery", NO_RATE, b.loc[shared]),
+                                  (name, _arm_label(link_rate(ctrl)), c.loc[shared])):
+            if g.empty:
+                continue
+            num = {k: pd.to_numeric(g[k], errors="coerce") if k in g else pd.Series(math.nan, index=g.index)
+                   for k in ("rcv_out_segs", "rcv_in_segs", "rcv_delayed_acks", "rcv_backlog_coalesce")}
+            rows.append({"control": control, "paired_with": name, "arm": label, "count": len(g),
+                         "points": ", ".join(shared), "b": float(g.b.median()),
+                         "b_min": float(g.b.min()), "b_max": float(g.b.max()),
+                         "acks_per_segment": float((num["rcv_out_segs"] / num["rcv_in_segs"]).median()),
+                         "delayed_share": float((num["rcv_delayed_acks"] / num["rcv_out_segs"]).median()),
+                         "backlog_coalesce": float(num["rcv_backlog_coalesce"].median()),
+                         **{m: float(g[f"err_{m}"].median()) for m in ACK_MODELS}})
     return pd.DataFrame(rows)
 
 
-def ack_ratio_effect(base: pd.DataFrame, ctrl: pd.DataFrame) -> pd.DataFrame:
-    """Does spacing the packets (b down to the delayed-ACK value) change how each model fits? Per
-    model: the per-point difference of its signed error, paced − not, Holm-corrected over the models."""
-    b, c = _random_points(base), _random_points(ctrl)
-    family = [stats.paired(c[f"err_{m}"], b[f"err_{m}"]) for m in ACK_MODELS]
-    return pd.DataFrame([{"model": MODELS[m], "diff": st["diff"], "half": st["half"], "level": st["level"],
-                          "pairs": st["pairs"], "runs_needed": st["runs_needed"],
+def ack_ratio_effect(base: pd.DataFrame, paced: list[tuple[str, dict]]) -> pd.DataFrame:
+    """Does spacing the packets change how each model fits? Per paced control and model: the
+    per-point difference of the model's signed error, paced − not; one Holm family for all."""
+    b = _random_points(base)
+    keys, family = [], []
+    for name, ctrl in paced:
+        c = _random_points(ctrl["runs"])
+        for m in ACK_MODELS:
+            keys.append({"control": name, "arm": _arm_label(link_rate(ctrl)), "model": MODELS[m]})
+            family.append(stats.paired(c[f"err_{m}"], b[f"err_{m}"]))
+    return pd.DataFrame([{**k, "diff": st["diff"], "half": st["half"], "level": st["level"], "pairs": st["pairs"],
+                          "runs_needed": st["runs_needed"],
                           "verdict": stats.verdict(st, "higher when paced", "lower when paced")}
-                         for m, st in zip(ACK_MODELS, stats.holm(family))])
+                         for k, st in zip(keys, stats.holm(family))])
 
 
 def _effect_words(eff: pd.DataFrame) -> str:
-    return "; ".join(f"{t.model} {t.diff:+.1%} ± {t.half:.1%} ({t.level * 100:.2f}".rstrip("0").rstrip(".")
+    return "; ".join(f"{t.control}: {t.model} {t.diff:+.1%} ± {t.half:.1%} ({t.level * 100:.2f}".rstrip("0").rstrip(".")
                      + f"%, {t.pairs} pairs), {t.verdict}"
                      + (f", {stats.fmt_runs(t.runs_needed)} pairs to resolve" if t.verdict == "not resolved" else "")
                      for t in eff.itertuples())
@@ -408,9 +438,13 @@ def offloads_off(manifest: dict) -> bool:
     return bool(offl) and all(dev.get(k) == "off" for dev in offl.values() for k in keys)
 
 
+ACK_DIVERGENCE = "ACK ratio b at random loss well above the delayed-ACK 2 the models assume"
+
+
 def ack_ratio_row(r: pd.DataFrame, controls: dict) -> tuple[str, str, str] | None:
-    """The divergence row of the ACK ratio: b at random loss against the delayed-ACK ratio the models
-    assume, measured in the linux_recovery control (netem without a rate) and switched by `paced`."""
+    """The divergence row of the ACK ratio: b at random loss without a rate (the linux_recovery
+    control) against the delayed-ACK value, and what the paced* controls changed. 'cause measured'
+    only where a rate brings b to <= 3 with every offload read back off."""
     base = controls.get("linux_recovery")
     if base is None:
         return None
@@ -418,67 +452,68 @@ def ack_ratio_row(r: pd.DataFrame, controls: dict) -> tuple[str, str, str] | Non
     if rnd.empty or rnd.b.median() <= 3:
         return None
     dt = r[(r.scenario == "droptail") & ~r.queued.astype(bool)]
+    ref = _random_points(r) if "model1" in r else r.iloc[0:0]
     seen = (f"random loss, netem without a rate (control linux_recovery, {len(rnd)} runs): b {rnd.b.median():.1f} "
             f"(median; {rnd.b.min():.1f}–{rnd.b.max():.1f})"
-            + (f"; DropTail (this reference, paced by its rate): b {dt.b.median():.1f}" if len(dt) else ""))
-    ctrl = controls.get("paced")
-    if ctrl is None:
-        return ("ACK ratio b at random loss well above the delayed-ACK 2 the models assume", seen,
-                "unexplained, tried: nothing yet. Runnable: the same points with the link paced (experiment.toml, paced)")
-    tbl = ack_ratio_table(base["runs"], ctrl["runs"])
-    if len(tbl) < 2:
-        return ("ACK ratio b at random loss well above the delayed-ACK 2 the models assume", seen,
-                "unexplained, tried: the paced control, which shares no random-loss point with linux_recovery")
-    off, on = list(tbl.itertuples())[:2]
-    rate = sorted({str(x) for x in ctrl["runs_manifest"].get("parameters", pd.Series(dtype=str)).dropna()
-                   .map(lambda v: ((json.loads(v).get("link") or "").split(",")[0])) if x.startswith("rate=")})
-    said = (f"at {on.points} with the link {', '.join(rate) or 'paced'} (control paced): b {on.b:.1f} "
-            f"({on.b_min:.1f}–{on.b_max:.1f}), the receiver sending {on.acks_per_segment:.2f} ACKs per segment "
-            f"received against {off.acks_per_segment:.2f} without the rate (b {off.b:.1f}); "
-            f"delayed-ACK timer {on.delayed_share:.0%} and {off.delayed_share:.0%} of its ACKs, backlog coalescing "
-            f"{on.backlog_coalesce:.0f} and {off.backlog_coalesce:.0f} segments (medians). The models' fit, "
-            f"paced − not (signed error): {_effect_words(ack_ratio_effect(base['runs'], ctrl['runs']))}")
-    offs = [offloads_off(c.get("manifest") or {}) for c in (base, ctrl)]
-    if on.b <= 3 < off.b and all(offs):
-        cause = ("cause measured: the emulator's bursts, not offloads (GRO, GSO and TSO read back off on every "
-                 "interface in both controls' manifests). netem without a rate gives every packet of a burst the same send time, so the "
-                 "receiver gets the window the sender sent at once (in UML, processing takes no guest time); "
-                 "Linux acknowledges at once only when the window's right edge advances (tcp_input.c, "
-                 "__tcp_ack_snd_check), which it does not while the burst sits unread, and the reader then "
-                 "takes it in one recv and one ACK (tcp_cleanup_rbuf). A rate spaces the packets and the "
-                 f"receiver acknowledges every second segment again: {said}. Linux grows cwnd per segment "
-                 "acknowledged, not per ACK (tcp_cong_avoid_ai with `acked`), so the b of the models' window "
-                 "growth is 1 either way, as fed to them")
-    else:
-        cause = (f"unexplained, tried: spacing the packets with a rate; {said}"
-                 + ("" if all(offs) else "; the offloads were not read back off on every interface"))
-    return ("ACK ratio b at random loss well above the delayed-ACK 2 the models assume", seen, cause)
+            + (f"; random loss in this reference (made behind the setup check's rate, see below): b "
+               f"{ref.b.median():.1f}" if len(ref) else "")
+            + (f"; DropTail (this reference, its rate spacing the packets): b {dt.b.median():.1f}" if len(dt) else ""))
+    paced = paced_controls(controls)
+    tbl = ack_ratio_table(base["runs"], paced) if paced else pd.DataFrame()
+    if tbl.empty:
+        return (ACK_DIVERGENCE, seen, "unexplained, tried: nothing yet. Runnable: the same points with a rate on the "
+                "link (experiment.toml, paced)")
+    arms = tbl[tbl.control != "linux_recovery"]
+    offs = all(offloads_off(c.get("manifest") or {}) for c in [base, *dict(paced).values()])
+    said = "; ".join(f"{t.arm} (control {t.control}, {t.points}): b {t.b:.1f} against {b.b:.1f} without it, "
+                     f"the receiver sending {t.acks_per_segment:.2f} ACKs per segment received against "
+                     f"{b.acks_per_segment:.2f}"
+                     for t, b in zip(arms.itertuples(), tbl[tbl.control == "linux_recovery"].itertuples()))
+    said += (f"; the delayed-ACK timer sent {tbl.delayed_share.min():.0%}–{tbl.delayed_share.max():.0%} of the "
+             f"receiver's ACKs, backlog coalescing took {tbl.backlog_coalesce.max():.0f} segments at most (medians). "
+             f"The models' fit, paced − not (signed error, Holm over all): "
+             f"{_effect_words(ack_ratio_effect(base['runs'], paced))}")
+    spaced, close = arms[arms.b <= 3], arms[arms.b > 3]
+    growth = (". Linux grows cwnd per segment acknowledged, not per ACK (tcp_cong_avoid_ai with `acked`), so "
+              "the b of the models' window growth is 1 whatever the ratio, as fed to them")
+    if len(spaced) and offs:
+        return (ACK_DIVERGENCE, seen,
+                "cause measured: how closely the packets follow each other on the link, not offloads (GRO, GSO "
+                "and TSO read back off on every interface). With " + " and ".join(spaced.arm) + " b falls to "
+                "the delayed-ACK value" + (", with " + " and ".join(close.arm) + " it does not" if len(close) else "")
+                + ": " + said + growth)
+    return (ACK_DIVERGENCE, seen,
+            f"unexplained, tried: spacing the packets with a rate ({'; '.join(arms.arm)}), which left b above 3"
+            + ("" if offs else "; the offloads were not read back off on every interface") + f": {said}" + growth
+            + ". Runnable: a slower rate, e.g. the 20 Mbit/s this reference's random-loss runs were held to "
+            "(experiment.toml, paced_20mbit)")
 
 
 def _ack_ratio_section(controls: dict) -> list[str]:
-    base, ctrl = controls.get("linux_recovery"), controls.get("paced")
-    if base is None or ctrl is None:
+    base, paced = controls.get("linux_recovery"), paced_controls(controls)
+    if base is None or not paced:
         return []
-    tbl = ack_ratio_table(base["runs"], ctrl["runs"])
+    tbl = ack_ratio_table(base["runs"], paced)
     if tbl.empty:
         return []
-    eff = ack_ratio_effect(base["runs"], ctrl["runs"])
+    eff = ack_ratio_effect(base["runs"], paced)
     return [
         "### Controlled run: the ACK ratio (paced)",
         "",
-        f"The random-loss points {tbl.points.iloc[0]} with a rate on the link far above what the flows send "
-        "(control paced) beside the same points without one (control linux_recovery). b from the capture; the "
-        "receiver's ACKs from its nstat over the whole transfer (TcpOutSegs per TcpInSegs; TcpExtDelayedACKs; "
+        "The random-loss points with a rate on the link far above what the flows send (controls "
+        f"{', '.join(n for n, _ in paced)}), each beside the same points without one (control linux_recovery: "
+        "same kit, window and kernel). b from the capture; the receiver's ACKs from its nstat over the whole "
+        "transfer (TcpOutSegs per TcpInSegs, duplicate ACKs included; TcpExtDelayedACKs; "
         "TcpExtTCPBacklogCoalesce). Medians per run.",
         "",
-        "| link | runs | b | ACKs per segment received | by the delayed-ACK timer | backlog-coalesced segments | "
-        "model 1 | model 2 | n × Padhye(p) |",
-        "|---|---|---|---|---|---|---|---|---|",
-        *[f"| {t.arm} | {t.count} | {t.b:.1f} ({t.b_min:.1f}–{t.b_max:.1f}) | {t.acks_per_segment:.2f} | "
+        "| link | points | runs | b | ACKs per segment received | by the delayed-ACK timer | "
+        "backlog-coalesced segments | model 1 | model 2 | n × Padhye(p) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *[f"| {t.arm} | {t.points} | {t.count} | {t.b:.1f} ({t.b_min:.1f}–{t.b_max:.1f}) | {t.acks_per_segment:.2f} | "
           f"{t.delayed_share:.0%} | {t.backlog_coalesce:.0f} | {_pct(t.model1)} | {_pct(t.model2)} | "
           f"{_pct(t.n_pftk_p)} |" for t in tbl.itertuples()],
         "",
-        "Signed error, paced − not, per point, Holm-corrected over the three models: " + _effect_words(eff) + ".",
+        "Signed error, paced − not, per point, Holm-corrected over every control and model: " + _effect_words(eff) + ".",
         "",
     ]
 

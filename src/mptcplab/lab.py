@@ -134,8 +134,8 @@ class Lab:
 
 # Tables whose keys are names the user chooses (a path, a host, a sysctl), not parameters, and how
 # many levels below the table those names go: paths.NAME and cross.NAME (what is inside a path is
-# the lab's vocabulary), sysctls.HOST."net.x.y" (names all the way down).
-OPEN_TABLES = {"paths": 1, "cross": 1, "sysctls": 2}
+# the lab's vocabulary), sysctls.HOST."net.x.y" and run_sysctls.HOST."net.x.y" (names all the way down).
+OPEN_TABLES = {"paths": 1, "cross": 1, "sysctls": 2, "run_sysctls": 2}
 
 
 def _kind(v) -> str:

@@ -95,7 +95,9 @@ class Counters:
         delta = {k: after[k] - self.before.get(k, 0) for k in after if after[k] != self.before.get(k, 0)}
         self.delta = delta
         self.rd.write_json(self.name, {"host": self.host, "before": self.before, "after": after, "delta": delta})
-        _note(self.rd, "counters", file=self.name, host=self.host, source="nstat -asz -j")
+        # One note per file: a run may count on several hosts (e.g. the sender and the receiver).
+        _note(self.rd, "counters" if self.name == "counters.json" else Path(self.name).stem,
+              file=self.name, host=self.host, source="nstat -asz -j")
         return False
 
 

@@ -64,6 +64,10 @@ REPORTED_SYSCTLS = (
     "net.mptcp.enabled", "net.mptcp.scheduler", "net.mptcp.minrtt_rp", "net.mptcp.stale_loss_cnt",
 )
 
+# The offloads the kit turns off (commands()) and reads back into the manifest.
+OFFLOADS = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload",
+            "large-receive-offload", "rx-gro-hw", "rx-gro-list", "rx-udp-gro-forwarding")
+
 
 @dataclass
 class NetPath:
@@ -479,6 +483,10 @@ class Network:
             "bottleneck": ({"name": self.topo.bottleneck.name, "link": str(self.topo.bottleneck.link),
                             "paths": list(self.topo.bottleneck.paths)} if self.topo.bottleneck else None),
             "qdiscs": self.check(["tc", "-n", emu, "qdisc", "show"]).strip().splitlines(),
+            # Read back, not assumed: receive offloads would coalesce segments so one ACK covers many.
+            "offloads": {f"{h}:{dev}": self.offloads(h, dev) for p in self.topo.paths
+                         for h, dev in ((p.a, p.name), (p.b, p.name), (EMULATOR, f"a-{p.name}"),
+                                        (EMULATOR, f"b-{p.name}"))},
             "sysctls_set": {h: {**BASE_SYSCTLS, **self.topo.sysctls.get(h, {})} for h in self.topo.hosts},
             # Read back: the usual ones and every one the kit set (a lab's own, e.g. tcp_recovery).
             "sysctls": {h: {k: self.sysctl(h, k) for k in dict.fromkeys(
@@ -493,6 +501,12 @@ class Network:
             snap["mptcp"][h] = {k: self.check(argv).strip().splitlines()
                                 for k, argv in mptcpconf.show_commands(self.ns(h)).items()}
         return snap
+
+    def offloads(self, host: str, dev: str) -> dict[str, str]:
+        """The segmentation and receive offloads of one interface as `ethtool -k` reports them."""
+        out = self.run(host, ["ethtool", "-k", dev], check=False).stdout
+        return {k.strip(): v.split()[0] for k, _, v in (line.partition(":") for line in out.splitlines())
+                if k.strip() in OFFLOADS and v.strip()}
 
     def _own_latency_record(self, p: NetPath) -> dict | None:
         own = self.topo.own_latency.get(p.name)

@@ -28,6 +28,20 @@ def test_offloads_off_on_every_veth_end():
     assert len(eth) == 8 and all(c[-6:] == ["tso", "off", "gso", "off", "gro", "off"] for c in eth)
 
 
+def test_offloads_are_read_back_as_ethtool_reports_them():
+    import subprocess
+    from mptcplab.topology import Network
+
+    out = ("Features for p1:\nrx-checksumming: on\ntcp-segmentation-offload: off\n"
+           "\ttx-tcp-segmentation: off\ngeneric-segmentation-offload: off\ngeneric-receive-offload: on\n"
+           "large-receive-offload: off [fixed]\nrx-gro-list: off\n")
+    net = Network(kato())
+    net.run = lambda host, argv, check=True: subprocess.CompletedProcess(argv, 0, out, "")
+    assert net.offloads("rcv", "fast") == {"tcp-segmentation-offload": "off", "generic-segmentation-offload": "off",
+                                           "generic-receive-offload": "on", "large-receive-offload": "off",
+                                           "rx-gro-list": "off"}
+
+
 def test_mptcp_endpoints_one_subflow_per_extra_path_with_dev():
     topo = kato(mptcp_subflows=2)
     cmds = [c.argv for c in topo.commands() if "mptcp" in c.argv]

@@ -297,7 +297,7 @@ def test_transfer_records_window_goodput_emulator_loss_and_kernel_rtts(tmp_path,
 
     monkeypatch.setattr(l3, "Capture", lambda net, host, rd, bpf_filter: _Source(rd, "capture.pcap"))
     monkeypatch.setattr(l3, "SsSampler", fake_ss)
-    monkeypatch.setattr(l3, "Counters", lambda net, host, rd: _Source(rd, "counters.json", delta={}))
+    monkeypatch.setattr(l3, "Counters", lambda net, host, rd, name="counters.json": _Source(rd, name, delta={}))
     monkeypatch.setattr(l3, "QdiscSampler", lambda net, host, rd, dev, interval: _Source(rd, "q.txt", table=qdisc))
     monkeypatch.setattr(l3, "bulk", fake_bulk)
     monkeypatch.setattr(lm, "read_capture", lambda path, sender, port: pk)
@@ -350,6 +350,49 @@ def test_recovery_control_is_a_cause_only_when_it_turns_the_verdict_with_the_sys
     assert la.recovery_cause(base, None).startswith("unexplained, tried:") and "Runnable" in la.recovery_cause(base, None)
 
 
+# ---------------------------------------------------------------- the paced control (ACK ratio)
+
+def _ack_arm(b, out_per_in, err1, seed, link="delay=30ms,loss=2%", gro="off"):
+    rng = np.random.default_rng(seed)
+    pts = [("2%", 1), ("2%", 4), ("5%", 1), ("5%", 4)]
+    runs = pd.DataFrame({"run": [f"random-{l[:-1]}pct-n{n:02d}-r1" for l, n in pts], "scenario": "random",
+                         "n": [n for _, n in pts], "loss_cfg": [l for l, _ in pts], "queued": False, "model1": 1.0,
+                         "b": rng.normal(b, 0.1, 4), "rcv_in_segs": 10000, "rcv_out_segs": 10000 * out_per_in,
+                         "rcv_delayed_acks": 100, "rcv_backlog_coalesce": 0,
+                         "err_model1": rng.normal(err1, 0.01, 4), "err_model2": rng.normal(-0.05, 0.01, 4),
+                         "err_n_pftk_p": rng.normal(-0.04, 0.01, 4)})
+    rm = pd.DataFrame({"run": runs.run, "parameters": json.dumps({"link": link})})
+    off = {k: "off" for k in ("generic-receive-offload", "generic-segmentation-offload", "tcp-segmentation-offload")}
+    return {"runs": runs, "runs_manifest": rm,
+            "manifest": {"network": {"offloads": {"rcv:p1": off, "emu:b-p1": {**off, "generic-receive-offload": gro}}}}}
+
+
+def test_the_ack_ratio_is_blamed_on_spacing_only_when_a_rate_brings_b_to_the_delayed_ack_value():
+    bursts = _ack_arm(8.0, 0.13, -0.15, 1)
+    fast = _ack_arm(7.6, 0.14, -0.15, 2, "rate=1gbit,delay=30ms,loss=2%")  # 12 µs apart: still bursts
+    slow = _ack_arm(2.1, 0.48, -0.15, 3, "rate=20mbit,delay=30ms,loss=2%")
+    controls = {"linux_recovery": bursts, "paced_20mbit": slow, "paced": fast}
+    paced = la.paced_controls(controls)
+    assert [n for n, _ in paced] == ["paced", "paced_20mbit"] and la.link_rate(slow) == 20e6
+    tbl = la.ack_ratio_table(bursts["runs"], paced)
+    assert tbl.control.tolist() == ["linux_recovery", "paced", "linux_recovery", "paced_20mbit"]
+    assert tbl.acks_per_segment.tolist() == pytest.approx([0.13, 0.14, 0.13, 0.48])
+    assert tbl.arm.iloc[3].startswith("rate 20 Mbit/s (606 µs") and tbl.arm.iloc[1].startswith("rate 1 Gbit/s (12.1 µs")
+    eff = la.ack_ratio_effect(bursts["runs"], paced)
+    assert len(eff) == 6 and eff.level.min() > 0.95 and set(eff.verdict) == {"not resolved"}  # Holm over all
+    empty = pd.DataFrame(columns=["scenario", "queued"])
+    row = la.ack_ratio_row(empty, controls)
+    assert row[2].startswith("cause measured: how closely the packets follow") and "pairs to resolve" in row[2]
+    assert "with rate 1 Gbit/s" in row[2]  # the rate that did not bring b down is named
+    only_fast = {"linux_recovery": bursts, "paced": fast}
+    assert la.ack_ratio_row(empty, only_fast)[2].startswith("unexplained, tried: spacing the packets")
+    gro_on = _ack_arm(2.1, 0.48, -0.15, 3, "rate=20mbit,delay=30ms,loss=2%", gro="on")  # offloads not off
+    assert la.ack_ratio_row(empty, {"linux_recovery": bursts, "paced": gro_on})[2].startswith("unexplained, tried:")
+    assert la.ack_ratio_row(empty, {"linux_recovery": bursts})[2].startswith("unexplained, tried:")
+    assert la.ack_ratio_row(empty, {"linux_recovery": slow}) is None  # b already ~2: no divergence
+    assert la.ack_ratio_row(empty, {}) is None
+
+
 def test_a_control_exported_under_controls_is_read_by_the_reference_report(sweep):
     la.compact(sweep)
     ref = sweep / "ref"
@@ -377,3 +420,24 @@ def test_queued_runs_at_the_setup_checks_rate_are_blamed_on_it():
                        "qdiscs": json.dumps(["qdisc netem 8002: dev b-p1 root refcnt 2 limit 10000 delay 30ms loss 0.1%"])})
     said = la.rate_cause(queued, man, {"runs": runs, "runs_manifest": rm})
     assert "0 with a rate on the data direction" in said and "4,800 packets/s, srtt 61.0 ms, not queued" in said
+
+
+def test_run_sysctls_are_set_for_each_run_after_the_setup_check():
+    """configure() sets run_sysctls (through the network, so the run's manifest records and reads
+    them back); the network's own sysctls are what the setup check ran with."""
+    import types
+
+    from mptcplab.links import LinkSpec
+
+    lab = l3.LAB
+    params = lab.load_params(False, {"flows": [1], "random": {"loss": ["2%"]}, "droptail": {"capacity": []},
+                                     "run_sysctls": {"snd": {"net.ipv4.tcp_sack": "0"}}})
+    assert "net.ipv4.tcp_sack" not in l3.topology(params).sysctls.get("snd", {})
+    point = l3.points(params)[0]
+    calls = []
+    topo = types.SimpleNamespace(path=lambda name: types.SimpleNamespace(link=LinkSpec.parse(point.values["link"])))
+    net = types.SimpleNamespace(topo=topo, set_sysctl=lambda *a: calls.append(a), set_link=lambda *a: calls.append(a))
+    l3.configure(net, point, params)
+    assert calls == [("snd", "net.ipv4.tcp_sack", "0")]
+    with pytest.raises(UsageError, match="unknown host"):
+        lab.load_params(False, {"run_sysctls": {"emu": {"net.ipv4.tcp_sack": "0"}}})

@@ -56,7 +56,8 @@ RUN_COLUMNS = ["run", "scenario", "n", "rep", "loss_cfg", "capacity_mbps", "base
                "p_r", "p_r_emulator", "rtt", "rtt_source", "srtt", "min_rtt", "ack_rtt", "T", "b", "model_b",
                "pps", "goodput_pps", "mbps", "mbps_transfer", "emulator_wire_mbps", "emulator_wire_mbps_min",
                "emulator_qlen",
-               "capture_dropped", "commit"]
+               "capture_dropped", "rcv_in_segs", "rcv_out_segs", "rcv_delayed_acks", "rcv_backlog_coalesce",
+               "rcv_ofo_queue", "commit"]
 
 
 # ---------------------------------------------------------------- predictions
@@ -283,10 +284,12 @@ def load_controls(path: Path) -> dict[str, dict]:
 
 
 def sysctls_applied(runs_manifest: pd.DataFrame, host: str = "snd") -> dict:
-    """The sysctls every run of a control had on `host` as the kernel read them back after setting
-    them, or {} if any run read back something else or nothing (then nothing is claimed)."""
+    """The sysctls every measured run of a control had on `host` as the kernel read them back after
+    setting them, or {} if any run read back something else or nothing (then nothing is claimed).
+    The setup check (`verify`) is left out: `run_sysctls` are set after it."""
+    rm = runs_manifest[runs_manifest["run"] != "verify"] if "run" in runs_manifest else runs_manifest
     seen = [json.loads(v).get(host, {}) if isinstance(v, str) else {}
-            for v in runs_manifest.get("sysctls_read_back", pd.Series(dtype=object))]
+            for v in rm.get("sysctls_read_back", pd.Series(dtype=object))]
     if not seen or any(x != seen[0] for x in seen):
         return {}
     return {k: str(v) for k, v in seen[0].items() if v is not None}
@@ -327,6 +330,7 @@ def recovery_table(base: pd.DataFrame, ctrl: pd.DataFrame) -> pd.DataFrame:
                                                                               key=lambda x: float(x.rstrip("%")))),
                      "flows": ", ".join(str(int(n)) for n in sorted(g.n.unique())),
                      "model1": float(g.err_model1.median()), "n_pftk_p": float(g.err_n_pftk_p.median()),
+                     "model2": _median_of(g, "err_model2"),
                      "abs_model1": float(g.err_model1.abs().median()), "abs_n_pftk_p": float(g.err_n_pftk_p.abs().median()),
                      "loss_events": float(to.loss_events.median()), "timeouts": float(to.timeouts.median()),
                      "timeouts_max": float(to.timeouts.max()), "timeouts_share": float((to.timeouts / to.loss_events).median()),
@@ -339,6 +343,179 @@ def recovery_table(base: pd.DataFrame, ctrl: pd.DataFrame) -> pd.DataFrame:
              "verdict": stats.verdict(st, "n × Padhye closer", "model 1 closer")}
             for k, st in zip(keys, stats.holm(family))]
     return pd.DataFrame(rows)
+
+
+# The ACK ratio's controls, named paced*: the random-loss link with a rate far above what the flows
+# send (experiment.toml [random] rate), which only spaces the packets, each beside linux_recovery
+# (the same points and window, netem without a rate, which releases each burst at once).
+ACK_MODELS = ("model1", "model2", "n_pftk_p")
+NO_RATE = "no rate (bursts)"
+
+
+def _random_points(r: pd.DataFrame) -> pd.DataFrame:
+    r = r.dropna(subset=["model1"])
+    r = r[(r.scenario == "random") & ~r.queued.astype(bool)]
+    return r.set_index(r.loss_cfg.astype(str) + " n" + r.n.astype(int).astype(str), drop=False)
+
+
+def link_rate(control: dict) -> float | None:
+    """The rate (bit/s) on a control's random-loss link, from its runs' parameters; None without one."""
+    for v in control["runs_manifest"].get("parameters", pd.Series(dtype=str)).dropna():
+        link = LinkSpec.parse((json.loads(v).get("link") or "") if str(v).startswith("{") else "")
+        if link.rate_bps:
+            return link.rate_bps
+    return None
+
+
+def paced_controls(controls: dict) -> list[tuple[str, dict]]:
+    """The paced* controls, fastest rate first."""
+    named = [(k, c) for k, c in controls.items() if k.startswith("paced")]
+    return sorted(named, key=lambda kc: -(link_rate(kc[1]) or 0))
+
+
+def _arm_label(rate: float | None) -> str:
+    if rate is None:
+        return NO_RATE
+    said = f"{rate / 1e9:g} Gbit/s" if rate >= 1e9 else f"{rate / 1e6:g} Mbit/s"
+    return f"rate {said} ({WIRE_BYTES * 8 / rate * 1e6:.3g} µs between full-size packets)"
+
+
+def ack_ratio_table(base: pd.DataFrame, paced: list[tuple[str, dict]]) -> pd.DataFrame:
+    """For each paced control, two rows over the points it shares with `base` (the same points
+    without a rate): runs, the ACK ratio b (segments newly acknowledged per ACK that advanced, the
+    capture), how the receiver acknowledged (its nstat over the whole transfer: ACK-carrying
+    segments sent per segment received; the share of them sent by the delayed-ACK timer; segments
+    coalesced in the socket's backlog), and each model's median signed error."""
+    b = _random_points(base)
+    rows = []
+    for name, ctrl in paced:
+        c = _random_points(ctrl["runs"])
+        shared = sorted(set(b.index) & set(c.index))
+        for control, label, g in (("linux_recovery", NO_RATE, b.loc[shared]),
+                                  (name, _arm_label(link_rate(ctrl)), c.loc[shared])):
+            if g.empty:
+                continue
+            num = {k: pd.to_numeric(g[k], errors="coerce") if k in g else pd.Series(math.nan, index=g.index)
+                   for k in ("rcv_out_segs", "rcv_in_segs", "rcv_delayed_acks", "rcv_backlog_coalesce")}
+            rows.append({"control": control, "paired_with": name, "arm": label, "count": len(g),
+                         "points": ", ".join(shared), "b": float(g.b.median()),
+                         "b_min": float(g.b.min()), "b_max": float(g.b.max()),
+                         "acks_per_segment": float((num["rcv_out_segs"] / num["rcv_in_segs"]).median()),
+                         "delayed_share": float((num["rcv_delayed_acks"] / num["rcv_out_segs"]).median()),
+                         "backlog_coalesce": float(num["rcv_backlog_coalesce"].median()),
+                         **{m: float(g[f"err_{m}"].median()) for m in ACK_MODELS}})
+    return pd.DataFrame(rows)
+
+
+def ack_ratio_effect(base: pd.DataFrame, paced: list[tuple[str, dict]]) -> pd.DataFrame:
+    """Does spacing the packets change how each model fits? Per paced control and model: the
+    per-point difference of the model's signed error, paced − not; one Holm family for all."""
+    b = _random_points(base)
+    keys, family = [], []
+    for name, ctrl in paced:
+        c = _random_points(ctrl["runs"])
+        for m in ACK_MODELS:
+            keys.append({"control": name, "arm": _arm_label(link_rate(ctrl)), "model": MODELS[m]})
+            family.append(stats.paired(c[f"err_{m}"], b[f"err_{m}"]))
+    return pd.DataFrame([{**k, "diff": st["diff"], "half": st["half"], "level": st["level"], "pairs": st["pairs"],
+                          "runs_needed": st["runs_needed"],
+                          "verdict": stats.verdict(st, "higher when paced", "lower when paced")}
+                         for k, st in zip(keys, stats.holm(family))])
+
+
+def _effect_words(eff: pd.DataFrame) -> str:
+    return "; ".join(f"{t.control}: {t.model} {t.diff:+.1%} ± {t.half:.1%} ({t.level * 100:.2f}".rstrip("0").rstrip(".")
+                     + f"%, {t.pairs} pairs), {t.verdict}"
+                     + (f", {stats.fmt_runs(t.runs_needed)} pairs to resolve" if t.verdict == "not resolved" else "")
+                     for t in eff.itertuples())
+
+
+def offloads_off(manifest: dict) -> bool:
+    """Every interface of a run's network read back with GRO, GSO and TSO off (`ethtool -k`, recorded
+    by the kit since the paced control); False where any is on or none was recorded."""
+    offl = (manifest.get("network") or {}).get("offloads") or {}
+    keys = ("generic-receive-offload", "generic-segmentation-offload", "tcp-segmentation-offload")
+    return bool(offl) and all(dev.get(k) == "off" for dev in offl.values() for k in keys)
+
+
+ACK_DIVERGENCE = "ACK ratio b at random loss well above the delayed-ACK 2 the models assume"
+
+
+def ack_ratio_row(r: pd.DataFrame, controls: dict) -> tuple[str, str, str] | None:
+    """The divergence row of the ACK ratio: b at random loss without a rate (the linux_recovery
+    control) against the delayed-ACK value, and what the paced* controls changed. 'cause measured'
+    only where a rate brings b to <= 3 with every offload read back off."""
+    base = controls.get("linux_recovery")
+    if base is None:
+        return None
+    rnd = _random_points(base["runs"])
+    if rnd.empty or rnd.b.median() <= 3:
+        return None
+    dt = r[(r.scenario == "droptail") & ~r.queued.astype(bool)]
+    ref = _random_points(r) if "model1" in r else r.iloc[0:0]
+    seen = (f"random loss, netem without a rate (control linux_recovery, {len(rnd)} runs): b {rnd.b.median():.1f} "
+            f"(median; {rnd.b.min():.1f}–{rnd.b.max():.1f})"
+            + (f"; random loss in this reference (made behind the setup check's rate, see below): b "
+               f"{ref.b.median():.1f}" if len(ref) else "")
+            + (f"; DropTail (this reference, its rate spacing the packets): b {dt.b.median():.1f}" if len(dt) else ""))
+    paced = paced_controls(controls)
+    tbl = ack_ratio_table(base["runs"], paced) if paced else pd.DataFrame()
+    if tbl.empty:
+        return (ACK_DIVERGENCE, seen, "unexplained, tried: nothing yet. Runnable: the same points with a rate on the "
+                "link (experiment.toml, paced)")
+    arms = tbl[tbl.control != "linux_recovery"]
+    offs = all(offloads_off(c.get("manifest") or {}) for c in [base, *dict(paced).values()])
+    said = "; ".join(f"{t.arm} (control {t.control}, {t.points}): b {t.b:.1f} against {b.b:.1f} without it, "
+                     f"the receiver sending {t.acks_per_segment:.2f} ACKs per segment received against "
+                     f"{b.acks_per_segment:.2f}"
+                     for t, b in zip(arms.itertuples(), tbl[tbl.control == "linux_recovery"].itertuples()))
+    said += (f"; the delayed-ACK timer sent {tbl.delayed_share.min():.0%}–{tbl.delayed_share.max():.0%} of the "
+             f"receiver's ACKs, backlog coalescing took {tbl.backlog_coalesce.max():.0f} segments at most (medians). "
+             f"The models' fit, paced − not (signed error, Holm over all): "
+             f"{_effect_words(ack_ratio_effect(base['runs'], paced))}")
+    spaced, close = arms[arms.b <= 3], arms[arms.b > 3]
+    growth = (". Linux grows cwnd per segment acknowledged, not per ACK (tcp_cong_avoid_ai with `acked`), so "
+              "the b of the models' window growth is 1 whatever the ratio, as fed to them")
+    if len(spaced) and offs:
+        return (ACK_DIVERGENCE, seen,
+                "cause measured: how closely the packets follow each other on the link, not offloads (GRO, GSO "
+                "and TSO read back off on every interface). With " + " and ".join(spaced.arm) + " b falls to "
+                "the delayed-ACK value" + (", with " + " and ".join(close.arm) + " it does not" if len(close) else "")
+                + ": " + said + growth)
+    return (ACK_DIVERGENCE, seen,
+            f"unexplained, tried: spacing the packets with a rate ({'; '.join(arms.arm)}), which left b above 3"
+            + ("" if offs else "; the offloads were not read back off on every interface") + f": {said}" + growth
+            + ". Runnable: a slower rate, e.g. the 20 Mbit/s this reference's random-loss runs were held to "
+            "(experiment.toml, paced_20mbit)")
+
+
+def _ack_ratio_section(controls: dict) -> list[str]:
+    base, paced = controls.get("linux_recovery"), paced_controls(controls)
+    if base is None or not paced:
+        return []
+    tbl = ack_ratio_table(base["runs"], paced)
+    if tbl.empty:
+        return []
+    eff = ack_ratio_effect(base["runs"], paced)
+    return [
+        "### Controlled run: the ACK ratio (paced)",
+        "",
+        "The random-loss points with a rate on the link far above what the flows send (controls "
+        f"{', '.join(n for n, _ in paced)}), each beside the same points without one (control linux_recovery: "
+        "same kit, window and kernel). b from the capture; the receiver's ACKs from its nstat over the whole "
+        "transfer (TcpOutSegs per TcpInSegs, duplicate ACKs included; TcpExtDelayedACKs; "
+        "TcpExtTCPBacklogCoalesce). Medians per run.",
+        "",
+        "| link | points | runs | b | ACKs per segment received | by the delayed-ACK timer | "
+        "backlog-coalesced segments | model 1 | model 2 | n × Padhye(p) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *[f"| {t.arm} | {t.points} | {t.count} | {t.b:.1f} ({t.b_min:.1f}–{t.b_max:.1f}) | {t.acks_per_segment:.2f} | "
+          f"{t.delayed_share:.0%} | {t.backlog_coalesce:.0f} | {_pct(t.model1)} | {_pct(t.model2)} | "
+          f"{_pct(t.n_pftk_p)} |" for t in tbl.itertuples()],
+        "",
+        "Signed error, paced − not, per point, Holm-corrected over every control and model: " + _effect_words(eff) + ".",
+        "",
+    ]
 
 
 # ---------------------------------------------------------------- figures
@@ -569,7 +746,8 @@ def _count_words(e: dict | None) -> str:
 
 def _arm_words(t) -> str:
     """One arm of `recovery_table` in numbers."""
-    return (f"{t.count} runs: model 1 {_pct(t.model1)}, n × Padhye(p) {_pct(t.n_pftk_p)} (median error); "
+    return (f"{t.count} runs: model 1 {_pct(t.model1)}, n × Padhye(p) {_pct(t.n_pftk_p)}, model 2 {_pct(t.model2)} "
+            "(median error); "
             f"timeouts {t.timeouts:g} per run (median, max {t.timeouts_max:g}; {t.timeouts_share:.0%} of the loss "
             f"events) against {t.model1_timeouts:.0f} that model 1 and {t.padhye_timeouts:.0f} that Padhye assume; "
             f"|error| difference {t.diff:+.1%} ± {t.half:.1%} ({t.level * 100:.2f}".rstrip("0").rstrip(".")
@@ -631,10 +809,10 @@ def _recovery_section(r: pd.DataFrame, control: dict, linux: dict | None = None)
         "tail-loss probes from nstat over the whole transfer (warm-up included). The verdict is Fig. 16's: "
         "|error of model 1| − |error of n × Padhye(p)| per run, Holm-corrected over the two rows.",
         "",
-        "| recovery | runs | model 1 | n × Padhye(p) | loss events | timeouts measured | timeouts model 1 | "
+        "| recovery | runs | model 1 | n × Padhye(p) | model 2 | loss events | timeouts measured | timeouts model 1 | "
         "timeouts Padhye | fast recoveries | tail-loss probes | \\|error\\| difference | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-        *[f"| {t.arm} | {t.count} | {_pct(t.model1)} | {_pct(t.n_pftk_p)} | {t.loss_events:.0f} | "
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *[f"| {t.arm} | {t.count} | {_pct(t.model1)} | {_pct(t.n_pftk_p)} | {_pct(t.model2)} | {t.loss_events:.0f} | "
           f"{t.timeouts:g} (max {t.timeouts_max:g}) | {t.model1_timeouts:.0f} | {t.padhye_timeouts:.0f} | "
           f"{'–' if math.isnan(t.recoveries) else f'{t.recoveries:.0f}'} | "
           f"{'–' if math.isnan(t.loss_probes) else f'{t.loss_probes:.0f}'} | "
@@ -657,6 +835,9 @@ def divergences(r: pd.DataFrame, controls: dict | None = None, manifest: dict | 
         rows.append(("n × Padhye(p) closer to the measurement than model 1 (the paper's Fig. 16: model 1 closer)",
                      "; ".join(f"{t.runs}: |error| {t.n_pftk_p:.0%} vs {t.model1:.0%}" for t in against.itertuples()),
                      recovery_cause(r, controls.get("reno_recovery"), controls.get("linux_recovery"))))
+    ack = ack_ratio_row(r, controls)
+    if ack:
+        rows.append(ack)
     queued = r[r.queued.astype(bool) & (r.scenario == "random")]
     if len(queued):
         rows.append((f"{len(queued)} random-loss runs queued, not limited by the loss alone (excluded from the bands)",
@@ -816,6 +997,7 @@ def report(out: Path) -> str:
         lines += [para, ""]
     if "reno_recovery" in controls:
         lines += _recovery_section(r, controls["reno_recovery"], controls.get("linux_recovery"))
+    lines += _ack_ratio_section(controls)
     if len(sens):
         lines += [
             "The RTT fed to the models: median error of each model fed the kernel's min RTT, its srtt or tshark's "

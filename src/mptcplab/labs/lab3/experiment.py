@@ -52,8 +52,11 @@ def sweep_points(params: dict) -> list[dict]:
     flows = [int(n) for n in params["flows"]]
     if not flows or min(flows) < 1:
         raise UsageError(f"flows = {params['flows']}: give flow counts >= 1")
+    # An optional rate on the random-loss link (`[random] rate`): far above what the flows send, it
+    # only spaces the packets out as a real link does (netem without one releases each burst at once).
+    rate = params.get("random", {}).get("rate")
     for loss in params.get("random", {}).get("loss", []):
-        link = f"delay={params['paths']['p1']['delay']},loss={loss}"
+        link = (f"rate={rate}," if rate else "") + f"delay={params['paths']['p1']['delay']},loss={loss}"
         LinkSpec.parse(link)
         out += [{"scenario": "random", "loss_cfg": loss, "capacity_mbps": None, "link": link, "n": n}
                 for n in flows]
@@ -83,11 +86,19 @@ def topology(params: dict) -> Topology:
 
 
 RECOVERIES = ("TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery")  # nstat: fast recoveries entered
+# nstat on the receiver -> the runs-table column (rcv_<key>).
+RECEIVER_COUNTERS = {"out_segs": "TcpOutSegs", "in_segs": "TcpInSegs", "delayed_acks": "TcpExtDelayedACKs",
+                     "backlog_coalesce": "TcpExtTCPBacklogCoalesce", "ofo_queue": "TcpExtTCPOFOQueue"}
 BOTTLENECK_DEV = "b-p1"  # the emulator's egress toward rcv: the data direction's qdisc
 
 
 def configure(net, point: Point, params: dict) -> None:
-    """This run's link on the path (data direction); the ACK direction keeps its delay only."""
+    """This run's link on the path (data direction); the ACK direction keeps its delay only. Then
+    `run_sysctls`: set for the runs, after the setup check (which verifies the place with the
+    network's own sysctls); recorded and read back into each run's manifest like the network's."""
+    for host, values in params.get("run_sysctls", {}).items():
+        for k, v in values.items():
+            net.set_sysctl(host, k, str(v))
     link = point.values["link"]
     if str(net.topo.path("p1").link) != str(LinkSpec.parse(link)):
         net.set_link("p1", link, f"delay={params['paths']['p1']['delay']}")
@@ -106,6 +117,7 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
     n = point["n"]
     with Capture(net, "snd", rd, bpf_filter=f"tcp port {PORT}") as cap, \
             SsSampler(net, "snd", rd, PORT, interval=0.2) as ss, Counters(net, "snd", rd) as counters, \
+            Counters(net, "rcv", rd, name="counters-rcv.json") as rcv_counters, \
             QdiscSampler(net, EMULATOR, rd, BOTTLENECK_DEV, interval=0.2) as qdisc, CpuTimes(rd) as cpu:
         r = bulk(net, "snd", "rcv", "p1", "tcp", duration=warmup + steady + 1.0, flows=n, cc=params["cc"], port=PORT)
     ccs = sorted({f["cc"] for f in r.flows})
@@ -153,6 +165,10 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
         "loss_probes_nstat": counters.delta.get("TcpExtTCPLossProbes", 0),
         "recovery_nstat": {k: counters.delta.get(k, 0) for k in (*RECOVERIES, "TcpExtTCPLossProbes",
                                                                  "TcpExtTCPSpuriousRTOs", "TcpExtTCPTimeouts")},
+        # How the receiver acknowledged (whole transfer): segments it sent (its ACKs), delayed-ACK
+        # timers that fired, segments coalesced in a busy socket's backlog (one ACK then covers
+        # them all), out-of-order segments queued: what the ACK ratio b is made of.
+        **{f"rcv_{k}": rcv_counters.delta.get(v, 0) for k, v in RECEIVER_COUNTERS.items()},
         # How busy the kernel forwarding the packets was over the transfer (one kernel runs every
         # namespace): its CPU time by kind, and its receive softirq running out of budget or room.
         "cpu": cpu.share, "softnet": cpu.softnet,
@@ -175,6 +191,9 @@ def check_parameters(params: dict) -> None:
     """What the generic checks cannot know: model_b is a number or "measured"."""
     if set(params.get("paths", {})) != {"p1"}:
         raise UsageError(f"paths = {sorted(params.get('paths', {}))}: lab3 has one path, [paths.p1] (its delay)")
+    unknown = set(params.get("run_sysctls", {})) - {"snd", "rcv"}
+    if unknown:
+        raise UsageError(f"run_sysctls: unknown host(s) {', '.join(sorted(unknown))}; lab3's hosts are snd and rcv")
     b = params.get("model_b", 1)
     if not (b == "measured" or (isinstance(b, (int, float)) and not isinstance(b, bool) and b > 0)):
         raise UsageError(f"model_b = {b!r}: give a number > 0 (packets per ACK) or \"measured\"")

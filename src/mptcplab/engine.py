@@ -37,22 +37,27 @@ def setup_check(net, params: dict, ctx: RunContext) -> None:
     lab, say = ctx.lab, log.get(ctx.lab.id)
     first = net.topo.paths[0]
     with sweep.run(VERIFY, {"what": "verify the setup", **params}) as rd:
-        net.record(rd)
+        with rd.timed("record"):
+            net.record(rd)
         say.info("verifying the setup before measuring")
         # window=True: the physics check (mptcplab.physics) in every place, before every lab.
         check_paths(net, rd, first.a, first.b, **{"window": True, **lab.path_checks})
         lines = [describe(rd.summary["checks"])]
         if lab.extra_check:
-            lines.append(lab.extra_check(net, rd, params))
+            with rd.timed("extra_check"):
+                lines.append(lab.extra_check(net, rd, params))
         say.info("setup verified:\n%s", "\n".join(lines))
 
 
 def run_point(lab: Lab, net, sweep: Sweep, point: Point, params: dict) -> str:
     """One run: the point's settings, then the network into the manifest, then the measurement."""
     with sweep.run(point.key, point.values) as rd:
-        lab.configure(net, point, params)
-        net.record(rd)  # after configure: the manifest shows what this run really used
-        return lab.measure(net, rd, point, params)
+        with rd.timed("configure"):
+            lab.configure(net, point, params)
+        with rd.timed("record"):
+            net.record(rd)  # after configure: the manifest shows what this run really used
+        with rd.timed("measure"):
+            return lab.measure(net, rd, point, params)
 
 
 def _duration(seconds: float) -> str:
@@ -83,10 +88,12 @@ class Progress:
         self.say.info("%d/%d %s: %s  [%s%s]", self.done, self.total, key, line, _duration(elapsed), eta)
 
 
-def run(ctx: RunContext) -> dict:
-    """Every point of the lab's sweep that is not done yet; then the lab's `finish`. A shard
-    (ctx.shard, see mptcplab.shards) runs its share of the points and records itself instead: its
-    tables come from `mptcplab merge`."""
+def run(ctx: RunContext, analyse: bool = True) -> dict | None:
+    """Every point of the lab's sweep that is not done yet; then the lab's `finish` (with
+    analyse=False, none: inside a guest, whose CPU may be emulated ten times slower than the host's,
+    the runner has the host analyse the runs after the guest exits). A shard (ctx.shard, see
+    mptcplab.shards) runs its share of the points and records itself instead: its tables come from
+    `mptcplab merge`."""
     lab, params, sweep = ctx.lab, ctx.params, Sweep(ctx.out)
     say = log.get(lab.id)
     ctx.started = ctx.started or time.monotonic()
@@ -113,4 +120,6 @@ def run(ctx: RunContext) -> dict:
                 line = run_point(lab, net, sweep, point, params)
                 progress.step(point.key, line, wall_clock(ctx.out) - started)
             left = [p for p in points() if not sweep.done(p.key)]
-    return shards.record(ctx, git_commit()) if ctx.shard else lab.finish(ctx)
+    if ctx.shard:
+        return shards.record(ctx, git_commit())
+    return lab.finish(ctx) if analyse else None

@@ -105,24 +105,41 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
     argv = ["run", lab.id, "--out", str(out)] + (["--quick"] if quick else [])
     argv += [f"--shard={shard}"] if shard else []
 
+    started = time.monotonic()
+
     def here() -> int:
         out.mkdir(parents=True, exist_ok=True)
         where_now = places.current().NAME
-        say = log.get(lab.id)
-        say.info("%s — %s run%s, %s, results in %s", lab.title, "quick" if quick else "full",
-                 f", shard {shard}" if shard else "", where_now, out)
-        summary = engine.run(RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now, shard=shard))
-        guest, wall = clock_totals(out)
-        if guest:
-            say.info("%s clock: the runs took %.0f s on the guest's clock and %.0f s of "
-                     "wall-clock time (each manifest's `clock`)", where_now, guest, wall)
-        if shard:  # its tables and report come from `mptcplab merge` of every shard
-            say.info("shard %s: %d runs done; merge the shards with `mptcplab merge`", shard, len(summary["runs"]))
-        else:
-            conclude(lab, out, summary)
+        log.get(lab.id).info("%s — %s run%s, %s, results in %s", lab.title, "quick" if quick else "full",
+                             f", shard {shard}" if shard else "", where_now, out)
+        ctx = RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now, shard=shard)
+        # Inside a guest the runs only: the host analyses them once the guest has exited (below),
+        # where Python runs ten times faster than on an emulated CPU (a shard records itself).
+        summary = engine.run(ctx, analyse=not places.inside_guest())
+        if summary is not None:
+            analyse(ctx, summary)
         return 0
 
     if not places.inside_guest():
         places.get(place).prepare(lab)
-    return in_place(place, argv, here, out=out, lab=lab.id, params=params,
-                    checked=records.params_key(overrides))
+    rc = in_place(place, argv, here, out=out, lab=lab.id, params=params, checked=records.params_key(overrides))
+    if rc == 0 and places.get(place).GUEST and not places.inside_guest() and not shard:
+        analyse(RunContext(lab=lab, params=params, out=out, quick=quick, where=place, started=started))
+    return rc
+
+
+def analyse(ctx: RunContext, summary: dict | None = None) -> None:
+    """A sweep's tables and report from its runs on disk: the lab's `finish` (unless the sweep
+    returned its summary), then `conclude`; for a shard, only what it did (`mptcplab merge` analyses)."""
+    lab, say, t0 = ctx.lab, log.get(ctx.lab.id), time.monotonic()
+    summary = summary if summary is not None else lab.finish(ctx)
+    guest, wall = clock_totals(ctx.out)
+    if guest:
+        say.info("%s clock: the runs took %.0f s on the guest's clock and %.0f s of "
+                 "wall-clock time (each manifest's `clock`)", ctx.where, guest, wall)
+    if ctx.shard:
+        say.info("shard %s: %d runs done; merge the shards with `mptcplab merge`", ctx.shard, len(summary["runs"]))
+        return
+    conclude(lab, ctx.out, summary)
+    if not places.inside_guest() and places.get(ctx.where).GUEST:
+        say.info("analysed here after the guest exited (%.0f s)", time.monotonic() - t0)

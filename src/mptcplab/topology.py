@@ -280,6 +280,17 @@ class Topology:
             net.teardown()
 
 
+def parse_sysctls(text: str, keys) -> dict[str, str | None]:
+    """`sysctl KEY...` output ("key = value" lines; a missing key only on stderr) -> {key: value,
+    whitespace as one space (tcp_wmem's tabs), or None}."""
+    got = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(" = ")
+        if sep:
+            got[key.strip()] = " ".join(value.split())
+    return {k: got.get(k) for k in keys}
+
+
 class Network:
     """A built topology: run commands in hosts, change links, snapshot the configuration."""
 
@@ -364,6 +375,11 @@ class Network:
         out = self.run(host, ["sysctl", "-n", key], check=False)
         return " ".join(out.stdout.split()) if out.returncode == 0 else None
 
+    def sysctls(self, host: str, keys) -> dict[str, str | None]:
+        """Several of `host`'s sysctls read by one `sysctl` (each process started costs a second or
+        more in an emulated CPU, and every run records these); None for a key the kernel lacks."""
+        return parse_sysctls(self.run(host, ["sysctl", *keys], check=False).stdout, keys)
+
     def record(self, rundir) -> None:
         """Put the replayable commands and the kernel's view of the network into a run directory."""
         rundir.write_text("topology.sh", self.topo.script())
@@ -383,7 +399,7 @@ class Network:
             "own_latency_method": latency.METHOD,
             "qdiscs": self.check(["tc", "-n", emu, "qdisc", "show"]).strip().splitlines(),
             "sysctls_set": {h: {**BASE_SYSCTLS, **self.topo.sysctls.get(h, {})} for h in self.topo.hosts},
-            "sysctls": {h: {k: self.sysctl(h, k) for k in REPORTED_SYSCTLS} for h in self.topo.hosts},
+            "sysctls": {h: self.sysctls(h, REPORTED_SYSCTLS) for h in self.topo.hosts},
             "mptcp": {},
         }
         for h in self.topo.hosts:

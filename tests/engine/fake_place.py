@@ -21,6 +21,7 @@ RANK = 1
 OFFERS = {"netem", "tbf"}
 calls: list[tuple[list[str], list[Path], dict]] = []  # every run(): (argv, results, handed)
 prepared: list[str] = []  # the labs prepare() was asked for
+analysed: list = []  # the RunContexts the runner analysed on the host after run() (conftest.fake_place)
 
 
 def available() -> tuple[bool, str]:

@@ -3,6 +3,7 @@
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -274,3 +275,40 @@ def test_the_shared_path_split_is_taken_over_one_window():
     assert (w["tcp_on_shared_mbps"] + w["mptcp_on_shared_mbps"]) * 1e6 == pytest.approx(link, rel=1e-3)
     assert l2m.shared_path_rates(mptcp, tcp, 0.5)["mptcp_on_shared_mbps"] == pytest.approx(
         w["mptcp_on_shared_mbps"] / 2, abs=1e-3)
+
+
+def _raw_events():
+    """Three callbacks of one subflow on path 2 (10.2.0.1), as the BPF map holds them."""
+    from mptcplab.labs.lab2.cc.loader import EVENT
+
+    raw = np.zeros(3, dtype=EVENT)
+    raw["t_ns"] = [1_000_000_000, 1_020_000_000, 1_045_000_000]
+    raw["sock"] = 7
+    raw["kind"] = [1, 2, 3]  # init, rtt, ack
+    raw["saddr"] = 0x0100020A  # 10.2.0.1 in network order, read as a little-endian u32
+    raw["cwnd"], raw["ssthresh"], raw["n"], raw["acked"], raw["limited"] = 10, 2**31 - 1, 1, 2, 1
+    raw["last_rtt_us"] = [0, 40_000, 41_000]
+    raw["w"][:, 0], raw["rtt"][:, 0] = 10, 40_000
+    return raw
+
+
+def test_recorded_callbacks_kept_raw_make_the_trace_the_run_used_to_write(tmp_path):
+    """A detail run keeps its BPF callbacks raw (cc-events.npy, a memory copy in the guest); the
+    analysis makes cc-trace.csv.gz from them, the table the run itself wrote before, and the run's
+    manifest then lists it."""
+    from mptcplab.labs.lab2 import cc, cctrace
+    from mptcplab.labs.lab2.cc.loader import Recording
+    from mptcplab.results import Sweep
+
+    raw = _raw_events()
+    with Sweep(tmp_path).run("static-cs218-r1", {}) as rd:
+        cc.save_raw(raw, rd.file(la.CC_EVENTS_RAW))
+        rd.summary.update({"algo": "cs218", "variant": "static", "rep": 1})
+    run = tmp_path / "static-cs218-r1"
+    assert la.convert_raw(tmp_path) == ["static-cs218-r1"] and la.convert_raw(tmp_path) == []
+    before = cctrace.compact(Recording(raw=raw).events, "cs218")  # what the run wrote in the guest before
+    after = cctrace.load(run / "cc-trace.csv.gz")
+    pd.testing.assert_frame_equal(after, cctrace.load(cctrace.save(before, tmp_path / "before.csv.gz")))
+    assert list(after.path) == [2, 2, 2] and list(after.kind) == ["init", "rtt", "ack"]
+    assert not (run / la.CC_EVENTS_RAW).exists()
+    assert "cc-trace.csv.gz" in json.loads((run / "manifest.json").read_text())["artefacts"]

@@ -25,7 +25,7 @@ from ...observe import SsSampler, Tracing
 from ...topology import NetPath, Topology
 from ...traffic import Transfer, bulk, concurrent, start_time, udp_onoff
 from . import analysis as lab2_analysis, cc, cctrace
-from .measure import subflow_table
+from .measure import shared_path_rates, subflow_table
 
 _log = log.get("lab2")
 PORT = 5201
@@ -119,9 +119,11 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
 
     try:
         with SsSampler(net, "snd", rd, PORT, interval=0.05 if detail else 0.25) as sampler:
-            observers = [Tracing(net, rd, PORT)] if detail else []
-            for o in observers:
-                o.__enter__()
+            # the raw trace is parsed after the run (analysis.convert_raw): tens of seconds in an emulated CPU
+            observers = [Tracing(net, rd, PORT, parse=False)] if detail else []
+            with rd.timed("observers_start"):
+                for o in observers:
+                    o.__enter__()
             record = detail and params.get("record_events", False)
             recorder = cc.recording(algo.name) if record else contextlib.nullcontext()
             applied: list[dict] = []
@@ -131,12 +133,13 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
                     timers.extend(_schedule_mobility(net, params, duration, netem, t0, applied))
 
             try:
-                with recorder as rec:
+                with recorder as rec, rd.timed("bulk"):
                     r = bulk(net, "snd", "rcv", net.topo.paths[0].name, "mptcp", duration=duration, cc=algo.name,
                              port=PORT, start_at=go, on_start=on_start)
             finally:
-                for o in reversed(observers):
-                    o.__exit__(None, None, None)
+                with rd.timed("observers_stop"):
+                    for o in reversed(observers):
+                        o.__exit__(None, None, None)
     finally:
         for t in timers:
             t.cancel()
@@ -147,7 +150,8 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
             if (p.link, p.reverse) != (link, reverse):
                 net.set_link(name, link, reverse)
     ss_text = sampler.path.read_text()
-    subs = subflow_table(ss_text, algo.name)
+    with rd.timed("subflow_table"):
+        subs = subflow_table(ss_text, algo.name)
     established = [s for s in subs if s["mptcp_subflow"]]
     if len(established) != net.topo.mptcp_subflows or not all(s["cc_ok"] for s in established):
         raise ExperimentFailed(f"{algo.name}: expected {net.topo.mptcp_subflows} subflows all running it, "
@@ -156,9 +160,11 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
         sampler.path.unlink()  # the per-subflow totals below are what the analysis uses
     rd.write_json("subflows.json", subs)
     r.intervals.to_csv(rd.file("intervals.csv"), index=False)
-    if record:  # every callback of the BPF program during the transfer (the differential test's input)
-        cctrace.save(cctrace.compact(rec.events, algo.key), rd.file("cc-trace.csv.gz"))
-        rd.summary["cc_events"] = {"recorded": len(rec.events), "dropped": rec.dropped}
+    if record:  # every callback of the BPF program during the transfer (the differential test's input), as the
+        # map held them: cc-trace.csv.gz is made from them after the run (analysis.convert_raw)
+        with rd.timed("cc_events_save"):
+            cc.save_raw(rec.raw, rd.file(lab2_analysis.CC_EVENTS_RAW))
+        rd.summary["cc_events"] = {"recorded": len(rec.raw), "dropped": rec.dropped}
     rd.summary["sender_start_s"] = round(net.sender_start_s, 3)  # what start_time allowed per process
     if variant == "mobility":  # when each change really began and ended (s after the transfer's start)
         rd.summary["mobility_applied"] = sorted(applied, key=lambda m: m["begun_s"])
@@ -283,9 +289,11 @@ def finish(ctx: RunContext) -> dict:
               paired[["variant", "algo", "vs", "diff", "half", "level", "verdict", "runs_needed"]].to_string(index=False),
               fairness.to_string(index=False))
     n_algos = len(algorithms(params))
+    # as the runs' kernel had it (finish may run on the host, after a guest measured)
+    emulation = tables["manifest"].get("network", {}).get("emulation") or ""
     return {"runs": int(params["repetitions"]) * len(params["variants"]) * n_algos,
             "fairness_runs": int(params["fairness"]["repetitions"]) * n_algos,
-            "emulation": "netem" if _netem() else "tbf",
+            "emulation": "netem" if emulation.startswith("netem") else "tbf",
             "throughput": throughput.to_dict("records"), "paired": paired.to_dict("records"),
             "fairness": fairness.to_dict("records")}
 

@@ -37,6 +37,8 @@ def setup_check(net, params: dict, ctx: RunContext) -> None:
     lab, say = ctx.lab, log.get(ctx.lab.id)
     first = net.topo.paths[0]
     with sweep.run(VERIFY, {"what": "verify the setup", **params}) as rd:
+        if getattr(net, "up_s", None) is not None:  # building the network it checks came first (Topology.up)
+            rd.manifest.setdefault("timings", {})["network_up"] = round(net.up_s, 3)
         with rd.timed("record"):
             net.record(rd)
         say.info("verifying the setup before measuring")

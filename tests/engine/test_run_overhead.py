@@ -3,13 +3,17 @@ a run's time went, the network's sysctls read in one process, the kernel's trace
 run from the raw text it kept."""
 
 import json
+import subprocess
 import time
 
 import pandas as pd
+import pytest
 
 from mptcplab import observe
 from mptcplab.results import Sweep, timed
-from mptcplab.topology import parse_sysctls
+from mptcplab import topology
+from mptcplab.errors import EnvironmentProblem
+from mptcplab.topology import Cmd, parse_sysctls
 
 from test_observe_parsers import TRACE
 
@@ -51,3 +55,31 @@ def test_a_trace_kept_raw_is_parsed_after_the_run_as_during_it(tmp_path):
     assert (probe.saddr, probe.sport, probe.snd_nxt, probe.snd_una, probe.srtt_us) == ("10.1.0.1", 40000, 16, 8, 120)
     assert sorted(p.name for p in after.iterdir()) == ["sndbuf_waits.csv", "tcp_probe.csv"]  # raw and note gone
     assert observe.parse_saved_trace(after) is None  # once
+
+
+def test_a_networks_commands_run_batched_per_namespace_in_order():
+    cmds = [Cmd(["ip", "netns", "add", "n1"]), Cmd(["ip", "netns", "exec", "n1", "sysctl", "-qw", "a=1"]),
+            Cmd(["ip", "-n", "n1", "link", "set", "lo", "up"]), Cmd(["ip", "-n", "n1", "addr", "add", "10.1.0.1/24",
+                                                                    "dev", "p1"]),
+            Cmd(["tc", "-n", "n1", "qdisc", "replace", "dev", "p1", "root", "netem", "delay", "10ms"]),
+            Cmd(["ip", "-n", "n2", "link", "set", "lo", "up"]), Cmd(["ethtool", "-K", "p1", "tso", "off"])]
+    got = topology.batches(cmds)
+    assert [(head, len(group)) for head, group in got] == [
+        (["ip", "-batch", "-"], 2), (["ip", "-n", "n1", "-batch", "-"], 2), (["tc", "-n", "n1", "-batch", "-"], 1),
+        (["ip", "-n", "n2", "-batch", "-"], 1), (["ethtool", "-K", "p1", "tso", "off"], 1)]
+    assert topology.batch_lines(*got[0]) == "netns add n1\nnetns exec n1 sysctl -qw a=1\n"
+    assert topology.batch_lines(*got[1]) == "link set lo up\naddr add 10.1.0.1/24 dev p1\n"
+
+
+def test_a_failed_batch_names_the_command_that_failed(monkeypatch):
+    ran = []
+
+    def run(argv, check=True, input=None, **kw):
+        ran.append((argv, input))
+        return subprocess.CompletedProcess(argv, 1, "", 'Cannot find device "p9"\nCommand failed -:2\n')
+    monkeypatch.setattr(topology.process, "run", run)
+    net = topology.Network.__new__(topology.Network)
+    cmds = [Cmd(["ip", "-n", "n1", "link", "set", "lo", "up"]), Cmd(["ip", "-n", "n1", "link", "set", "p9", "up"])]
+    with pytest.raises(EnvironmentProblem, match=r'`ip -n n1 link set p9 up` failed \(1\): Cannot find device "p9"$'):
+        net.check_all(cmds)
+    assert ran == [(["ip", "-n", "n1", "-batch", "-"], "link set lo up\nlink set p9 up\n")]

@@ -17,17 +17,11 @@ import datetime as dt
 import json
 from pathlib import Path
 
+from mptcplab.results import transfer_s
+
 
 def _epoch(iso: str) -> float:
     return dt.datetime.fromisoformat(iso).timestamp()
-
-
-def transfer_s(summary: dict) -> float | None:
-    """The run's transfer: span_s, or for a fairness run the window both flows were receiving."""
-    if summary.get("span_s") is not None:
-        return float(summary["span_s"])
-    window = summary.get("shared_window_s")
-    return float(window[1] - window[0]) if window else None
 
 
 def rows(sweep: Path) -> list[dict]:

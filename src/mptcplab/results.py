@@ -171,6 +171,20 @@ def clock_totals(sweep: Path | str) -> tuple[float, float]:
     return guest, wall
 
 
+def transfer_s(summary: dict) -> float | None:
+    """A run's transfer time: first to last byte at its receiver (span_s), or for transfers side
+    by side the window all were receiving (shared_window_s)."""
+    if summary.get("span_s") is not None:
+        return float(summary["span_s"])
+    window = summary.get("shared_window_s")
+    return float(window[1] - window[0]) if window else None
+
+
+def transfer_total_s(sweep: Path | str) -> float:
+    """The sum of a sweep's transfer times (transfer_s): what its wall-clock time is compared with."""
+    return sum(t for _, s in completed(sweep) if (t := transfer_s(s)) is not None)
+
+
 @contextlib.contextmanager
 def experiment_lock(wait_message: str = "another experiment is running; waiting for it to finish"):
     """One experiment at a time per machine: two runs at once would measure each other."""

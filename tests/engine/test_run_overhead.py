@@ -83,3 +83,13 @@ def test_a_failed_batch_names_the_command_that_failed(monkeypatch):
     with pytest.raises(EnvironmentProblem, match=r'`ip -n n1 link set p9 up` failed \(1\): Cannot find device "p9"$'):
         net.check_all(cmds)
     assert ran == [(["ip", "-n", "n1", "-batch", "-"], "link set lo up\nlink set p9 up\n")]
+
+
+def test_a_sweeps_transfer_time_is_its_runs_spans_or_common_windows(tmp_path):
+    from mptcplab.results import transfer_total_s
+
+    for key, summary in (("verify", {"checks": {}}), ("static-lia-r1", {"span_s": 9.5}),
+                         ("fair-lia-r1", {"shared_window_s": [100.0, 108.25]})):
+        with Sweep(tmp_path).run(key, {}) as rd:
+            rd.summary.update(summary)
+    assert transfer_total_s(tmp_path) == 9.5 + 8.25

@@ -28,6 +28,7 @@ check's slack (a VM without KVM), taken out of netem's delay: see latency.py.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shlex
 import subprocess
@@ -468,6 +469,9 @@ class Network:
                 proc.wait(timeout=2)
             TRACKER.discard(item)
         self._procs.clear()
+        for sock in self.spawners.values():  # the spawners' sockets (traffic.spawn), their processes gone
+            with contextlib.suppress(OSError):
+                os.unlink(sock)
         for h in (*self.topo.hosts, EMULATOR):
             name = self.ns(h)
             remove_namespace(name)

@@ -41,6 +41,8 @@ class LoopbackNet:
         for proc in reversed(self.procs):
             kill_process_group(proc.pid, grace=1.0)
             proc.wait(timeout=2)
+        for sock in self.spawners.values():
+            os.unlink(sock)
 
     def stop(self, proc, grace=2.0):
         if proc.poll() is None:

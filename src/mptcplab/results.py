@@ -185,6 +185,15 @@ def transfer_total_s(sweep: Path | str) -> float:
     return sum(t for _, s in completed(sweep) if (t := transfer_s(s)) is not None)
 
 
+_lock_taken: list[float] = []  # time.monotonic() when this process last took the experiment lock
+
+
+def lock_taken() -> float | None:
+    """When this process last took the experiment lock (time.monotonic()): a lab's wall-clock time
+    counts from there, not from a wait behind another experiment."""
+    return _lock_taken[-1] if _lock_taken else None
+
+
 @contextlib.contextmanager
 def experiment_lock(wait_message: str = "another experiment is running; waiting for it to finish"):
     """One experiment at a time per machine: two runs at once would measure each other."""
@@ -195,6 +204,7 @@ def experiment_lock(wait_message: str = "another experiment is running; waiting 
         except BlockingIOError:
             log.get().info(wait_message)
             fcntl.flock(f, fcntl.LOCK_EX)
+        _lock_taken.append(time.monotonic())
         try:
             yield
         finally:

@@ -22,7 +22,7 @@ from .errors import ExperimentFailed
 from .lab import RunContext, check_params, get_lab
 from .places import lifetime, records
 from .places.decide import decide
-from .results import clock_totals, experiment_lock, transfer_total_s
+from .results import clock_totals, experiment_lock, lock_taken, transfer_total_s
 from .shards import Shard, share
 
 _log = log.get()
@@ -126,7 +126,7 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
     if rc == 0 and places.get(place).GUEST and not places.inside_guest() and not shard:
         analyse(RunContext(lab=lab, params=params, out=out, quick=quick, where=place, started=started))
     if rc == 0 and not places.inside_guest():
-        wall, moving = time.monotonic() - started, transfer_total_s(out)
+        wall, moving = time.monotonic() - (lock_taken() or started), transfer_total_s(out)
         log.get(lab.id).info("%s: %.0f s of wall-clock time for %.0f s of transfers (%s; where it went: each run's "
                              "manifest `timings`)", place, wall, moving, f"{wall / moving:.1f}x" if moving else "none")
     return rc

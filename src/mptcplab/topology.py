@@ -396,7 +396,8 @@ class Network:
         for p in self.topo.paths:
             self.topo.own_latency.pop(p.name, None)
             bare = (latency.measuring_link(p.link), latency.measuring_link(p.reverse))
-            self.check_all(self.topo._link_cmds(p, netem, bare, why="only the delay, to measure the place's own latency"))
+            why = "only the delay, to measure the place's own latency"
+            self.check_all(self.topo._link_cmds(p, netem, bare, why=why))
             ping = latency.ping_rtt(self, p.a, p.b, p.name)
             own = self.topo.own_latency[p.name] = latency.OwnLatency(p.name, ping, p.rtt_s * 1e3)
             self.check_all(self.topo._link_cmds(p, netem))

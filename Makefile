@@ -1,5 +1,6 @@
 # The kit's entry points. Run as root (namespaces, qdiscs, apt-get).
-#   make reproduce   install what is missing, then reproduce all three labs (quick; FULL=1 for paper scale)
+#   make reproduce   install what is missing (the UML kernel too, without netem), then reproduce all three
+#                    labs (quick; FULL=1 for paper scale)
 #   make test        install what is missing, then run the test suite (unit + real-kernel tests)
 VENV ?= .venv
 MPTCPLAB = $(VENV)/bin/mptcplab
@@ -13,15 +14,18 @@ setup:
 setup-dev:
 	scripts/install-deps.sh --dev
 
+# Without netem the labs run in the UML kernel: build it (or find it cached) first, with its own
+# progress line, outside any per-test timeout and outside the first lab's time (reproduce's time ratio).
+UML_IF_NEEDED = $(VENV)/bin/python -c "import sys; from mptcplab.kernel import netem_usable; sys.exit(not netem_usable())" \
+	  || $(MPTCPLAB) uml build
+
 reproduce: setup
 	$(MPTCPLAB) doctor || true
+	$(UML_IF_NEEDED)
 	$(MPTCPLAB) reproduce $(QUICK)
 
-# Without netem the real-kernel tests run in the UML kernel: build it (or find it cached) first,
-# outside any per-test timeout.
 uml-if-needed: setup-dev
-	$(VENV)/bin/python -c "import sys; from mptcplab.kernel import netem_usable; sys.exit(not netem_usable())" \
-	  || $(MPTCPLAB) uml build
+	$(UML_IF_NEEDED)
 
 test: setup-dev uml-if-needed
 	$(VENV)/bin/pytest -q -ra

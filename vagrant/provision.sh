@@ -3,7 +3,7 @@
 # Idempotent: every step checks before it changes, so `vagrant provision` can be re-run at will.
 #
 #   provision.sh                      all steps
-#   provision.sh --only packages ...  just these steps (packages modules sysctls kit grader jupyter doctor)
+#   provision.sh --only packages ...  just these steps (packages modules sysctls kit jupyter doctor)
 #   provision.sh --check              change nothing; report what is missing, exit 1 if anything is
 #   provision.sh --list-packages      print the apt packages for this distribution and kernel
 #   provision.sh --image              inside a disk image's chroot (vagrant/box/build.sh): install and
@@ -26,7 +26,7 @@ TOKEN=${MPTCPLAB_JUPYTER_TOKEN:-mptcplab}
 ETC=${MPTCPLAB_ETC:-/etc}
 APT_UPDATE=${MPTCPLAB_APT_UPDATE:-auto}
 JUPYTER_DIR=${MPTCPLAB_JUPYTER_DIR:-$SRC}
-ALL_STEPS="packages modules sysctls kit grader jupyter doctor"
+ALL_STEPS="packages modules sysctls kit jupyter doctor"
 CHECK=0
 IMAGE=0
 STEPS=""
@@ -167,13 +167,6 @@ step_kit() {
     echo "export PATH=$VENV/bin:\$PATH" >"$ETC/profile.d/mptcplab.sh"
   fi
   need "mptcplab installed in $VENV" "$VENV/bin/mptcplab" --version || true
-}
-
-step_grader() { # the unprivileged account `mptcplab grade` runs submissions as
-  if [ "$CHECK" = 0 ] && ! id mptcplab-grader >/dev/null 2>&1; then
-    useradd --system --no-create-home --shell /usr/sbin/nologin mptcplab-grader
-  fi
-  need "user mptcplab-grader" id mptcplab-grader || true
 }
 
 step_jupyter() {

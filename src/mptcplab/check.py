@@ -3,8 +3,8 @@
 Reads what the labs write, without re-running anything; each lab names its results tables and the
 judge of each (`Lab.results_checks`):
 - a sweep table (`check_sweep`: one row per run; `config` tcp-<path> is single-path TCP over
-  that path, `sndbuf_effective` the sk_sndbuf the sender reported, and in runs that sampled `ss`
-  `sk_sndbuf_kernel` and `inflight_max_<path>`) with a manifest next to it (or in a run directory
+  that path, `sndbuf_effective` the sk_sndbuf the kernel reported to the sender, and in runs that
+  sampled `ss` `inflight_max_<path>`) with a manifest next to it (or in a run directory
   under it) that gives each path's configured RTT and rate;
 - a goodput table (`check_runs_table`: `mbps`, the receiver's goodput of all n flows together over the
   steady window, over a bottleneck of `capacity_mbps`; `emulator_wire_mbps`, what the bottleneck
@@ -60,14 +60,15 @@ def _number(value) -> float:
 def single_path_bounds(row, path: dict) -> dict:
     """The bounds of one single-path TCP run of a sweep table over `path` ({rtt_s, rate_bps}).
 
-    The run's sk_sndbuf is the largest it can have had (the looser bound): what the sender read
-    back (`sndbuf_effective`), what ss saw (`sk_sndbuf_kernel`), and for the tcp_wmem method
-    tcp_wmem[2] (`buffer_bytes`), up to which autotuning may grow it. Returns sk_sndbuf, rtt_s and
+    The run's sk_sndbuf is the largest it can have had (the looser bound): the one the kernel
+    reported after the transfer (`sndbuf_effective`), and for the tcp_wmem method tcp_wmem[2]
+    (`buffer_bytes`), since global TCP memory pressure may have shrunk it before that report
+    (sk_stream_moderate_sndbuf, 6.12 include/net/sock.h). Returns sk_sndbuf, rtt_s and
     the bounds: `window_bps` ((sk_sndbuf + 64 KiB) / RTT), `ceiling_bps` (the link) and
     `unacked_bytes` (sk_sndbuf + 64 KiB, for a window-limited run only: physics.window_limited);
     inf where there is nothing to bound with.
     """
-    sk = max(_number(row.get("sndbuf_effective")), _number(row.get("sk_sndbuf_kernel")))
+    sk = _number(row.get("sndbuf_effective"))
     if row.get("method") == "wmem":
         sk = max(sk, _number(row.get("buffer_bytes")))
     sk = int(sk)
@@ -107,6 +108,8 @@ def check_sweep(table: Path) -> list[physics.Verdict]:
             mbps = float(row["mbps"])
             b = single_path_bounds(row, path)
             where = f"{table.parent.name}/{run}"
+            if row.get("min_tso_segs"):  # Lab 1's control runs it at the kernel's own: said, judged all the same
+                where += f" (tcp_min_tso_segs {row['min_tso_segs']})"
             out += _ceiling(where, mbps, path["rate_bps"])
             if b["sk_sndbuf"] and b["rtt_s"] > 0:
                 bound = b["window_bps"] / 1e6
@@ -158,9 +161,13 @@ def check_fairness_table(table: Path) -> list[physics.Verdict]:
         for row in csv.DictReader(f):
             tcp = _number(row.get("tcp_on_shared_mbps")) or _number(row.get("tcp_mbps"))
             both = tcp + _number(row.get("mptcp_on_shared_mbps"))
-            out += [physics.Verdict(f"{table.parent.name}/fair-{row.get('algo')}-r{row.get('rep')}: TCP + MPTCP "
-                                    "on the shared path vs its ceiling", v.measured, v.bound, v.unit, v.ok)
-                    for v in _ceiling("", both, rate)]
+            where = f"{table.parent.name}/fair-{row.get('algo')}-r{row.get('rep')}"
+            out += [physics.Verdict(f"{where}: TCP + MPTCP on the shared path vs its ceiling", v.measured, v.bound,
+                                    v.unit, v.ok) for v in _ceiling("", both, rate)]
+            if _number(row.get("shared_wire_mbps")):  # the emulator's own count of what the link delivered
+                wire, bound = _number(row["shared_wire_mbps"]), physics.allowed(rate) / 1e6
+                out.append(physics.Verdict(f"{where}: the shared link's wire rate vs configured rate", wire, bound,
+                                           "Mbit/s", wire <= bound, "both flows' packets captured on its egress"))
     return out
 
 
@@ -195,7 +202,8 @@ def _path_by_address(run: Path) -> dict[str, dict]:
 def mptcp_ceiling_bps(manifest: dict, summary: dict) -> float:
     """The most an MPTCP transfer over every path of the run's network could carry, averaged over
     its span (physics.paths_ceiling_bps), with the path changes it recorded (`mobility_applied`:
-    when each began and ended) or, for runs made before that was recorded, as scheduled."""
+    when each began and ended) or, for runs made before that was recorded, as scheduled; at most
+    the ceiling of a bottleneck its paths share (the network's `bottleneck`)."""
     rates = {name: p["rate_bps"] for name, p in paths_of(manifest).items()}
     span = summary.get("span_s") or summary.get("duration_s") or 0.0
     applied = summary.get("mobility_applied")
@@ -205,7 +213,11 @@ def mptcp_ceiling_bps(manifest: dict, summary: dict) -> float:
                    for m in (manifest.get("parameters") or {}).get("mobility") or []]
     changes = [{"path": m["path"], "rate_bps": rate, "begun_s": m["begun_s"], "done_s": m["done_s"]}
                for m in applied if (rate := LinkSpec.parse(m["link"]).rate_bps)]
-    return physics.paths_ceiling_bps(rates, float(span), changes)
+    ceiling = physics.paths_ceiling_bps(rates, float(span), changes)
+    shared = (manifest.get("network") or {}).get("bottleneck")
+    if shared and set(shared["paths"]) >= set(rates) and (rate := LinkSpec.parse(shared["link"]).rate_bps):
+        ceiling = min(ceiling, physics.link_ceiling_bps(rate))
+    return ceiling
 
 
 def _mptcp_ceiling(run: Path, summary: dict) -> list[physics.Verdict]:

@@ -14,9 +14,14 @@ repeats the sweep's most degraded point), so the lab is asked again until it wan
 from __future__ import annotations
 
 import contextlib
+import csv
+import dataclasses
+import json
+import shutil
 import time
 
-from . import log, shards
+from . import eta, log, shards
+from .errors import ExperimentFailed
 from .lab import Lab, Point, RunContext
 from .results import Sweep, git_commit, wall_clock
 from .verify import check_paths, describe
@@ -41,14 +46,70 @@ def setup_check(net, params: dict, ctx: RunContext) -> None:
             rd.manifest.setdefault("timings", {})["network_up"] = round(net.up_s, 3)
         with rd.timed("record"):
             net.record(rd)
-        say.info("verifying the setup before measuring")
-        # window=True: the physics check (mptcplab.physics) in every place, before every lab.
-        check_paths(net, rd, first.a, first.b, **{"window": True, **lab.path_checks})
-        lines = [describe(rd.summary["checks"])]
-        if lab.extra_check:
-            with rd.timed("extra_check"):
-                lines.append(lab.extra_check(net, rd, params))
+        # Minutes in an emulated CPU, with nothing to count: its progress against the last time.
+        with eta.step(say, "verifying the setup before measuring", f"{lab.id}/{ctx.where}/setup check",
+                      clock=lambda: wall_clock(ctx.out)):
+            # window=True: the physics check (mptcplab.physics) in every place, before every lab.
+            check_paths(net, rd, first.a, first.b, **{"window": True, **lab.path_checks})
+            lines = [describe(rd.summary["checks"])]
+            if lab.extra_check:
+                with rd.timed("extra_check"):
+                    lines.append(lab.extra_check(net, rd, params))
         say.info("setup verified:\n%s", "\n".join(lines))
+
+
+def check_setup(ctx: RunContext, times: int) -> list[dict]:
+    """The lab's setup check `times` times, each on a freshly built network (its own latency
+    measured again), and nothing measured: `mptcplab run LAB --check-setup N`. How often does
+    this place pass, and with what margins? Each attempt is a run directory
+    (setup-check-K/verify, or verify.partial/failed.json when it refused); the table of all
+    attempts is setup-checks.csv. Returns its rows."""
+    lab, params, say = ctx.lab, ctx.params, log.get(ctx.lab.id)
+    rows, t0 = [], wall_clock(ctx.out)
+    with lab.session(ctx):
+        for i in range(1, times + 1):
+            attempt = dataclasses.replace(ctx, out=ctx.out / f"setup-check-{i}")
+            if Sweep(attempt.out).done(VERIFY):
+                shutil.rmtree(attempt.out)  # a new attempt, never a resumed one
+            refused = ""
+            try:
+                with lab.topology(params).up() as net:
+                    setup_check(net, params, attempt)
+            except ExperimentFailed as exc:
+                refused = str(exc)
+            rows += attempt_rows(attempt.out, i, refused)
+            elapsed = wall_clock(ctx.out) - t0
+            left = f", about {eta.duration(elapsed / i * (times - i))} left" if i < times else ""
+            say.info("setup check %d/%d: %s  [%s%s]", i, times, f"REFUSED: {refused}" if refused else "passed",
+                     eta.duration(elapsed), left)
+    table = ctx.out / "setup-checks.csv"
+    with table.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["attempt"])
+        w.writeheader()
+        w.writerows(rows)
+    passed = len({r["attempt"] for r in rows if r["passed"]})
+    say.info("setup checks: %d of %d passed (%s)", passed, times, table)
+    return rows
+
+
+def attempt_rows(out, attempt: int, refused: str) -> list[dict]:
+    """One row per path of one setup-check attempt: the lowest and median ping RTT against the
+    configured RTT and the check's bound, the place's own latency, and single-path TCP."""
+    done, partial = out / VERIFY / "summary.json", out / f"{VERIFY}.partial" / "failed.json"
+    summary = (json.loads(done.read_text()) if done.exists()
+               else json.loads(partial.read_text())["summary"] if partial.exists() else {})
+    checks = summary.get("checks") or {}
+    bounds = {line.split(":")[0]: line for line in checks.get("physics", [])}
+    rows = []
+    for name, row in (checks.get("paths") or {"-": {}}).items():
+        ping, own = row.get("ping") or {}, row.get("own_latency") or {}
+        rows.append({"attempt": attempt, "passed": not refused, "path": name,
+                     "configured_rtt_ms": row.get("configured_rtt_ms"), "ping_wire_ms": row.get("ping_wire_ms"),
+                     "ping_min_ms": ping.get("min_ms"), "ping_median_ms": ping.get("median_ms"),
+                     "ping_max_ms": ping.get("max_ms"), "own_floor_ms": own.get("own_rtt_ms"),
+                     "own_spread_ms": own.get("own_spread_ms"), "rtt_verdict": bounds.get(f"lowest ping RTT on path {name}", ""),
+                     "tcp_steady_mbps": row.get("tcp_steady_mbps"), "refused": refused[:300]})
+    return rows
 
 
 def run_point(lab: Lab, net, sweep: Sweep, point: Point, params: dict) -> str:
@@ -62,17 +123,13 @@ def run_point(lab: Lab, net, sweep: Sweep, point: Point, params: dict) -> str:
             return lab.measure(net, rd, point, params)
 
 
-def _duration(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
-
-
 class Progress:
     """`i/n key: line (elapsed, about ETA left)`, in wall-clock time.
 
     The time left is the runs' own mean time times the runs left. Building a network and the setup
     check happen once and are left out: counted in, they made the first run of a quick Lab 2 say
-    "about 1h17m left" of a sweep that took 20 minutes.
+    "about 1h17m left" of a sweep that took 20 minutes. (The setup check and the analysis say
+    their own progress: eta.step.)
     """
 
     def __init__(self, ctx: RunContext, total: int) -> None:
@@ -86,8 +143,8 @@ class Progress:
         self.measuring += took
         elapsed = wall_clock(self.ctx.out) - self.t0
         left = self.measuring / self.done * (self.total - self.done)
-        eta = f", about {_duration(left)} left" if self.done < self.total else ""
-        self.say.info("%d/%d %s: %s  [%s%s]", self.done, self.total, key, line, _duration(elapsed), eta)
+        rest = f", about {eta.duration(left)} left" if self.done < self.total else ""
+        self.say.info("%d/%d %s: %s  [%s%s]", self.done, self.total, key, line, eta.duration(elapsed), rest)
 
 
 def run(ctx: RunContext, analyse: bool = True) -> dict | None:
@@ -124,4 +181,12 @@ def run(ctx: RunContext, analyse: bool = True) -> dict | None:
             left = [p for p in points() if not sweep.done(p.key)]
     if ctx.shard:
         return shards.record(ctx, git_commit())
-    return lab.finish(ctx) if analyse else None
+    return finish(ctx) if analyse else None
+
+
+def finish(ctx: RunContext) -> dict:
+    """The lab's `finish` (its tables from the runs on disk), with its progress against the last time."""
+    with eta.step(log.get(ctx.lab.id), "analysing the runs",
+                  f"{ctx.lab.id}/{ctx.where}/analysis/{'quick' if ctx.quick else 'full'}",
+                  clock=lambda: wall_clock(ctx.out)):
+        return ctx.lab.finish(ctx)

@@ -33,14 +33,18 @@ def _note(rd, what: str, **info) -> None:
 # ---------------------------------------------------------------- capture
 
 class Capture:
-    """Headers-only packet capture on every interface of one host (tcpdump -i any)."""
+    """Headers-only packet capture on every interface of one host (tcpdump -i any), or on one.
+
+    `direction="out"` (tcpdump -Q out) keeps only packets the host sends, which on an egress
+    device are taken when the device transmits them, after its qdisc: in the emulator that is
+    what a link delivered, each packet once (drops in its queue are never seen)."""
 
     def __init__(self, net, host: str, rd, name: str = "capture.pcap", snaplen: int = 128,
-                 bpf_filter: str = "tcp or udp") -> None:
+                 bpf_filter: str = "tcp or udp", interface: str = "any", direction: str | None = None) -> None:
         self.net, self.host, self.rd = net, host, rd
         self.path = rd.file(name)
-        self.argv = ["tcpdump", "-i", "any", "-s", str(snaplen), "-B", "32768", "-U", "-n", "-Z", "root", "-w", str(self.path),
-                     *bpf_filter.split()]
+        self.argv = ["tcpdump", "-i", interface, *(["-Q", direction] if direction else []), "-s", str(snaplen),
+                     "-B", "32768", "-U", "-n", "-Z", "root", "-w", str(self.path), *bpf_filter.split()]
 
     def __enter__(self):
         self.proc = self.net.popen(self.host, self.argv, what="tcpdump", stdout=subprocess.DEVNULL,
@@ -93,6 +97,52 @@ class Counters:
         self.delta = delta
         self.rd.write_json(self.name, {"host": self.host, "before": self.before, "after": after, "delta": delta})
         _note(self.rd, "counters", file=self.name, host=self.host, source="nstat -asz -j")
+        return False
+
+
+# ---------------------------------------------------------------- CPU time
+
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def parse_proc_stat(text: str) -> dict:
+    """The machine's CPU time by kind (ticks), from /proc/stat's first line."""
+    line = next(l for l in text.splitlines() if l.startswith("cpu "))
+    return dict(zip(CPU_FIELDS, map(int, line.split()[1:1 + len(CPU_FIELDS)])))
+
+
+def parse_softnet(text: str) -> dict:
+    """Packets the receive softirq processed, dropped (backlog full) and the times it stopped with
+    work left (time_squeeze: its budget or its 2 ms ran out), summed over CPUs (/proc/net/softnet_stat)."""
+    cols = [[int(v, 16) for v in line.split()] for line in text.splitlines() if line.strip()]
+    return {"processed": sum(c[0] for c in cols), "dropped": sum(c[1] for c in cols),
+            "time_squeeze": sum(c[2] for c in cols)}
+
+
+class CpuTimes:
+    """The kernel's CPU time by kind (user, system, softirq, idle, ...) and its receive softirq's
+    counters over a block, machine-wide: how busy the kernel that forwards the packets was. In a
+    guest (UML, VM) this is the guest kernel's own account, on its own clock."""
+
+    def __init__(self, rd) -> None:
+        self.rd = rd
+
+    @staticmethod
+    def _read() -> tuple[dict, dict]:
+        return (parse_proc_stat(Path("/proc/stat").read_text()),
+                parse_softnet(Path("/proc/net/softnet_stat").read_text()))
+
+    def __enter__(self):
+        self.before = self._read()
+        return self
+
+    def __exit__(self, *exc):
+        after = self._read()
+        ticks = {k: after[0][k] - self.before[0][k] for k in CPU_FIELDS}
+        total = sum(ticks.values())
+        self.share = {k: round(v / total, 4) if total else None for k, v in ticks.items()}
+        self.softnet = {k: after[1][k] - self.before[1][k] for k in after[1]}
+        _note(self.rd, "cpu", source="/proc/stat, /proc/net/softnet_stat", ticks=ticks)
         return False
 
 
@@ -213,8 +263,9 @@ def parse_ss(text: str):
             m = re.search(pattern, line)
             row[key] = float(m.group(1)) if m else None
         row["mptcp_subflow"] = "tcp-ulp-mptcp" in line
+        row["netid"] = sock["netid"]  # "mptcp": the MPTCP socket, listed with its first subflow's addresses
         rows.append(row)
-    return pd.DataFrame(rows, columns=["time", "state", "local", "peer", *_SS_FIELDS, "mptcp_subflow"])
+    return pd.DataFrame(rows, columns=["time", "state", "local", "peer", *_SS_FIELDS, "mptcp_subflow", "netid"])
 
 
 # ---------------------------------------------------------------- qdisc counters

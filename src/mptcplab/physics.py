@@ -185,7 +185,7 @@ def judge_rtt(path: str, measured_ms: float, configured_ms: float, tolerance: fl
     spread = f"{slack:g} ms" if slack > tolerance * configured_ms else f"{tolerance:.0%}"
     detail = f"configured {configured_ms:.1f} ms{wire} +-{spread}"
     bound = want - slack if measured_ms < want else want + slack  # the side it is on
-    return Verdict(f"ping RTT on path {path}", measured_ms, bound, "ms", ok,
+    return Verdict(f"lowest ping RTT on path {path}", measured_ms, bound, "ms", ok,
                    detail + (f"; {cause}" if cause and not ok else ""))
 
 
@@ -229,11 +229,37 @@ def judge_window(path: str, goodput_bps: float, max_unacked_bytes: float, sk_snd
 
 # ---------------------------------------------------------------- per-run record (item: every summary)
 
-def ss_summary(table, since: float | None = None) -> dict:
-    """What the kernel said about a run's connections, from `observe.parse_ss` rows.
+def ss_stats(rows) -> dict:
+    """What the kernel said about the sockets of `rows` (`observe.parse_ss` rows: a list of dicts or
+    a table), the one statistic of ss samples every summary uses: `samples`, srtt (median) and min
+    RTT in ms, the send buffer's accounting (`skmem` tb = sk_sndbuf and w = sk_wmem_queued, their
+    largest) and bytes in flight (`unacked` segments x mss: median and largest); a figure no row
+    has is left out."""
+    rows = rows.to_dict("records") if hasattr(rows, "to_dict") else list(rows)
 
-    srtt and min RTT in ms, bytes in flight (`unacked` segments x mss) and the send buffer's
-    accounting (`skmem` w = sk_wmem_queued, tb = sk_sndbuf), per sampled connection and overall.
+    def vals(key):
+        return [r[key] for r in rows if r.get(key) is not None and r[key] == r[key]]  # drop None/NaN
+
+    inflight = [r["unacked"] * (r["mss"] if r.get("mss") and r["mss"] == r["mss"] else TCP_PAYLOAD)
+                for r in rows if r.get("unacked") is not None and r["unacked"] == r["unacked"]]
+    out = {"samples": len(rows)}
+    for name, key, fn in (("srtt_ms_median", "rtt_ms", statistics.median),
+                          ("min_rtt_ms", "minrtt_ms", min),
+                          ("sk_sndbuf", "skmem_tb", max),
+                          ("wmem_queued_max", "skmem_w", max)):
+        v = vals(key)
+        if v:
+            out[name] = round(fn(v), 3)
+    if inflight:
+        out["inflight_bytes_median"] = round(statistics.median(inflight))
+        out["inflight_bytes_max"] = round(max(inflight))
+    return out
+
+
+def ss_summary(table, since: float | None = None) -> dict:
+    """What the kernel said about a run's connections, from `observe.parse_ss` rows: `ss_stats`
+    per sampled connection and overall.
+
     With `since` (epoch s), from the samples taken then or later (after slow start: (U) above),
     and the whole transfer's peak kept as `inflight_bytes_max_whole`.
     """
@@ -246,30 +272,11 @@ def ss_summary(table, since: float | None = None) -> dict:
         return {**out, "steady_from": since}
     if not rows:
         return {}
-
-    def vals(r_list, key):
-        return [r[key] for r in r_list if r.get(key) is not None and r[key] == r[key]]  # drop None/NaN
-
-    def conn(r_list) -> dict:
-        inflight = [r["unacked"] * (r.get("mss") or TCP_PAYLOAD) for r in r_list
-                    if r.get("unacked") is not None and r["unacked"] == r["unacked"]]
-        out = {"samples": len(r_list)}
-        for name, key, fn in (("srtt_ms_median", "rtt_ms", statistics.median),
-                              ("min_rtt_ms", "minrtt_ms", min),
-                              ("sk_sndbuf", "skmem_tb", max),
-                              ("wmem_queued_max", "skmem_w", max)):
-            v = vals(r_list, key)
-            if v:
-                out[name] = round(fn(v), 3)
-        if inflight:
-            out["inflight_bytes_median"] = round(statistics.median(inflight))
-            out["inflight_bytes_max"] = round(max(inflight))
-        return out
-
     by_conn: dict = {}
-    for r in rows:
-        by_conn.setdefault(f"{r.get('local')}->{r.get('peer')}", []).append(r)
-    return {"connections": {k: conn(v) for k, v in by_conn.items()}, **conn(rows)}
+    for r in rows:  # an MPTCP socket apart from its first subflow, whose addresses ss gives it
+        mptcp = " (mptcp socket)" if r.get("netid") == "mptcp" else ""
+        by_conn.setdefault(f"{r.get('local')}->{r.get('peer')}{mptcp}", []).append(r)
+    return {"connections": {k: ss_stats(v) for k, v in by_conn.items()}, **ss_stats(rows)}
 
 
 # ---------------------------------------------------------------- the measurement

@@ -29,9 +29,23 @@ class LabOutcome:
     where: str | None = None  # the place it ran in (mptcplab.places), or several joined by "/"
     detail: str = ""  # why it failed or cannot run
     out: Path | None = None  # sweep directory
-    seconds: float | None = None
+    seconds: float | None = None  # the lab's wall time: boot, setup check, runs, analysis
+    transfer_s: float | None = None  # its runs' transfers (results.transfer_seconds)
     log_tail: str = ""
     extra: dict = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        """Wall time per second of transfer (1.0: nothing but the transfers), or None unknown."""
+        return self.seconds / self.transfer_s if self.seconds is not None and self.transfer_s else None
+
+    def timing(self) -> str:
+        """"412 s, 2.9x its 140 s of transfers", or the part that is known."""
+        if self.seconds is None:
+            return ""
+        if self.ratio is None:
+            return f"{self.seconds:.0f} s (its runs record no transfer time)"
+        return f"{self.seconds:.0f} s, {self.ratio:.1f}x its {self.transfer_s:.0f} s of transfers"
 
 
 def markdown_to_html(text: str) -> str:
@@ -84,13 +98,13 @@ def render(outcomes: list[LabOutcome], labs: dict, quick: bool) -> str:
     rows = "".join(
         f"<tr><td>{html.escape(o.lab_id)}</td><td>{html.escape(o.title)}</td>"
         f"<td class='{o.status} badge'>{o.status}</td><td>{html.escape(o.where or '-')}</td>"
-        f"<td>{html.escape(o.detail)}</td></tr>" for o in outcomes)
+        f"<td>{html.escape(o.timing())}</td><td>{html.escape(o.detail)}</td></tr>" for o in outcomes)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>mptcplab reproduce</title>",
              f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>",
              f"<h1>mptcplab reproduce{' --quick' if quick else ''}</h1>",
              f"<p>{now} on <code>{html.escape(platform.node())}</code>, kernel "
              f"<code>{html.escape(platform.release())}</code>.</p>",
-             "<table><tr><th>lab</th><th>title</th><th>status</th><th>ran</th><th>note</th></tr>", rows, "</table>",
+             "<table><tr><th>lab</th><th>title</th><th>status</th><th>ran</th><th>wall time</th><th>note</th></tr>", rows, "</table>",
              "<h2 id='places'>Places compared</h2><p>Each place's latest recorded setup check on this host "
              "(what <code>--where auto</code> chooses from; see the site's VM page):</p>", _places_table()]
     for o in outcomes:
@@ -101,7 +115,8 @@ def render(outcomes: list[LabOutcome], labs: dict, quick: bool) -> str:
             continue
         place = places.find(o.where)
         parts.append(f"<p>Ran {place.RAN if place else html.escape(o.where or '?')}"
-                     + (f" in {o.seconds:.0f} s" if o.seconds is not None else "")
+                     + (f" in {html.escape(o.timing())} (wall time over the time its runs spent "
+                        "transferring)" if o.seconds is not None else "")
                      + (f"; results in <code>{html.escape(str(o.out))}</code>" if o.out else "") + ".</p>")
         guest, wall = clock_totals(o.out) if o.out and o.out.exists() else (0, 0)
         if guest:  # the runs' own place says how its clock differs from the host's

@@ -107,6 +107,13 @@ class RunDir:
     def _read_clocks(self) -> tuple[float, float]:
         return time.time(), guest.host_time(self.path)
 
+    def keep_evidence(self, exc: BaseException) -> None:
+        """A run that failed: what it had measured and why it stopped, in <key>.partial/failed.json
+        (never summary.json: a partial run must not look done)."""
+        self.manifest["failed"] = now()
+        self.write_json("failed.json", {"error": f"{type(exc).__name__}: {exc}", "summary": self.summary,
+                                        "manifest": self.manifest})
+
     def finish(self) -> Path:
         self.manifest["finished"] = now()
         if self._clocks:
@@ -146,11 +153,16 @@ class Sweep:
     @contextlib.contextmanager
     def run(self, key: str, params: dict):
         rd = RunDir(self.root / key, params)
-        yield rd  # an exception leaves <key>.partial behind, which never counts as done
+        try:
+            yield rd  # an exception leaves <key>.partial behind, which never counts as done
+        except BaseException as exc:
+            rd.keep_evidence(exc)
+            raise
         rd.finish()
 
     def runs(self) -> list[Path]:
-        return sorted(d for d in self.root.iterdir() if d.is_dir() and self.done(d.name)) \
+        return sorted(d for d in self.root.iterdir()  # a crash after finish() wrote both files leaves a .partial
+                      if d.is_dir() and not d.name.endswith(".partial") and self.done(d.name)) \
             if self.root.exists() else []
 
     def summaries(self):
@@ -172,16 +184,21 @@ def clock_totals(sweep: Path | str) -> tuple[float, float]:
 
 
 def transfer_s(summary: dict) -> float | None:
-    """A run's transfer time: first to last byte at its receiver (span_s), or for transfers side
-    by side the window all were receiving (shared_window_s)."""
+    """A run's transfer time, on the clock of the place it ran in (a UML guest's: the time the
+    kernel under test lived): first to last byte at its receiver (`span_s`, measured); for
+    transfers side by side, the window all were receiving (`shared_window_s`); else the transfer's
+    configured `duration_s`. None for a run without one (the setup check, a skipped point)."""
     if summary.get("span_s") is not None:
         return float(summary["span_s"])
     window = summary.get("shared_window_s")
-    return float(window[1] - window[0]) if window else None
+    if window:
+        return float(window[1] - window[0])
+    return float(summary["duration_s"]) if summary.get("duration_s") is not None else None
 
 
-def transfer_total_s(sweep: Path | str) -> float:
-    """The sum of a sweep's transfer times (transfer_s): what its wall-clock time is compared with."""
+def transfer_seconds(sweep: Path | str) -> float:
+    """How long a sweep's completed runs spent transferring (transfer_s of each): what a lab's
+    wall-clock time is divided by (`run`'s last line, `reproduce`'s time ratio)."""
     return sum(t for _, s in completed(sweep) if (t := transfer_s(s)) is not None)
 
 
@@ -219,24 +236,33 @@ def copy_compact(sweep: Path | str, dest: Path | str, names) -> list[Path]:
     return [Path(shutil.copy2(sweep / name, dest / name)) for name in names]
 
 
-def compact_is_stale(sweep: Path | str, table: str) -> bool:
-    """True when a sweep's compact `table` is missing or older than one of its runs: a resumed sweep
-    (or a new run into the same directory) must be compacted again before anything reads it, or the
-    notebook would print an interval over other runs than the report's."""
+RUNS = ("*/summary.json",)  # the runs a compact table is made from: by default every run of the sweep
+
+
+def _runs(sweep: Path, runs: tuple[str, ...]) -> list[Path]:
+    return [p for pattern in runs for p in sweep.glob(pattern)]
+
+
+def compact_is_stale(sweep: Path | str, table: str, runs: tuple[str, ...] = RUNS) -> bool:
+    """True when a sweep's compact `table` is missing or older than one of its runs (the summaries
+    `runs` names): a resumed sweep (or a new run into the same directory) must be compacted again
+    before anything reads it, or the notebook would print an interval over other runs than the report's."""
     sweep = Path(sweep)
     t = sweep / table
     if not t.exists():
         return True
     made = t.stat().st_mtime
-    return any(p.stat().st_mtime > made for p in sweep.glob("*/summary.json"))
+    return any(p.stat().st_mtime > made for p in _runs(sweep, runs))
 
 
-def compacted(path: Path | str, table: str, compact, lab: str) -> Path:
+def compacted(path: Path | str, table: str, compact, lab: str, runs: tuple[str, ...] = RUNS) -> Path:
     """The folder whose compact tables a lab's `load` reads: a sweep's, compacted again first when
-    `table` is stale (compact_is_stale), or a reference copy's as it is; none there is an error."""
+    `table` is stale (compact_is_stale), or a reference copy's as it is; none there is an error.
+    `runs`: the summaries `table` is made from, where a reference copy keeps other runs beside it
+    (Lab 1's keeps its detailed runs)."""
     path = Path(path)
-    if any(path.glob("*/summary.json")):
-        if compact_is_stale(path, table):
+    if _runs(path, runs):
+        if compact_is_stale(path, table, runs):
             compact(path)
     elif not (path / table).exists():
         raise FileNotFoundError(f"{path}: no {lab} results (run `sudo mptcplab run {lab} --quick`)")
@@ -254,14 +280,15 @@ def run_commit(run_dir: Path | str) -> str | None:
     return f"{commit[:12]}{'+dirty' if git.get('dirty') else ''}" if commit else None
 
 
-RUN_MANIFEST_COLUMNS = ["run", "started", "finished", "commit", "kernel", "where", "emulation", "host_wall_s",
-                        "sysctls_set", "parameters"]
+RUN_MANIFEST_COLUMNS = ["run", "started", "finished", "commit", "kernel", "where", "guest_clock", "emulation",
+                        "guest_s", "host_wall_s", "qdiscs", "sysctls_set", "sysctls_read_back", "parameters"]
 
 
 def run_manifests(sweep: Path | str) -> list[dict]:
     """One compact row per completed run of a sweep, from its manifest: when it ran, the commit
-    that made it (`run_commit`), kernel and place, the sysctls the kit set (as applied) and the
-    run's own parameters. A reference keeps this table (runs-manifest.csv), so a sweep resumed
+    that made it (`run_commit`), kernel and place (UML's clock mode, the run's guest and wall-clock
+    seconds), the emulator's qdiscs as the kernel listed them, the sysctls the kit set and the same keys read back from the kernel after setting (as
+    applied; None where the run recorded none), and the run's own parameters. A reference keeps this table (runs-manifest.csv), so a sweep resumed
     across commits or places shows its mixture run by run."""
     rows = []
     for d in Sweep(sweep).runs():
@@ -272,8 +299,17 @@ def run_manifests(sweep: Path | str) -> list[dict]:
         net, plat = m.get("network") or {}, m.get("platform") or {}
         rows.append({"run": d.name, "started": m.get("started"), "finished": m.get("finished"),
                      "commit": run_commit(d), "kernel": plat.get("kernel_release"), "where": plat.get("where"),
-                     "emulation": net.get("emulation"), "host_wall_s": (m.get("clock") or {}).get("host_wall_s"),
+                     "guest_clock": plat.get("uml_clock"),  # UML's clock mode (time-travel, ...); None elsewhere
+                     "emulation": net.get("emulation"), "guest_s": (m.get("clock") or {}).get("guest_s"),
+                     "host_wall_s": (m.get("clock") or {}).get("host_wall_s"),
+                     # the emulator's qdiscs as the kernel listed them: what the links really were
+                     "qdiscs": json.dumps(net.get("qdiscs"), separators=(",", ":")),
                      "sysctls_set": json.dumps(net.get("sysctls_set"), sort_keys=True, separators=(",", ":")),
+                     # the same keys as the kernel reported them after setting: what was applied
+                     "sysctls_read_back": json.dumps(
+                         {h: {k: (net.get("sysctls") or {}).get(h, {}).get(k) for k in keys}
+                          for h, keys in (net.get("sysctls_set") or {}).items()},
+                         sort_keys=True, separators=(",", ":")),
                      "parameters": json.dumps(m.get("parameters"), sort_keys=True, separators=(",", ":"),
                                               default=str)})
     return rows

@@ -21,8 +21,9 @@ from . import engine, kernel, log, places, state
 from .errors import ExperimentFailed
 from .lab import RunContext, check_params, get_lab
 from .places import lifetime, records
+from .places.choice import Choice
 from .places.decide import decide
-from .results import clock_totals, experiment_lock, lock_taken, transfer_total_s
+from .results import clock_totals, experiment_lock, lock_taken, transfer_seconds
 from .shards import Shard, share
 
 _log = log.get()
@@ -84,7 +85,10 @@ def conclude(lab, out: Path, summary: dict) -> None:
 
 def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | None = None,
             fresh: bool = False, overrides: dict | None = None, shard: Shard | None = None,
-            recheck: bool = False) -> int:
+            recheck: bool = False, picked: Choice | None = None, check_setup: int = 0) -> int:
+    """`mptcplab run LAB`. `picked`: the place already decided for `where` (`reproduce` decides
+    once per lab, to report it); without it the place is decided here. `check_setup`: N attempts
+    of the setup check only (engine.check_setup), nothing measured."""
     lab = get_lab(lab_id)
     handed = places.handed().get("params")  # inside a guest: the parameters as the host resolved them
     if handed is not None:
@@ -95,7 +99,7 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
     if recheck and not places.inside_guest():
         for r in records.forget(lab.id):
             _log.info("checking %s again for %s (it failed: %s)", r.place, lab.id, r.how or "see its run")
-    picked = decide(where, lab.needs, lab=lab.id)
+    picked = picked or decide(where, lab.needs, lab=lab.id)
     place = picked.place
     if where == "auto" and not places.inside_guest():
         log.get(lab.id).info("runs %s: %s", places.get(place).WORDS, picked.why)
@@ -104,14 +108,20 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
         shutil.rmtree(out)
     argv = ["run", lab.id, "--out", str(out)] + (["--quick"] if quick else [])
     argv += [f"--shard={shard}"] if shard else []
+    argv += [f"--check-setup={check_setup}"] if check_setup else []
 
     started = time.monotonic()
 
     def here() -> int:
         out.mkdir(parents=True, exist_ok=True)
         where_now = places.current().NAME
-        log.get(lab.id).info("%s — %s run%s, %s, results in %s", lab.title, "quick" if quick else "full",
-                             f", shard {shard}" if shard else "", where_now, out)
+        say = log.get(lab.id)
+        if check_setup:  # attempts of the setup check only: a measurement of the place, recorded nowhere else
+            rows = engine.check_setup(RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now),
+                                      check_setup)
+            return ExperimentFailed.exit_status if any(not r["passed"] for r in rows) else 0
+        say.info("%s — %s run%s, %s, results in %s", lab.title, "quick" if quick else "full",
+                 f", shard {shard}" if shard else "", where_now, out)
         ctx = RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now, shard=shard)
         # Inside a guest the runs only: the host analyses them once the guest has exited (below),
         # where Python runs ten times faster than on an emulated CPU (a shard records itself).
@@ -123,12 +133,13 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
     if not places.inside_guest():
         places.get(place).prepare(lab)
     rc = in_place(place, argv, here, out=out, lab=lab.id, params=params, checked=records.params_key(overrides))
-    if rc == 0 and places.get(place).GUEST and not places.inside_guest() and not shard:
+    if check_setup or rc != 0 or places.inside_guest():
+        return rc
+    if places.get(place).GUEST and not shard:
         analyse(RunContext(lab=lab, params=params, out=out, quick=quick, where=place, started=started))
-    if rc == 0 and not places.inside_guest():
-        wall, moving = time.monotonic() - (lock_taken() or started), transfer_total_s(out)
-        log.get(lab.id).info("%s: %.0f s of wall-clock time for %.0f s of transfers (%s; where it went: each run's "
-                             "manifest `timings`)", place, wall, moving, f"{wall / moving:.1f}x" if moving else "none")
+    wall, moving = time.monotonic() - (lock_taken() or started), transfer_seconds(out)
+    log.get(lab.id).info("%s: %.0f s of wall-clock time for %.0f s of transfers (%s; where it went: each run's "
+                         "manifest `timings`)", place, wall, moving, f"{wall / moving:.1f}x" if moving else "none")
     return rc
 
 
@@ -136,7 +147,7 @@ def analyse(ctx: RunContext, summary: dict | None = None) -> None:
     """A sweep's tables and report from its runs on disk: the lab's `finish` (unless the sweep
     returned its summary), then `conclude`; for a shard, only what it did (`mptcplab merge` analyses)."""
     lab, say, t0 = ctx.lab, log.get(ctx.lab.id), time.monotonic()
-    summary = summary if summary is not None else lab.finish(ctx)
+    summary = summary if summary is not None else engine.finish(ctx)
     guest, wall = clock_totals(ctx.out)
     if guest:
         say.info("%s clock: the runs took %.0f s on the guest's clock and %.0f s of "

@@ -91,6 +91,31 @@ class NetPath:
 
 
 @dataclass
+class Bottleneck:
+    """One link that the a->b traffic of several paths crosses together (one queue, one rate),
+    before each path's own emulation (its delay). E.g. Lab 2's shared-bottleneck variant: every
+    subflow and the cross traffic through one 5 Mbit/s link, where RFC 6356's coupled algorithms
+    are meant to take what one TCP flow would.
+
+    Built in the emulator as an ifb device: each path's port facing its `a` host redirects what
+    it receives (tc ingress, mirred) to the ifb, whose root qdisc is the bottleneck; the ifb hands
+    each packet back to the port it came from, which bridges it on into its path. The b->a
+    direction (ACKs) stays on each path alone."""
+
+    name: str
+    link: LinkSpec | str
+    paths: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        self.link = LinkSpec.parse(self.link)
+        self.paths = tuple(self.paths)
+
+    @property
+    def dev(self) -> str:
+        return f"ifb-{self.name}"
+
+
+@dataclass
 class Cmd:
     argv: list[str]
     why: str = ""
@@ -126,12 +151,24 @@ def batch_lines(head: list[str], cmds: list[Cmd]) -> str:
 
 
 class Topology:
+    """`sysctls` per host (namespace); `kernel_limits`: limits of the kernel itself (its root
+    namespace, the whole kernel of the place) that the network needs at least, such as
+    net.core.wmem_max, which caps SO_SNDBUF in every namespace and is read-only inside one
+    (net/core/sysctl_net_core.c, sysctl_core_net_init).
+    Like every setting, they are among the topology's commands and in the manifest
+    (`kernel_limits`: needed, found, now); each is raised where the kernel has less, never lowered,
+    and put back when the network is torn down."""
+
     def __init__(self, name: str, hosts, paths: list[NetPath], sysctls: dict | None = None,
-                 mptcp_subflows: int | None = None, netem: bool | None = None) -> None:
+                 mptcp_subflows: int | None = None, netem: bool | None = None,
+                 kernel_limits: dict[str, int] | None = None, bottleneck: Bottleneck | None = None) -> None:
         self.name = name
         self.hosts = tuple(hosts)
         self.paths = list(paths)
+        self.bottleneck = bottleneck
         self.sysctls = {h: dict(v) for h, v in (sysctls or {}).items()}
+        self.kernel_limits = {k: int(v) for k, v in (kernel_limits or {}).items()}
+        self._limits_found: dict[str, int | None] | None = None  # read once, before any is raised
         self.mptcp_subflows = mptcp_subflows
         self.netem = netem  # None: decided when built (is sch_netem usable here?)
         # path name -> the place's own latency on it, measured when the network came up (up()).
@@ -160,6 +197,11 @@ class Topology:
                     raise UsageError(f"path {p.name!r}: unknown host {end!r}; hosts are {', '.join(self.hosts)}")
             if p.a == p.b:
                 raise UsageError(f"path {p.name!r} joins host {p.a!r} to itself")
+        if self.bottleneck is not None:
+            b = self.bottleneck
+            if not _NAME.fullmatch(b.name) or not b.paths or not set(b.paths) <= seen:
+                raise UsageError(f"bottleneck {b.name!r}: a name like a path's and some of the paths "
+                                 f"{', '.join(sorted(seen))} (got {', '.join(b.paths) or 'none'})")
         for h in self.sysctls:
             if h not in self.hosts:
                 raise UsageError(f"sysctls for unknown host {h!r}; hosts are {', '.join(self.hosts)}")
@@ -235,11 +277,27 @@ class Topology:
                     cmds.append(Cmd(["ip", "netns", "exec", ns_, "ethtool", "-K", dev, "tso", "off", "gso", "off",
                                      "gro", "off"]))
             cmds += self._link_cmds(p, netem)
+        cmds += self._bottleneck_cmds(netem)
         for h in self.hosts:
             for key, value in {**BASE_SYSCTLS, **self.sysctls.get(h, {})}.items():
                 cmds.append(Cmd(["ip", "netns", "exec", self.ns(h), "sysctl", "-qw", f"{key}={value}"]))
         cmds += self._mptcp_cmds()
-        return cmds
+        return self._kernel_limit_cmds() + cmds
+
+    def limits_found(self) -> dict[str, int | None]:
+        """Each kernel limit as the kernel had it before this topology raised it (read once)."""
+        if self._limits_found is None:
+            self._limits_found = {k: _root_sysctl(k) for k in self.kernel_limits}
+        return self._limits_found
+
+    def limits_raised(self) -> dict[str, tuple[int | None, int]]:
+        """The kernel limits this topology raises: key -> (as found, as needed)."""
+        found = self.limits_found()
+        return {k: (found[k], need) for k, need in self.kernel_limits.items() if (found[k] or 0) < need}
+
+    def _kernel_limit_cmds(self) -> list[Cmd]:
+        return [Cmd(["sysctl", "-qw", f"{k}={need}"], f"the kernel's {k} is {was}: this network needs {need}")
+                for k, (was, need) in self.limits_raised().items()]
 
     def netem_links(self, p: NetPath) -> tuple[LinkSpec, LinkSpec]:
         """The links the emulator applies on `p`: as configured, less the place's own latency on
@@ -248,8 +306,9 @@ class Topology:
         return own.netem_links(p.link, p.reverse) if own else (p.link, p.reverse)
 
     def _link_cmds(self, p: NetPath, netem: bool, links: tuple[LinkSpec, LinkSpec] | None = None,
-                   why: str = "") -> list[Cmd]:
-        """The path's two qdiscs: `links` (a->b, b->a) or the path's, compensated (netem_links)."""
+                   why: str = "", previous: tuple[LinkSpec, LinkSpec] | None = None) -> list[Cmd]:
+        """The path's two qdiscs: `links` (a->b, b->a) or the path's, compensated (netem_links);
+        `previous`: what the path's qdiscs hold now, when they are being changed."""
         link, reverse = links or self.netem_links(p)
         emu = self.ns(EMULATOR)
 
@@ -258,12 +317,43 @@ class Topology:
                 return why or str(configured)
             return (f"{configured}; netem delay {applied.delay_s * 1e3:g} ms: the place's own latency on this path, "
                     f"{self.own_latency[p.name].rtt_ms:.2f} ms a round trip, taken out (latency.py)")
-        return [
-            Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", f"b-{p.name}", "root",
-                 *link.qdisc_args(p.rtt_s, netem)], f"path {p.name}, {p.a} -> {p.b}: {said(p.link, link)}"),
-            Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", f"a-{p.name}", "root",
-                 *reverse.qdisc_args(p.rtt_s, netem)], f"path {p.name}, {p.b} -> {p.a}: {said(p.reverse, reverse)}"),
-        ]
+
+        def qdisc(dev: str, spec: LinkSpec, before: LinkSpec | None, text: str) -> list[Cmd]:
+            cmds = []
+            if netem and before is not None and before.rate_bps is not None and spec.rate_bps is None:
+                # netem keeps a rate it is not told about: netem_change() sets q->rate only from
+                # TCA_NETEM_RATE, which tc sends only with `rate`, so `replace` without one keeps the
+                # old rate (the setup check's 20 Mbit/s held Lab 3's random-loss runs to 1,651
+                # packets/s). The rate goes with its qdisc: a new one (the old one's queue is dropped).
+                cmds.append(Cmd(["tc", "-n", emu, "qdisc", "del", "dev", dev, "root"],
+                                f"{text}: the old qdisc's rate ({before.rate_bps / 1e6:g} Mbit/s) goes with it"))
+            return cmds + [Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", dev, "root",
+                                *spec.qdisc_args(p.rtt_s, netem)], text)]
+
+        before = previous or (None, None)
+        return [*qdisc(f"b-{p.name}", link, before[0], f"path {p.name}, {p.a} -> {p.b}: {said(p.link, link)}"),
+                *qdisc(f"a-{p.name}", reverse, before[1], f"path {p.name}, {p.b} -> {p.a}: {said(p.reverse, reverse)}")]
+
+    def _bottleneck_cmds(self, netem: bool) -> list[Cmd]:
+        b = self.bottleneck
+        if b is None:
+            return []
+        emu = self.ns(EMULATOR)
+        rtt = max(self.path(n).rtt_s for n in b.paths)
+        cmds = [Cmd(["ip", "-n", emu, "link", "add", b.dev, "type", "ifb"],
+                    f"bottleneck {b.name}: one link for the {' '.join(b.paths)} traffic toward the b hosts"),
+                Cmd(["ip", "-n", emu, "link", "set", b.dev, "up"]),
+                Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", b.dev, "root", *b.link.qdisc_args(rtt, netem)],
+                    f"bottleneck {b.name}: {b.link}")]
+        for name in b.paths:
+            port = f"a-{name}"
+            cmds += [Cmd(["tc", "-n", emu, "qdisc", "add", "dev", port, "handle", "ffff:", "ingress"],
+                         f"path {name}: what its a host sends goes through bottleneck {b.name} first"),
+                     # u32 matching every packet, not matchall: some kernels build only u32 (this
+                     # project's 6.18 host has no cls_matchall, cls_basic or cls_flower)
+                     Cmd(["tc", "-n", emu, "filter", "add", "dev", port, "parent", "ffff:", "protocol", "all",
+                          "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", b.dev])]
+        return cmds
 
     def _mptcp_cmds(self) -> list[Cmd]:
         if self.mptcp_subflows is None:
@@ -295,6 +385,8 @@ class Topology:
         kernel.require_root()
         t0 = time.monotonic()
         cmds = self.commands()  # raises on impossible links before anything is configured
+        for k, (was, need) in self.limits_raised().items():
+            _log.info("the kernel's %s raised from %s to %d for this network (put back after it)", k, was, need)
         net = Network(self)
         try:
             for c in cmds:  # recorded before any exists
@@ -389,18 +481,19 @@ class Network:
         """Measure what this place adds to each path's round trip and re-apply the paths' links
         with it taken out of netem's delay where it is more than the RTT check's slack.
 
-        Each path is pinged with its emulation reduced to its configured delay (latency.py says
-        why), then gets its full link back, compensated or not.
+        Each path is pinged without its loss or jitter (latency.py says why), then gets its full
+        link back, compensated or not.
         """
         netem = self.topo._netem()
         for p in self.topo.paths:
             self.topo.own_latency.pop(p.name, None)
             bare = (latency.measuring_link(p.link), latency.measuring_link(p.reverse))
-            why = "only the delay, to measure the place's own latency"
-            self.check_all(self.topo._link_cmds(p, netem, bare, why=why))
+            why = "no loss or jitter, to measure the place's own latency"
+            self.check_all(self.topo._link_cmds(p, netem, bare, why=why, previous=self.topo.netem_links(p)))
             ping = latency.ping_rtt(self, p.a, p.b, p.name)
-            own = self.topo.own_latency[p.name] = latency.OwnLatency(p.name, ping, p.rtt_s * 1e3)
-            self.check_all(self.topo._link_cmds(p, netem))
+            expected = p.rtt_s * 1e3 + latency.ping_wire_ms(p.link, p.reverse, netem)
+            own = self.topo.own_latency[p.name] = latency.OwnLatency(p.name, ping, expected)
+            self.check_all(self.topo._link_cmds(p, netem, previous=bare))
             r = own.record(p.link, p.reverse)
             say = (_log.warning if r["uncompensated_ms"] > r["slack_ms"] else
                    _log.info if r["compensated"] else _log.debug)
@@ -413,9 +506,10 @@ class Network:
         The place's own latency measured when the network came up is taken out of the new delay
         as it was out of the first (latency.py)."""
         p = self.topo.path(path)
+        previous = self.topo.netem_links(p)
         p.link = LinkSpec.parse(link)
         p.reverse = p.link if reverse is None else LinkSpec.parse(reverse)
-        cmds = self.topo._link_cmds(p, self.topo._netem())
+        cmds = self.topo._link_cmds(p, self.topo._netem(), previous=previous)
         self.check_all(cmds)  # both directions by one `tc`: together, mid-transfer
         return cmds
 
@@ -449,11 +543,19 @@ class Network:
                        "rtt_ms_configured": round(p.rtt_s * 1e3, 3),
                        "own_latency": self._own_latency_record(p)} for p in self.topo.paths],
             "own_latency_method": latency.METHOD,
+            "bottleneck": ({"name": self.topo.bottleneck.name, "link": str(self.topo.bottleneck.link),
+                            "paths": list(self.topo.bottleneck.paths)} if self.topo.bottleneck else None),
             "qdiscs": self.check(["tc", "-n", emu, "qdisc", "show"]).strip().splitlines(),
             "sysctls_set": {h: {**BASE_SYSCTLS, **self.topo.sysctls.get(h, {})} for h in self.topo.hosts},
-            "sysctls": {h: self.sysctls(h, REPORTED_SYSCTLS) for h in self.topo.hosts},
+            # Read back: the usual ones and every one the kit set (a lab's own, e.g. tcp_recovery).
+            "sysctls": {h: self.sysctls(h, list(dict.fromkeys(
+                [*REPORTED_SYSCTLS, *BASE_SYSCTLS, *self.topo.sysctls.get(h, {})]))) for h in self.topo.hosts},
             "mptcp": {},
         }
+        if self.topo.kernel_limits:
+            found = self.topo.limits_found()
+            snap["kernel_limits"] = {k: {"needed": need, "found": found[k], "now": _root_sysctl(k)}
+                                     for k, need in self.topo.kernel_limits.items()}
         for h in self.topo.hosts:
             snap["mptcp"][h] = {k: self.check(argv).strip().splitlines()
                                 for k, argv in mptcpconf.show_commands(self.ns(h)).items()}
@@ -478,3 +580,15 @@ class Network:
             remove_namespace(name)
             for item in [i for i in TRACKER.items if i == {"kind": "netns", "name": name}]:
                 TRACKER.discard(item)
+        for key, (was, _) in self.topo.limits_raised().items():  # put back what this network raised
+            if was is not None:
+                process.run(["sysctl", "-qw", f"{key}={was}"], check=False)
+
+
+def _root_sysctl(key: str) -> int | None:
+    """A numeric sysctl of the kernel itself (the root namespace), or None where it cannot be read."""
+    out = process.run(["sysctl", "-n", key], check=False)
+    try:
+        return int(out.stdout.split()[0]) if out.returncode == 0 else None
+    except (IndexError, ValueError):
+        return None

@@ -37,7 +37,7 @@ MPTCP_PREFS = {
 KNOWN_TYPES = {
     "frame.number": "FT_FRAMENUM", "frame.time_epoch": "FT_RELATIVE_TIME",
     "frame.time_relative": "FT_RELATIVE_TIME", "frame.len": "FT_UINT32",
-    "ip.src": "FT_IPv4", "ip.dst": "FT_IPv4", "ipv6.src": "FT_IPv6", "ipv6.dst": "FT_IPv6",
+    "ip.src": "FT_IPv4", "ip.dst": "FT_IPv4", "ip.len": "FT_UINT16", "ipv6.src": "FT_IPv6", "ipv6.dst": "FT_IPv6",
     "tcp.stream": "FT_UINT32", "tcp.srcport": "FT_UINT16", "tcp.dstport": "FT_UINT16",
     "tcp.seq": "FT_UINT32", "tcp.ack": "FT_UINT32", "tcp.len": "FT_UINT32", "tcp.window_size": "FT_UINT32",
     "tcp.flags.syn": "FT_BOOLEAN", "tcp.flags.fin": "FT_BOOLEAN", "tcp.flags.ack": "FT_BOOLEAN",

@@ -46,12 +46,14 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
         checks["paths"][p.name] = row
         with rd.timed("ping"):
             row["ping"] = latency.ping_rtt(net, src, dst, p.name)
-        # Queueing is empty during ping, so the median RTT is the configured one plus the ping's own
-        # transmission at the path's rate, plus microseconds, plus what the place adds of its own
-        # where that could not be taken out of netem's delay (latency.py).
+        # Queueing is empty during ping, so the lowest RTT is the configured one plus the ping's own
+        # transmission at the path's rate, plus microseconds, plus the floor of what the place adds
+        # where that could not be taken out of netem's delay (latency.py). The lowest, not the
+        # median: the place's floor is what was taken out; what it adds above its floor varies with
+        # the host's load and is recorded (own_latency.own_spread_ms), not judged against 0.5 ms.
         want = p.rtt_s * 1e3
         wire = latency.ping_wire_ms(p.link, p.reverse, net.topo._netem())
-        got = row["ping"]["median_ms"]
+        got = row["ping"]["min_ms"]
         row["ping_wire_ms"] = round(wire, 3)
         own = net.topo.own_latency.get(p.name)
         if own:
@@ -65,6 +67,9 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
                                            name=f"verify-qdisc-{p.name}.txt") as q:
             r = bulk(net, src, dst, p.name, "tcp", duration=tcp_seconds)
         row["tcp_mbps"] = round(r.mbps, 2)
+        # The receiver's samples behind the steady reading (a few KB): a reading above the link is
+        # then traceable to the samples it came from.
+        rd.write_json(f"verify-tcp-{p.name}-samples.json", {"t0": r.t0, "t_end": r.t_end, "samples": r.samples})
         # Steady state: after slow start (physics.steady_after_s).
         warmup = physics.steady_after_s(tcp_seconds, p.rtt_s)
         row["tcp_steady_mbps"] = round(r.steady_mbps(warmup), 2)
@@ -123,7 +128,8 @@ def describe(checks: dict) -> str:
         own = row.get("own_latency") or {}
         took = (f", {own['own_rtt_ms']:.2f} ms of the place's own taken out of netem's delay"
                 if own.get("compensated") else "")
-        lines.append(f"  path {name}: ping RTT {row['ping']['median_ms']:.2f} ms (configured "
+        ping = row["ping"]
+        lines.append(f"  path {name}: ping RTT lowest {ping['min_ms']:.2f} ms, median {ping['median_ms']:.2f} (configured "
                      f"{row['configured_rtt_ms']:.1f}{took}), TCP {row['tcp_steady_mbps']:.1f} Mbit/s after "
                      f"slow start{util} ({row['tcp_mbps']:.1f} over the whole transfer)")
     if "mptcp" in checks:

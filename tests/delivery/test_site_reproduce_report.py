@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from mptcplab import report
 from mptcplab.commands import reproduce as rep
 from mptcplab.lab import Lab
+from mptcplab.places.choice import Choice
 
 
 def _lab(id_, needs=(), figures=None):
@@ -23,11 +24,13 @@ def _lab(id_, needs=(), figures=None):
 
 
 def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(rep, "decide_where", lambda where, needs, **_: (_ for _ in ()).throw(
-        rep.EnvironmentProblem("needs BPF struct_ops; UML has no BPF JIT")) if "bpf" in needs else "native")
+    monkeypatch.setattr(rep, "decide", lambda where, needs, **_: (_ for _ in ()).throw(
+        rep.EnvironmentProblem("needs BPF struct_ops; UML has no BPF JIT")) if "bpf" in needs else
+        Choice("native", "the host's kernel offers netem"))
     ran = []
 
-    def runner(lab_id, quick, where, out):
+    def runner(lab_id, quick, where, out, picked):
+        assert picked.place == "native"  # the decision made once, handed on
         ran.append(lab_id)
         if lab_id == "lab1":
             raise RuntimeError("tc said: Invalid argument")
@@ -35,7 +38,7 @@ def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, mo
         run.mkdir(parents=True)
         (run / "manifest.json").write_text(json.dumps({"platform": {"where": "uml"}, "cmd": "tc qdisc add",
                                                        "clock": {"guest_s": 12.0, "host_wall_s": 40.0}}))
-        (run / "summary.json").write_text("{}")
+        (run / "summary.json").write_text(json.dumps({"span_s": 4.2}))
         return 0
 
     labs = {"lab1": _lab("lab1"), "lab2": _lab("lab2", needs=("bpf",)),
@@ -45,7 +48,7 @@ def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, mo
     by = {o.lab_id: o for o in outcomes}
     assert by["lab1"].status == "failed" and "Invalid argument" in by["lab1"].detail
     assert by["lab2"].status == "cannot-run" and "no BPF JIT" in by["lab2"].detail
-    assert by["lab3"].status == "ok" and by["lab3"].where == "native"
+    assert by["lab3"].status == "ok" and by["lab3"].where == "native" and by["lab3"].transfer_s == 4.2
 
     page = report.render(outcomes, labs, quick=True)
     assert "Not reproduced here" in page and "no BPF JIT" in page and "Invalid argument" in page
@@ -62,6 +65,26 @@ def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, mo
 
 
 def test_report_only_needs_results(tmp_path, monkeypatch):
-    monkeypatch.setattr(rep, "decide_where", lambda *a, **_: "uml")
+    monkeypatch.setattr(rep, "decide", lambda *a, **_: Choice("uml", "test"))
     (o,) = rep.reproduce({"lab1": _lab("lab1")}, tmp_path, quick=False, report_only=True)
     assert o.status == "failed" and "no results" in o.detail and o.where == "uml"
+
+
+def test_the_time_ratio_is_said_at_the_end_written_in_the_report_and_recorded(tmp_path):
+    """Wall time over the runs' transfer time, per lab: in `reproduce`'s last lines, the report's
+    table and lab section, and reproduce.json (what benchmarks/time_ratio.py records)."""
+    ok = report.LabOutcome("lab2", "title of lab2", "ok", where="native", out=tmp_path / "none",
+                           seconds=420.0, transfer_s=140.0)
+    failed = report.LabOutcome("lab1", "title of lab1", "failed", where="native", detail="exit status 4",
+                               seconds=30.0, transfer_s=0.0)
+    assert ok.ratio == 3.0 and failed.ratio is None
+    lines = rep.summary([ok, failed])
+    assert lines[0] == "  lab2   reproduced natively (7 min, 3.0x its 2 min of transfers)"
+    page = report.render([ok, failed], {}, quick=True)
+    assert "420 s, 3.0x its 140 s of transfers" in page
+    assert "30 s (its runs record no transfer time)" in page
+    rec = json.loads(json.dumps(rep.record([ok, failed], quick=True)))
+    assert rec["quick"] is True and rec["cpus"] and "commit" in rec["git"]
+    assert rec["labs"][0] == {"lab": "lab2", "status": "ok", "where": "native", "detail": "", "seconds": 420.0,
+                              "transfer_s": 140.0, "ratio": 3.0}
+    assert rec["labs"][1]["ratio"] is None

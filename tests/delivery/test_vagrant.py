@@ -212,7 +212,7 @@ def test_module_step_persists_and_fails_loudly_without_netem(tmp_path):
 def test_check_mode_changes_nothing(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    _provision(tmp_path, "--check", "--only", "modules", "sysctls", "grader")
+    _provision(tmp_path, "--check", "--only", "modules", "sysctls")
     assert not (tmp_path / "etc").exists()
 
 

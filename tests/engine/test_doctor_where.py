@@ -3,7 +3,7 @@
 import pytest
 
 from mptcplab import doctor, kernel
-from mptcplab.places.decide import decide, decide_where
+from mptcplab.places.decide import decide
 from mptcplab.errors import EnvironmentProblem, UsageError
 
 
@@ -22,40 +22,40 @@ def caps(monkeypatch):
 
 
 def test_auto_prefers_native_netem_else_uml(caps):
-    assert decide_where("auto", ("netem",)) == "uml"
+    assert decide("auto", ("netem",)).place == "uml"
     caps["netem"] = True
-    assert decide_where("auto", ("netem",)) == "native"
+    assert decide("auto", ("netem",)).place == "native"
 
 
 def test_lab_needing_struct_ops_never_goes_to_uml(caps):
-    assert decide_where("auto", ("bpf_struct_ops",)) == "native"
+    assert decide("auto", ("bpf_struct_ops",)).place == "native"
     caps["bpf_struct_ops"] = False
     with pytest.raises(EnvironmentProblem, match="no place here honours .*native lacks bpf_struct_ops"):
-        decide_where("auto", ("bpf_struct_ops",))
+        decide("auto", ("bpf_struct_ops",))
     with pytest.raises(EnvironmentProblem, match="needs bpf_struct_ops, which uml cannot offer; use --where vm"):
-        decide_where("uml", ("bpf_struct_ops",))
+        decide("uml", ("bpf_struct_ops",))
 
 
 def test_native_without_netem_says_how_to_fix(caps):
     with pytest.raises(EnvironmentProblem, match="lacks netem.*doctor.*--where uml or --where vm"):
-        decide_where("native", ("netem",))
+        decide("native", ("netem",))
 
 
 def test_inside_uml_is_native(caps, monkeypatch):
     monkeypatch.setattr(kernel, "inside_uml", lambda: True)
-    assert decide_where("uml", ("netem",)) == "native"
+    assert decide("uml", ("netem",)).place == "native"
 
 
 def test_bad_where(caps):
     with pytest.raises(UsageError, match="auto, native, uml or vm"):
-        decide_where("elsewhere")
+        decide("elsewhere")
 
 
 def test_vm_when_asked_and_offered(caps, monkeypatch):
     monkeypatch.setattr("mptcplab.places.vm.available", lambda: (True, "test"))
     monkeypatch.setattr("mptcplab.places.vm.capabilities", lambda: {"netem", "tbf", "kprobes", "bpf_struct_ops"})
     monkeypatch.setattr("mptcplab.places.vm.accelerator", lambda: "tcg")
-    assert decide_where("vm", ("netem", "bpf_struct_ops")) == "vm"
+    assert decide("vm", ("netem", "bpf_struct_ops")).place == "vm"
     # auto: Lab 2 (netem for its delays, struct_ops) goes to the VM, the only place honouring both,
     # checked or not (its own setup check runs first); native without netem never runs it
     picked = decide("auto", ("netem", "bpf_struct_ops"), lab="lab2")
@@ -65,7 +65,7 @@ def test_vm_when_asked_and_offered(caps, monkeypatch):
     monkeypatch.setattr("mptcplab.places.records.load",
                         lambda: [CheckResult(place="vm", lab="lab2", passed=False, wall_s=300)])
     with pytest.raises(EnvironmentProblem, match="vm failed its lab2 check.*--recheck"):
-        decide_where("auto", ("netem", "bpf_struct_ops"), lab="lab2")
+        decide("auto", ("netem", "bpf_struct_ops"), lab="lab2")
 
 
 def test_checks_have_fixes():

@@ -132,13 +132,42 @@ def test_the_runner_runs_a_lab_in_a_guest_place_it_knows_only_by_its_registry_en
     assert (ctx.lab.id, ctx.out, ctx.where, ctx.shard) == ("lab1", out, "fake", None)
 
 
+@pytest.mark.parametrize("quick", [False, True])
+def test_a_shard_in_a_guest_gets_quick_only_when_asked(fake_place, tmp_path, quick):
+    """The guest's command says --quick only for a quick run, and gets the parameters of the run
+    asked for (a full shard's are the full sweep's, not [quick]'s)."""
+    from mptcplab import runner
+    from mptcplab.shards import Shard
+
+    assert runner.run_lab("lab3", quick=quick, where="fake", out=tmp_path / "s", shard=Shard(2, 3)) == 0
+    (argv, _, handed), = fake_place.calls
+    assert ("--quick" in argv) is quick and "--shard=2/3" in argv
+    assert handed["params"] == get_lab("lab3").load_params(quick)
+
+
+def test_a_place_decided_by_the_caller_is_not_decided_again(fake_place, tmp_path, monkeypatch, caplog):
+    """`reproduce` decides each lab's place once (to report it) and hands the decision on; the
+    "runs X: why" line is still said once, by run_lab."""
+    from mptcplab import runner
+    from mptcplab.places.choice import Choice
+
+    monkeypatch.setattr(runner, "decide", lambda *a, **k: pytest.fail("decided a second time"))
+    caplog.set_level("INFO")
+    picked = Choice("fake", "the only place that offers netem here")
+    assert runner.run_lab("lab1", quick=True, where="auto", out=tmp_path / "lab1",
+                          overrides={"sweep": {"repetitions": 1}}, picked=picked) == 0
+    assert len(fake_place.calls) == 1
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("runs ")]
+    assert said == ["runs in the fake place: the only place that offers netem here"]
+
+
 def test_a_lab_goes_to_the_test_place_only_when_it_offers_what_the_lab_needs(fake_place):
     from mptcplab.errors import EnvironmentProblem
-    from mptcplab.places.decide import decide_where
+    from mptcplab.places.decide import decide
 
-    assert decide_where("fake", ("netem",)) == "fake"
+    assert decide("fake", ("netem",)).place == "fake"
     with pytest.raises(EnvironmentProblem, match="needs bpf_struct_ops, which fake cannot offer"):
-        decide_where("fake", ("bpf_struct_ops",), lab="lab2")
+        decide("fake", ("bpf_struct_ops",), lab="lab2")
 
 
 def test_inside_the_test_place_the_manifest_carries_its_facts(fake_place, monkeypatch, tmp_path):
@@ -153,3 +182,32 @@ def test_inside_the_test_place_the_manifest_carries_its_facts(fake_place, monkey
     m = json.loads((tmp_path / "r1" / "manifest.json").read_text())
     assert m["platform"]["where"] == "fake" and m["platform"]["fake"] is True and "clock" in m
     assert m["command"] == ["mptcplab", "run", "lab1", "--set", "x=1"]  # what the user ran, not the guest's
+
+
+def test_check_setup_repeats_the_check_on_fresh_networks_and_tables_every_attempt(tmp_path, monkeypatch):
+    """`run LAB --check-setup N`: N attempts, each its own network and run directory; a refusal is
+    one row (with what it had measured), not the end of the series; nothing is measured."""
+    from mptcplab.errors import ExperimentFailed
+
+    attempts = []
+
+    def check_paths(net, rd, a, b, **kw):
+        attempts.append(net)
+        rd.summary["checks"] = {"paths": {"p1": {"configured_rtt_ms": 20.0, "ping": {"min_ms": 20.3, "median_ms": 21.0},
+                                                 "own_latency": {"own_rtt_ms": 1.5, "own_spread_ms": 0.7}}},
+                                "physics": ["lowest ping RTT on path p1: measured 20.3 ms, bound 20.81 ms (within)"]}
+        if len(attempts) == 2:
+            raise ExperimentFailed("lowest ping RTT on path p1: measured 22 ms (OUTSIDE)")
+
+    monkeypatch.setattr(engine, "check_paths", check_paths)
+    monkeypatch.setattr(engine, "describe", lambda checks: "")
+    measured = []
+    lab = _toy_lab(measured, [])
+    rows = engine.check_setup(RunContext(lab=lab, params={}, out=tmp_path, quick=True, where="native"), 3)
+    assert [r["passed"] for r in rows] == [True, False, True] and measured == []
+    assert len({id(n) for n in attempts}) == 3  # a fresh network each time
+    assert rows[1]["ping_min_ms"] == 20.3 and "OUTSIDE" in rows[1]["refused"]  # kept from failed.json
+    assert rows[0]["own_spread_ms"] == 0.7 and "within" in rows[0]["rtt_verdict"]
+    table = (tmp_path / "setup-checks.csv").read_text().splitlines()
+    assert len(table) == 4 and table[0].startswith("attempt,passed,path")
+    assert (tmp_path / "setup-check-2" / "verify.partial" / "failed.json").exists()

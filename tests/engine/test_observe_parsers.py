@@ -1,5 +1,6 @@
 """Parsers of the observation sources, on text in the kernel's own formats."""
 
+from mptcplab import observe
 from mptcplab.observe import parse_ss, parse_trace, sndbuf_waits
 
 TRACE = """\
@@ -53,6 +54,7 @@ def test_parse_ss_samples():
     row = df.iloc[0]
     assert row["local"] == "10.2.0.1:41234" and row["cwnd"] == 312 and row["rtt_ms"] == 81.2
     assert row["retrans_total"] == 3 and row["notsent"] == 4096 and bool(row["mptcp_subflow"])
+    assert row["netid"] == "tcp"
 
 
 QDISC = """\
@@ -101,3 +103,12 @@ def test_a_sampler_leaves_by_itself_instead_of_being_signalled(tmp_path):
     loop.stop()
     assert loop.proc.returncode == 0
     assert (tmp_path / "s.txt").read_text().count("sample") >= 2 and not loop.flag.exists()
+
+
+def test_cpu_times_parse_proc_stat_and_softnet():
+    stat = "cpu  10 1 20 60 0 0 9 0 0 0\ncpu0 10 1 20 60 0 0 9 0 0 0\nintr 5\n"
+    assert observe.parse_proc_stat(stat) == {"user": 10, "nice": 1, "system": 20, "idle": 60, "iowait": 0,
+                                              "irq": 0, "softirq": 9, "steal": 0}
+    softnet = ("0000000a 00000001 00000002 00000000 00000000\n"
+               "00000010 00000000 00000003 00000000 00000000\n")
+    assert observe.parse_softnet(softnet) == {"processed": 26, "dropped": 1, "time_squeeze": 5}

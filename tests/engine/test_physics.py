@@ -50,6 +50,22 @@ def test_ss_summary_records_srtt_minrtt_inflight_and_buffer():
     assert s["inflight_bytes_max"] == 23 * 1448 and s["sk_sndbuf"] == 32768 and s["wmem_queued_max"] == 34272
 
 
+def test_ss_summary_keeps_the_mptcp_socket_apart_from_its_first_subflow():
+    # ss lists the MPTCP socket with its first subflow's addresses: one record each, not one mixed
+    text = ("@ 100.0\n"
+            "tcp   ESTAB 0 0 10.1.0.1:40000 10.1.0.2:5201\n"
+            "\t skmem:(r0,rb131072,t0,tb65536,f0,w30000,o0,bl0,d0) cubic rtt:0.3/0.1 mss:1448 unacked:20 "
+            "minrtt:0.05 tcp-ulp-mptcp\n"
+            "mptcp ESTAB 0 0 10.1.0.1:40000 10.1.0.2:5201\n"
+            "\t skmem:(r0,rb131072,t0,tb200704,f0,w180000,o0,bl0,d0) subflows:1\n")
+    conns = physics.ss_summary(parse_ss(text))["connections"]
+    assert conns["10.1.0.1:40000->10.1.0.2:5201"] == {
+        "samples": 1, "srtt_ms_median": 0.3, "min_rtt_ms": 0.05, "sk_sndbuf": 65536, "wmem_queued_max": 30000,
+        "inflight_bytes_median": 20 * 1448, "inflight_bytes_max": 20 * 1448}
+    assert conns["10.1.0.1:40000->10.1.0.2:5201 (mptcp socket)"] == {
+        "samples": 1, "sk_sndbuf": 200704, "wmem_queued_max": 180000}
+
+
 def test_checker_fails_on_the_uml_lab1_sweep():
     bad = [v for v in check_results(FIXTURES / "lab1-bad") if not v.ok]
     # every single-path run over the 80 ms path is above its window bound; the 0 ms path and MPTCP are not judged so

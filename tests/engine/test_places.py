@@ -181,7 +181,7 @@ def _run_dir(root: Path, name: str, checks: dict, clock: dict | None = None) -> 
 
 def test_records_from_a_run_and_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    checks = {"passed": True, "paths": {"slow": {"ping": {"median_ms": 81.9}, "configured_rtt_ms": 80.0,
+    checks = {"passed": True, "paths": {"slow": {"ping": {"min_ms": 81.9, "median_ms": 82.4}, "configured_rtt_ms": 80.0,
                                                  "tcp_steady_mbps": 90.0, "link_utilisation": 0.94,
                                                  "own_latency": {"own_rtt_ms": 2.1, "compensated": True}}},
               "mptcp": {"subflows_with_data": 2}}
@@ -330,3 +330,18 @@ def test_both_guests_run_the_command_from_one_script(tmp_path):
         assert f"echo $rc > {tmp_path / 'status'}" in text and "mount -t tracefs" in text
     assert uml_init.index("mount -t proc") < uml_init.index("mptcplab run") < uml_init.index("halt -f")
     assert "dmesg" in vm_run and "halt" not in vm_run
+
+
+def test_a_guest_that_stops_without_a_status_says_its_last_lines():
+    # CI keeps only a failed test's last kilobytes: "see output above" there shows nothing.
+    from mptcplab.places import guest
+
+    tail = guest.Tail(lines=3)
+    tail.add("run 20/25 ok\r\nrun 21/25 starts\n[  512.1] Out of memory: Killed process 7")
+    tail.add("1 (python3)\n\nqemu-system-x86_64: terminating on signal 15\n")
+    msg = tail.stopped("the VM (vng)", 255)
+    assert "exit status 255" in msg and "resumes" in msg
+    assert msg.splitlines()[-4:] == ["Its last lines:", "  run 21/25 starts",
+                                     "  [  512.1] Out of memory: Killed process 71 (python3)",
+                                     "  qemu-system-x86_64: terminating on signal 15"]
+    assert "It printed nothing" in guest.Tail().stopped("the UML kernel", 0)

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from mptcplab import state
-from mptcplab.results import Sweep, clock_totals
+from mptcplab.results import Sweep, clock_totals, transfer_seconds
 
 
 def test_run_dir_is_atomic_and_has_provenance(tmp_path):
@@ -40,7 +40,7 @@ def test_a_uml_run_records_guest_and_host_seconds(tmp_path, monkeypatch):
     m = json.loads((tmp_path / "uml" / "manifest.json").read_text())
     # Here the "host" clock is this machine's own, so both read the same interval.
     assert m["clock"]["guest_s"] >= 0.3 and abs(m["clock"]["host_wall_s"] - m["clock"]["guest_s"]) < 0.1
-    assert ".host-clock" not in m["artefacts"] and not list(tmp_path.rglob(".host-clock"))
+    assert not any(a.startswith(".host-clock") for a in m["artefacts"]) and not list(tmp_path.rglob(".host-clock*"))
     assert clock_totals(tmp_path) == (m["clock"]["guest_s"], m["clock"]["host_wall_s"])  # the native run adds 0
 
 
@@ -50,6 +50,28 @@ def test_sweep_lists_only_complete_runs(tmp_path):
         pass
     (tmp_path / "crashed.partial").mkdir()
     assert [p.name for p in sweep.runs()] == ["done"]
+
+
+def test_transfer_seconds_sums_what_each_run_recorded_of_its_transfer(tmp_path):
+    """The time ratio's denominator, from run directories as the three labs write them: a bulk
+    transfer's measured span (Labs 1 and 2, and Lab 3's n flows), a run that records only its
+    configured duration (Lab 2's fairness runs), the setup check and a skipped point (nothing), and
+    an unfinished run (not a run)."""
+    def run(key, summary, done=True):
+        d = tmp_path / (key if done else key + ".partial")
+        d.mkdir()
+        (d / "manifest.json").write_text(json.dumps({"run": key}))
+        (d / "summary.json").write_text(json.dumps(summary))
+
+    run("verify", {"checks": {"passed": True}})
+    run("wmem-64K-mptcp-r1", {"proto": "mptcp", "duration_s": 10.0, "span_s": 10.093})
+    run("r1-static-lia", {"duration_s": 8.0, "span_s": 8.5})
+    run("fair-lia-r1", {"duration_s": 6.0, "mptcp_mbps": 3.1})
+    run("paper-1M-mptcp-minrtt-r1", {"part": "paper_point", "skipped": "no such scheduler"})
+    run("random-1pct-n2-r1", {"scenario": "random", "n": 2, "span_s": 25.4})
+    run("crashed", {"span_s": 99.0}, done=False)
+    assert transfer_seconds(tmp_path) == pytest.approx(10.093 + 8.5 + 6.0 + 25.4)
+    assert transfer_seconds(tmp_path / "absent") == 0.0
 
 
 def test_state_file_records_and_clean_removes_dead_owner(tmp_path, monkeypatch):

@@ -86,10 +86,10 @@ def test_a_failed_batch_names_the_command_that_failed(monkeypatch):
 
 
 def test_a_sweeps_transfer_time_is_its_runs_spans_or_common_windows(tmp_path):
-    from mptcplab.results import transfer_total_s
+    from mptcplab.results import transfer_seconds
 
     for key, summary in (("verify", {"checks": {}}), ("static-lia-r1", {"span_s": 9.5}),
                          ("fair-lia-r1", {"shared_window_s": [100.0, 108.25]})):
         with Sweep(tmp_path).run(key, {}) as rd:
             rd.summary.update(summary)
-    assert transfer_total_s(tmp_path) == 9.5 + 8.25
+    assert transfer_seconds(tmp_path) == 9.5 + 8.25

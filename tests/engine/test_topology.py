@@ -57,6 +57,24 @@ def test_sysctls_per_host_and_metrics_cache_off():
     assert f"ip netns exec {topo.ns('rcv')} sysctl -qw net.ipv4.tcp_no_metrics_save=1" in lines
 
 
+def test_kernel_limits_are_raised_by_the_topology_never_lowered_and_put_back(monkeypatch):
+    import mptcplab.topology as topology
+
+    monkeypatch.setattr(topology, "_root_sysctl", lambda key: 212992)
+    topo = kato(kernel_limits={"net.core.wmem_max": 4 << 20})
+    assert topo.commands()[0].argv == ["sysctl", "-qw", f"net.core.wmem_max={4 << 20}"]
+    assert "the kernel's net.core.wmem_max is 212992" in topo.script()
+    ran = []
+    monkeypatch.setattr(topology, "remove_namespace", lambda name: None)
+    monkeypatch.setattr(topology.process, "run", lambda argv, **kw: ran.append(argv))
+    topology.Network(topo).teardown()
+    assert ran == [["sysctl", "-qw", "net.core.wmem_max=212992"]]
+    # a kernel that already has more keeps it: nothing set, nothing put back
+    monkeypatch.setattr(topology, "_root_sysctl", lambda key: 8 << 20)
+    topo = kato(kernel_limits={"net.core.wmem_max": 4 << 20})
+    assert not [c for c in topo.commands() if "net.core.wmem_max" in " ".join(c.argv)] and topo.limits_raised() == {}
+
+
 def test_script_is_replayable_shell():
     script = kato(mptcp_subflows=2).script()
     assert script.startswith("#!/bin/sh") and "set -e" in script
@@ -83,3 +101,48 @@ def test_bad_topologies(kwargs, words):
 def test_unknown_host_lookup():
     with pytest.raises(UsageError, match="unknown host 'x'"):
         kato().address("x", "fast")
+
+
+def test_a_link_that_drops_its_rate_gets_a_new_netem_qdisc():
+    """netem keeps a rate `tc qdisc replace` does not mention (netem_change sets it only from
+    TCA_NETEM_RATE): Lab 3's random-loss runs kept the setup check's 20 Mbit/s that way."""
+    from mptcplab.topology import Network
+
+    topo = Topology("t", ("snd", "rcv"), [NetPath("p1", "snd", "rcv", "rate=20mbit,delay=30ms", "delay=30ms")],
+                    netem=True)
+    net = Network(topo)
+    ran = []
+    net.check_all = lambda cmds: ran.extend(c.argv for c in cmds)
+    net.set_link("p1", "delay=30ms,loss=1%", "delay=30ms")
+    b = [c for c in ran if "b-p1" in c]
+    assert [c[4] for c in b] == ["del", "replace"] and "rate" not in b[1]
+    assert [c[4] for c in ran if "a-p1" in c] == ["replace"]  # the ACK direction never had a rate
+    ran.clear()
+    net.set_link("p1", "delay=30ms,loss=2%", "delay=30ms")  # no rate before either: changed in place
+    net.set_link("p1", "rate=8mbit,delay=30ms,queue=40", "delay=30ms")  # a rate is set by replace
+    assert all(c[4] == "replace" for c in ran)
+
+
+def test_a_bottleneck_is_one_queue_the_paths_cross_toward_b():
+    """Every packet a host on the a side sends on a shared path goes to the bottleneck's ifb first
+    (ingress redirect on the emulator's a-side port); the b side and the b->a direction are each
+    path's own."""
+    from mptcplab.topology import Bottleneck
+
+    topo = Topology("t", ("snd", "rcv"), [NetPath("p1", "snd", "rcv", "delay=10ms"),
+                                          NetPath("p2", "snd", "rcv", "delay=20ms")],
+                    netem=True, mptcp_subflows=2, bottleneck=Bottleneck("shared", "rate=5mbit,queue=50", ("p1", "p2")))
+    cmds = [c.argv for c in topo.commands()]
+    emu = topo.ns("emu")
+    assert ["ip", "-n", emu, "link", "add", "ifb-shared", "type", "ifb"] in cmds
+    root = next(c for c in cmds if c[:6] == ["tc", "-n", emu, "qdisc", "replace", "dev"] and c[6] == "ifb-shared")
+    assert root[8:] == ["netem", "rate", "5mbit", "limit", "50"]
+    redirects = [c for c in cmds if "mirred" in c]
+    assert [c[6] for c in redirects] == ["a-p1", "a-p2"] and all(c[-2:] == ["dev", "ifb-shared"] for c in redirects)
+    # the redirect needs the ingress qdisc before it, and the paths keep their delays without a rate
+    assert cmds.index(["tc", "-n", emu, "qdisc", "add", "dev", "a-p1", "handle", "ffff:", "ingress"]) < cmds.index(
+        redirects[0])
+    assert all("rate" not in c for c in cmds if c[:4] == ["tc", "-n", emu, "qdisc"] and c[6].startswith("b-"))
+    with pytest.raises(UsageError, match="bottleneck 'shared'"):
+        Topology("t", ("snd", "rcv"), [NetPath("p1", "snd", "rcv")], netem=True,
+                 bottleneck=Bottleneck("shared", "rate=5mbit", ("p9",)))

@@ -99,3 +99,43 @@ def test_prebuild_for_a_guest_kernel_uses_the_vmlinux_h_its_guest_dumped(tmp_pat
     for sub in ("", "record"):
         built = {p.name for p in (loader.cache_dir(guest) / sub).glob("*.o")}
         assert built == {f"{a.name}.o" for a in cc.ALGORITHMS.values()}, sub
+
+
+# `bpftool -j map dump id N` of a program's .bss, as bpftool 7.1 prints it (mlab_lia after one socket)
+BSS_DUMP = ('[{"value":{".bss":[{"mlab_acks":5},{"mlab_coupled_acks":4},{"mlab_dwnd_acks":0},'
+            '{"mlab_losses":1},{"mlab_max_subflows":2},{"mlab_sockets":3}]},"formatted":{"value":{".bss":['
+            '{"mlab_acks":5},{"mlab_coupled_acks":4},{"mlab_dwnd_acks":0},{"mlab_losses":1},'
+            '{"mlab_max_subflows":2},{"mlab_sockets":3}]}}}]')
+
+
+def test_counters_are_parsed_from_the_programs_bss_dump_and_differenced_per_run():
+    before = cc.parse_counters(BSS_DUMP)
+    assert before == {"acks": 5, "coupled_acks": 4, "dwnd_acks": 0, "losses": 1, "max_subflows": 2, "sockets": 3}
+    after = {**before, "acks": 905, "coupled_acks": 804, "losses": 4, "sockets": 5, "max_subflows": 4}
+    # max_subflows is a maximum since registration: no per-run difference
+    assert cc.counted(before, after) == {"acks": 900, "coupled_acks": 800, "dwnd_acks": 0, "losses": 3, "sockets": 2}
+    assert cc.counted({}, after) is None and cc.counted(before, {}) is None
+    for bad in ("", "[]", '[{"value": 1}]', "not json"):
+        assert cc.parse_counters(bad) == {}
+
+
+def test_counters_are_read_from_the_registered_programs_own_map(monkeypatch):
+    """Found through the struct_ops' programs (not by map name), looked up once, and looked up
+    again when the map is gone (the program was registered anew)."""
+    calls = []
+    maps = {"mlab_events": {"id": 7}, "mlab_ctl": {"id": 8}, "mlab_lia.bss": {"id": 9}}
+    monkeypatch.setattr(loader, "_counter_maps", {"mlab_lia": 3})  # a stale id from an earlier registration
+    monkeypatch.setattr(loader, "_maps", lambda name: calls.append(name) or maps)
+
+    def run(argv, check=True):
+        from types import SimpleNamespace
+        return SimpleNamespace(stdout=BSS_DUMP if argv[-1] == "9" else "", returncode=0 if argv[-1] == "9" else 255)
+    monkeypatch.setattr(loader, "_run", run)
+    assert cc.stats("mlab_lia")["sockets"] == 3 and calls == ["mlab_lia"]
+    assert cc.stats("mlab_lia")["acks"] == 5 and calls == ["mlab_lia"]  # cached: one bpftool call per reading
+
+    def unregistered(name):
+        raise loader.EnvironmentProblem(f"{name} is not registered")
+    monkeypatch.setattr(loader, "_maps", unregistered)
+    monkeypatch.setattr(loader, "_counter_maps", {})
+    assert cc.stats("mlab_lia") == {}

@@ -236,3 +236,44 @@ def test_paper_point_table_gives_each_scheduler_its_mean_and_ci():
     text = la.paper_point_markdown(runs)
     assert "| paper: MPTCP (out-of-tree kernel) | minRTT + RP | 5 | 46.8 | ± 4.4 |" in text
     assert "| this run: MPTCP | minrtt+rp | 3 | 55.0 |" in text and "| 128 KiB | mptcp | 2 | 3 | 70.0 |" in text
+    v = la.paper_verdicts(runs).set_index("comparison")
+    assert v.loc["MPTCP minrtt+rp - single-path TCP (fast)", "verdict"] == "MPTCP slower"
+    assert v.loc["MPTCP minrtt+rp - default", "m"] == 6  # one family: the table's six comparisons
+    assert "Holm-corrected over this table's 6 comparisons" in text
+    # the tso control with only one setting has no comparison, and a held group gets its own table
+    held = runs[runs["group"] == "schedulers"].assign(group="held", run=lambda r: "paper-sndbuf-" + r["run"])
+    text = la.paper_point_markdown(pd.concat([runs, held]))
+    assert "## The paper's 1 MiB held: SO_SNDBUF 1 MiB" in text and text.count("comparisons;") == 2
+
+
+def test_paper_point_export_is_compact_with_provenance_and_checked(tmp_path):
+    """The compact paper point: rows, one provenance row per run, one manifest; `mptcplab check`
+    judges its single-path rows against physics, and the reference finds it in paper-point/."""
+    import pandas as pd
+    from mptcplab.check import check_results
+    from mptcplab.labs.lab1 import paper_point as la
+
+    manifest = json.loads((REF / "detail-wmem-32K-mptcp" / "manifest.json").read_text())
+    src = tmp_path / "run"
+    for name, config, method, sched, mbps in (("paper-1M-mptcp-minrtt+rp-r1", "mptcp", "wmem", "minrtt+rp", 160.0),
+                                              ("paper-1M-tcp-fast-r1", "tcp-fast", "wmem", None, 95.5),
+                                              ("paper-sndbuf-512K-mptcp-minrtt+rp-r1", "mptcp", "sndbuf", "minrtt+rp", 120),
+                                              ("tsokernel-1M-tcp-slow-r1", "tcp-slow", "wmem", None, 99.0)):
+        (src / name).mkdir(parents=True)
+        (src / name / "manifest.json").write_text(json.dumps(manifest))
+        buf = 524288 if method == "sndbuf" else 1 << 20
+        (src / name / "summary.json").write_text(json.dumps({
+            "part": "paper_point", "method": method, "buffer_bytes": buf, "config": config, "scheduler": sched,
+            "rep": 1, "mbps": mbps, "sndbuf_effective": 2 * buf if method == "sndbuf" else buf,
+            "min_tso_segs": "2" if name.startswith("tso") else "64", "rp_opp_retrans": 3}))
+    dest = la.export_paper_point(src, tmp_path / "ref" / la.COMPACT_DIR)
+    assert sorted(p.name for p in dest.iterdir()) == ["manifest.json", "paper-point.csv", "paper-point.md",
+                                                      "runs-manifest.csv"]
+    prov = pd.read_csv(dest / "runs-manifest.csv")
+    assert len(prov) == 4 and set(prov["kernel"]) == {manifest["platform"]["kernel_release"]}
+    again = la.load_paper_point(tmp_path / "ref")  # found in the reference's paper-point/
+    assert list(again["group"]) == ["schedulers", "schedulers", "held", "tso"]
+    assert "Linux " in (dest / "paper-point.md").read_text()  # the setting, from the kept manifest
+    bad = [v for v in check_results(tmp_path / "ref") if not v.ok]
+    # tcp-slow at 99 Mbit/s is above its link's ceiling (its window bound, (1 MiB + 64 KiB) / 80 ms, is 111)
+    assert len(bad) == 1 and all("tsokernel-1M-tcp-slow-r1" in v.check for v in bad)

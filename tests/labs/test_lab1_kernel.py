@@ -202,6 +202,20 @@ def test_mptcp_sweep_run_records_both_subflows(tmp_path, monkeypatch, quick):
     assert not [v for v in check_results(tmp_path / "sweep") if "bytes in flight" in v.check]
 
 
+def test_each_buffer_is_parsed_once_and_sets_what_its_method_says(tmp_path, monkeypatch, quick):
+    b = l1.SendBuffer.parse("64K", "sndbuf")
+    assert (b.size, b.so_sndbuf, b.tcp_wmem) == (65536, 65536, l1.DEFAULT_WMEM)
+    assert (l1.SendBuffer.parse("1M").tcp_wmem, l1.SendBuffer.parse("1M").so_sndbuf) == ("1048576 1048576 1048576", None)
+    assert l1.SendBuffer.of(_point(quick, "sndbuf-64K-mptcp-r1").values) == b  # a point carries it, parsed
+    sent = []
+    monkeypatch.setattr(l1, "bulk", lambda *a, **kw: sent.append(kw["sndbuf"]) or fake_bulk(40.0)(*a, **kw))
+    for key in ("sndbuf-64K-mptcp-r1", "wmem-64K-mptcp-r1"):
+        net = FakeNet(tmp_path, mptcp_samples())
+        engine.run_point(l1.LAB, net, Sweep(tmp_path / "sweep"), _point(quick, key), quick)
+        sent.append(net.sysctls["snd"]["net.ipv4.tcp_wmem"])
+    assert sent == [65536, l1.DEFAULT_WMEM, None, "65536 65536 65536"]
+
+
 # ---------------------------------------------------------------- the control runs
 
 class Recorder:
@@ -340,6 +354,28 @@ def test_engine_runs_the_sweep_then_the_detailed_run_and_its_controls(tmp_path, 
     assert summary["controls"] == ["detail-wmem-128K-tcp-fast", "detail-wmem-1M-mptcp"]
     sweep = la.load_sweep(tmp_path / "run")
     assert len(sweep) == n  # neither the paper's point nor the detailed runs are sweep rows
+
+
+def test_load_sweep_compacts_a_resumed_sweep_again_and_reads_a_reference_as_it_is(tmp_path, quick):
+    import os
+
+    sweep = _finished_sweep(tmp_path / "s", quick)
+    first = la.load_sweep(sweep.root)  # compacted on first read (sweep.csv written)
+    old = sweep.root / "sweep.csv"
+    os.utime(old, (1, 1))  # older than every run: a run added after it makes it stale
+    run = sweep.root / "wmem-64K-tcp-fast-r9"
+    run.mkdir()
+    (run / "summary.json").write_text(json.dumps({"run": run.name, "method": "wmem", "buffer": "64K",
+                                                  "buffer_bytes": 65536, "config": "tcp-fast", "rep": 9, "mbps": 90.0}))
+    (run / "manifest.json").write_text("{}")
+    assert len(la.load_sweep(sweep.root)) == len(first) + 1
+    # a reference copy keeps its detailed runs beside sweep.csv: newer than it, they do not remake it
+    ref = tmp_path / "ref"
+    (ref / "detail-wmem-64K-mptcp").mkdir(parents=True)
+    first.to_csv(ref / "sweep.csv", index=False)
+    os.utime(ref / "sweep.csv", (1, 1))
+    (ref / "detail-wmem-64K-mptcp" / "summary.json").write_text(json.dumps({"detail": True, "config": "mptcp"}))
+    assert len(la.load_sweep(ref)) == len(first)
 
 
 # ---------------------------------------------------------------- analysis: bounds, controls, tracing cost
@@ -519,7 +555,13 @@ def test_paper_point_runs_each_scheduler_beside_tcp_and_the_tso_control(quick):
                         "paper-1M-tcp-fast-r1"]
     assert sum(k.startswith("paper-1M-") and "detail" not in k for k in keys) == 4 * params["paper_point"]["repetitions"]
     assert "tsokernel-128K-tcp-slow-r1" in keys and "tso64-1M-mptcp-r3" in keys
-    assert all(p.values["part"] == "paper_point" and p.values["method"] == "wmem" for p in paper)
+    assert all(p.values["part"] == "paper_point" for p in paper)
+    held = [p for p in paper if p.key.startswith(("paper-sndbuf-", "paper-detail-sndbuf-"))]
+    assert {p.values["method"] for p in paper if p not in held} == {"wmem"}
+    pp = params["paper_point"]
+    assert len(held) == (len(pp["schedulers"]) + 1) * pp["sndbuf_repetitions"] + len(pp["sndbuf_detail"])
+    assert all(p.values["method"] == "sndbuf" and p.values["buffer"] == pp["sndbuf"] for p in held)
+    assert not any(p.key.startswith("paper-sndbuf-") for p in l1.paper_points(quick))  # --quick skips it
     only = get_lab("lab1").load_params(quick=False, overrides={"paper_point": {"only": True}})
     assert [p.key for p in l1.points(only, None)] == keys  # no sweep, no detailed run
     assert [p.key for p in l1.points(quick, None)][-3:] == ["paper-1M-mptcp-default-r1", "paper-1M-mptcp-minrtt+rp-r1",
@@ -535,6 +577,8 @@ def test_configure_sets_the_scheduler_and_tso_and_sets_them_back(tmp_path, quick
     l1.configure(net, paper["paper-1M-mptcp-minrtt+rp-r1"], quick)
     assert net.sysctls["snd"]["net.mptcp.scheduler"] == "minrtt" and net.sysctls["snd"]["net.mptcp.minrtt_rp"] == "1"
     assert net.sysctls["snd"]["net.ipv4.tcp_wmem"] == "1048576 1048576 1048576"
+    l1.configure(net, paper["paper-sndbuf-512K-mptcp-minrtt+rp-r1"], quick)  # held: SO_SNDBUF, tcp_wmem default
+    assert net.sysctls["snd"]["net.ipv4.tcp_wmem"] == l1.DEFAULT_WMEM and net.sysctls["snd"]["net.mptcp.minrtt_rp"] == "1"
     l1.configure(net, paper["tsokernel-128K-mptcp-r1"], quick)
     assert net.sysctls["snd"]["net.mptcp.scheduler"] == "default"
     assert net.sysctls["snd"]["net.ipv4.tcp_min_tso_segs"] == net.sysctls["rcv"]["net.ipv4.tcp_min_tso_segs"] == "2"

@@ -191,3 +191,13 @@ def test_uncapped_closed_form_goes_negative_which_the_cap_prevents():
     uncapped = (1 - uncapped_q / n) / (p * float(t["x"]) * rtt) + uncapped_q / (float(t["z"]) * (1 - p))
     assert uncapped_q > n and uncapped < 0
     assert m.parallel_per_flow(n, p, rtt, T) == pytest.approx(n / (T * (1 + 32 * p * p)))
+
+
+def test_model1_with_a_consistent_timeout_count_is_a_diagnostic_between_model1_and_padhye():
+    from mptcplab.labs.lab3 import models as m
+
+    # low loss: timeouts are rare, the count does not matter
+    assert m.parallel_per_flow_consistent(4, 0.001, 0.065, 0.3) == pytest.approx(m.parallel_per_flow(4, 0.001, 0.065, 0.3), rel=1e-3)
+    # high loss: (24) counts more flows in a timeout than the self-consistent share, so predicts less
+    for p in (0.02, 0.05, 0.1):
+        assert m.parallel_per_flow(4, p, 0.065, 0.3) < m.parallel_per_flow_consistent(4, p, 0.065, 0.3)

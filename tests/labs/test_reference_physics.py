@@ -19,8 +19,7 @@ from mptcplab import check, physics
 from mptcplab.lab import REPO_ROOT
 
 RESULTS = REPO_ROOT / "solutions" / "results"
-TABLES = ("throughput.csv", "fairness.csv", "runs.csv", "sweep.csv")
-SLACK = 1 + physics.MEASUREMENT_SLACK
+TABLES = ("throughput.csv", "fairness.csv", "runs.csv", "sweep.csv", "paper-point.csv")
 PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*% of the (?:ceiling|link)")
 VERDICT = re.compile(r"measured ([\d.,]+) Mbit/s, bound ([\d.,]+) Mbit/s \(within\)[^\n\"]*ceiling")
 
@@ -38,10 +37,10 @@ def _texts():
 
 def over_the_ceiling(text: str) -> list[str]:
     """The phrases of `text` that set a goodput above its ceiling."""
-    bad = [m.group(0) for m in PERCENT.finditer(text) if float(m.group(1)) > 100 * SLACK]
+    bad = [m.group(0) for m in PERCENT.finditer(text) if float(m.group(1)) > physics.allowed(100)]
     for m in VERDICT.finditer(text):
         measured, bound = (float(x.replace(",", "")) for x in m.groups())
-        if measured > bound * SLACK:
+        if measured > physics.allowed(bound):
             bad.append(m.group(0)[:120])
     return bad
 
@@ -63,7 +62,9 @@ def test_no_report_or_notebook_output_shows_a_goodput_above_its_ceiling(where, t
 # Re-measured over one common window in the VM place (results/lab2-fairness, 2026-11-25, commit
 # 525c0b0) 5 of 25 were still above it, one by 14% and one with MPTCP's part at 0: the byte shares
 # from `ss`, which samples 3 times in 10 s in the emulated CPU, are not good enough, so that run
-# was not committed. See the guide and the issue report.
+# was not committed. The split is now counted in the emulator's capture of the link
+# (lab2 measure.shared_link_rates): its controlled run (controlled/shared-bottleneck, 4 fairness
+# runs) is within; the shipped 25-run table stays until the reference is re-run.
 KNOWN = {"lab2": "fairness runs' shared-path split above the ceiling (measurement, see comment)"}
 
 
@@ -74,7 +75,7 @@ def test_every_reference_table_is_within_its_ceilings(lab):
     verdicts = []
     for name in TABLES:
         for table in sorted((RESULTS / lab).rglob(name)):
-            if name == "sweep.csv":
+            if name in ("sweep.csv", "paper-point.csv"):  # Lab 1's paper point is a sweep table too
                 verdicts += check.check_sweep(table)
             elif name == "fairness.csv":
                 verdicts += check.check_fairness_table(table)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from .. import log
-from ..places.decide import decide_where
+from ..places.decide import decide
 from ..results import Sweep
 from ..runner import in_place
 from ..topology import NetPath, Topology
@@ -36,7 +36,7 @@ def topology() -> Topology:
 
 def _example(args) -> int:
     out = args.out.resolve()
-    where = decide_where(args.where)
+    where = decide(args.where).place
     say = log.get("example")
 
     def here() -> int:

@@ -40,6 +40,9 @@ def register(sub) -> None:
                         "(e.g. solutions/results/lab2 after the analysis changed; no new measurement)")
     r.add_argument("--tables", nargs="+", metavar="TABLE",
                    help="replace only these tables of the existing reference (lab2: e.g. fairness) with the run's")
+    r.add_argument("--controlled", metavar="NAME",
+                   help="keep the run as a controlled run beside the existing reference (DEST/controlled/NAME, "
+                        "lab2), whose report then says what it measured")
     r.set_defaults(func=_reference)
 
 
@@ -98,7 +101,11 @@ def _reference(args) -> int:
         raise UsageError(f"{args.run_dir}: not a completed {lab.id} run (no lab-summary.json); "
                          f"run `sudo mptcplab run {lab.id} --out {args.run_dir}` to the end first")
     dest = args.dest or ag.SOLUTIONS / "results" / lab.id
-    if args.tables:
+    if args.controlled:
+        if not hasattr(lab.analysis, "export_controlled"):
+            raise UsageError(f"{lab.id} keeps no controlled runs beside its reference")
+        lab.analysis.export_controlled(args.run_dir, dest, args.controlled)
+    elif args.tables:
         lab.analysis.export_reference(args.run_dir, dest, tables=tuple(args.tables))
     else:
         lab.export(args.run_dir, dest)

@@ -2,7 +2,9 @@
 
 Each lab goes through the same code path as `mptcplab run labN` (runner.run_lab), one after the
 other (they measure throughput: never two at once). A lab that cannot run on this machine is
-reported with the reason; a lab that fails is reported and the others still run. Exit status:
+reported with the reason; a lab that fails is reported and the others still run. Each lab's wall
+time is set against the time its runs spent transferring (the time ratio: the summary's last
+lines, the report, and reproduce.json for benchmarks/time_ratio.py). Exit status:
 0 when every lab that could run succeeded, 1 when one failed (or, with --strict, could not run).
 """
 
@@ -10,14 +12,18 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import os
+import platform
 import sys
 import time
 from pathlib import Path
 
-from .. import log, report
-from ..places.decide import decide_where
+from .. import log, report, results
 from ..errors import EnvironmentProblem, ExperimentFailed, UsageError
 from ..lab import all_labs
+from ..places.decide import decide
+from ..runner import run_lab
 
 
 _log = log.get("reproduce")
@@ -34,20 +40,17 @@ def register(sub) -> None:
     p.set_defaults(func=_reproduce)
 
 
-def _runner(lab_id: str, quick: bool, where: str, out: Path) -> int:
-    from ..runner import run_lab
-
-    return run_lab(lab_id, quick, where, out)
-
-
 def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_only: bool = False,
-              runner=_runner) -> list[report.LabOutcome]:
+              runner=run_lab) -> list[report.LabOutcome]:
+    """Each lab's place is decided once, here (to report it), and handed to `runner`
+    (runner.run_lab: `runner(lab_id, quick, where, out, picked=...)`)."""
     outcomes = []
     for lab in labs.values():
         sweep = out / (f"{lab.id}-quick" if quick else lab.id)
         o = report.LabOutcome(lab.id, lab.title, "ok", out=sweep)
         try:
-            o.where = decide_where(where, lab.needs, lab=lab.id)
+            picked = decide(where, lab.needs, lab=lab.id)
+            o.where = picked.place
         except (EnvironmentProblem, UsageError) as exc:
             o.status, o.detail, o.out = "cannot-run", str(exc), None
             log.get(lab.id).warning("CANNOT RUN here: %s", exc)
@@ -66,18 +69,32 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
         tail = io.StringIO()
         try:
             with contextlib.redirect_stderr(_Tee(sys.stderr, tail)):
-                rc = runner(lab.id, quick, where, sweep)
+                rc = runner(lab.id, quick, where, sweep, picked=picked)
             if rc:
-                o.status, o.detail = "failed", f"exit status {rc}"
+                o.status, o.detail = "failed", f"exit status {rc}" + _why_failed(sweep)
         except (EnvironmentProblem, ExperimentFailed, UsageError) as exc:
             o.status, o.detail = "failed", f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # a bug in one lab must not cost the others their run
             o.status, o.detail = "failed", f"{type(exc).__name__}: {exc}"
-        o.seconds = time.monotonic() - started
+        # From when the lab took the experiment lock: a wait behind another run is not the lab's time.
+        o.seconds = time.monotonic() - max(started, results.lock_taken() or started)
+        o.transfer_s = results.transfer_seconds(sweep)
         o.log_tail = tail.getvalue()[-4000:]
         _log.info("== %s: %s%s", lab.id, o.status, ": " + o.detail if o.detail else "")
         outcomes.append(o)
     return outcomes
+
+
+def _why_failed(sweep: Path) -> str:
+    """The error of the run that failed last in `sweep` (results.RunDir.keep_evidence), if any: a
+    guest's refusal reaches the host only as an exit status."""
+    failed = sorted(sweep.glob("*.partial/failed.json"), key=lambda f: f.stat().st_mtime) if sweep.exists() else []
+    if not failed:
+        return ""
+    try:
+        return f" ({failed[-1].parent.name}: {json.loads(failed[-1].read_text())['error']})"
+    except (OSError, ValueError, KeyError):
+        return ""
 
 
 def summary(outcomes: list[report.LabOutcome]) -> list[str]:
@@ -89,7 +106,7 @@ def summary(outcomes: list[report.LabOutcome]) -> list[str]:
         place = find(o.where)
         where = place.WORDS if place else (o.where or "")
         if o.status == "ok":
-            took = f" ({_took(o.seconds)})" if o.seconds is not None else ""
+            took = f" ({_took(o.seconds)}{_ratio(o)})" if o.seconds is not None else ""
             out.append(f"  {o.lab_id:6} reproduced {where}{took}")
         elif o.status == "cannot-run":
             out.append(f"  {o.lab_id:6} NOT reproduced: no place here can run it: {o.detail}")
@@ -100,6 +117,21 @@ def summary(outcomes: list[report.LabOutcome]) -> list[str]:
 
 def _took(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def _ratio(o: report.LabOutcome) -> str:
+    return f", {o.ratio:.1f}x its {_took(o.transfer_s)} of transfers" if o.ratio else ""
+
+
+def record(outcomes: list[report.LabOutcome], quick: bool) -> dict:
+    """reproduce.json beside the report: per lab where it ran, its wall time, its transfers' time
+    and their ratio (benchmarks/time_ratio.py keeps them per place and lab)."""
+    return {"finished": results.now(), "quick": quick, "host": platform.node(), "kernel": platform.release(),
+            "cpus": os.cpu_count(), "load_avg_15min": round(os.getloadavg()[2], 2), "git": results.git_commit(),
+            "labs": [{"lab": o.lab_id, "status": o.status, "where": o.where, "detail": o.detail,
+                      "seconds": None if o.seconds is None else round(o.seconds, 1),
+                      "transfer_s": None if o.transfer_s is None else round(o.transfer_s, 1),
+                      "ratio": None if o.ratio is None else round(o.ratio, 2)} for o in outcomes]}
 
 
 class _Tee(io.TextIOBase):
@@ -131,6 +163,8 @@ def _reproduce(args) -> int:
     outcomes = reproduce(labs, out, args.quick, args.where, args.report_only)
     page = out / "report.html"
     page.write_text(report.render(outcomes, labs, args.quick))
+    if not args.report_only:  # --report-only measures no time
+        (out / "reproduce.json").write_text(json.dumps(record(outcomes, args.quick), indent=2) + "\n")
     print(f"\nreport: {page}")
     print(*summary(outcomes), sep="\n")
     failed = any(o.status == "failed" for o in outcomes)

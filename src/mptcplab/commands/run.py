@@ -25,8 +25,12 @@ def register(sub) -> None:
                    "put the shards together with `mptcplab merge`")
     p.add_argument("--recheck", action="store_true", help="forget this lab's recorded failed setup checks, so "
                    "--where auto may pick those places again (the lab's own check then decides)")
+    p.add_argument("--check-setup", type=int, default=0, metavar="N",
+                   help="measure nothing: build the lab's network and run its setup check N times, each on a "
+                   "fresh network; a table of every attempt in OUT/setup-checks.csv (how dependable is this place?)")
     p.set_defaults(func=lambda a: run_lab(a.lab, a.quick, a.where, a.out, a.fresh, parse_overrides(a.overrides),
-                                          shard=a.shard and Shard.parse(a.shard), recheck=a.recheck))
+                                          shard=a.shard and Shard.parse(a.shard), recheck=a.recheck,
+                                          check_setup=a.check_setup))
 
 
 def parse_overrides(items: list[str]) -> dict:

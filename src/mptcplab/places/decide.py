@@ -9,11 +9,6 @@ from ..errors import EnvironmentProblem, UsageError
 from . import REGISTRY, all_places, choice, choices, get, inside_guest, records
 
 
-def decide_where(requested: str, needs: tuple[str, ...] = ("netem",), lab: str = "example") -> str:
-    """The name of the place that runs the lab; raises when no place can run it."""
-    return decide(requested, needs, lab).place
-
-
 def decide(requested: str, needs: tuple[str, ...] = ("netem",), lab: str = "example") -> choice.Choice:
     """The place that runs the lab and why; raises when no place can run it."""
     if requested != "auto" and requested not in REGISTRY:

@@ -11,6 +11,7 @@ import selectors
 import shlex
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -93,11 +94,28 @@ def chunks(proc: subprocess.Popen, deadline: float | None, quiet_limit_s: float 
             raise Panicked(panic)
 
 
+class Tail:
+    """The last lines a guest printed, kernel lines included: the message of a guest that stopped
+    without an exit status carries them, because a log read from its end (CI keeps the last few
+    kilobytes of a failed test) would otherwise show only "see output above"."""
+
+    def __init__(self, lines: int = 15):
+        self.lines, self.text = lines, ""
+
+    def add(self, text: str) -> None:
+        self.text = (self.text + text)[-8192:]
+
+    def stopped(self, what: str, exit_status: int | None) -> str:
+        last = [line.rstrip() for line in self.text.replace("\r", "\n").splitlines() if line.strip()]
+        msg = f"{what} stopped before the command finished (exit status {exit_status}, no status file). {RESUMES}"
+        return msg + ("\nIts last lines:\n  " + "\n  ".join(last[-self.lines:]) if last else "\nIt printed nothing.")
+
+
 def host_time(directory: Path) -> float:
     """The host's wall clock, read from a guest: the mtime the host gives a file written through
     hostfs. Under UML's time-travel clock, idle time is skipped and time spent in the guest kernel
     is partly not counted, so guest seconds and wall-clock seconds differ; manifests keep both."""
-    stamp = Path(directory) / ".host-clock"
+    stamp = Path(directory) / f".host-clock.{threading.get_ident()}"  # a thread's own: eta.step reads it too
     with open(stamp, "w") as f:
         f.write("t")
         f.flush()

@@ -23,6 +23,9 @@ CLOCK = ("Its runs took {guest:.0f} s on the UML guest's time-travel clock, {wal
 RANK = 1  # boots in seconds; its time-travel clock skips idle time
 OFFERS = {"netem", "tbf"}  # what vagrant/uml/mptcplab.config gives it; no kprobes, no BPF JIT
 MARKER = f"umid={PREFIX}-"  # on every UML kernel's command line (uml_kernel.run): `clean` finds them
+# The build's time, said wherever the kit speaks of it: a first build on an idle 2-core machine
+# (issue 27's run; site/setup/uml.md, "Building it: how long it takes").
+BUILD_TIME = "9.6 min on an idle 2-core machine"
 
 
 def available() -> tuple[bool, str]:
@@ -31,7 +34,7 @@ def available() -> tuple[bool, str]:
         return True, f"built: {built}"
     src = next(iter(sorted(Path("/usr/src").glob("linux-source-6.*.tar.xz"))), None)
     if src:
-        return True, f"source {src.name}, built on first use (`mptcplab uml build`, about 7 min on 2 cores)"
+        return True, f"source {src.name}, built on first use (`mptcplab uml build`, {BUILD_TIME})"
     return False, "no UML kernel and no linux-source-6.* to build one (apt-get install linux-source-6.12)"
 
 
@@ -40,7 +43,7 @@ def capabilities() -> set[str]:
 
 
 def cost() -> str:
-    return ("the kit's UML kernel: built once (~10 min on 2 cores), then boots in seconds; its clock "
+    return (f"the kit's UML kernel: built once ({BUILD_TIME}), then boots in seconds; its clock "
             "skips idle time (each manifest records both clocks)")
 
 

@@ -234,8 +234,10 @@ def run(command: list[str], mem: str = "2G", timeout: float | None = None,
         # The kernel and its helper processes die with the kit, even a SIGKILLed one (places.lifetime).
         proc = boot.start(argv, env={**os.environ, "TMPDIR": _memory_dir(boot.rundir)})
         deadline = time.monotonic() + timeout if timeout else None
+        tail = guest.Tail()
         try:
             for chunk in guest.chunks(proc, deadline):
+                tail.add(chunk)
                 stream.write(_quiet(chunk.replace("\r\n", "\n")))
                 stream.flush()
         except guest.Panicked as exc:  # a panicked UML kernel does not exit: stop it
@@ -243,7 +245,7 @@ def run(command: list[str], mem: str = "2G", timeout: float | None = None,
         proc.wait(timeout=30)
         rc = boot.exit_status()
         if rc is None:
-            raise EnvironmentProblem("the UML kernel stopped before the command finished (see output above)")
+            raise EnvironmentProblem(tail.stopped("the UML kernel", proc.returncode))
         return rc
 
 

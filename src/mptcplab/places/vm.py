@@ -180,10 +180,12 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
             log_file = open(console, "a", encoding="utf-8")
             log_file.write(f"==== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {name}: kernel "
                            f"{release(kimg)}, {accel_label(accel)}, {cpus} vCPU, {memory}\n")
+        tail = guest.Tail()
         try:
             try:
                 for chunk in guest.chunks(proc, deadline, quiet_limit_s):
                     text = chunk.replace("\r\n", "\n")
+                    tail.add(text)
                     if log_file:
                         log_file.write(text)
                         log_file.flush()
@@ -199,8 +201,8 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
             proc.wait(timeout=60)
             rc = boot.exit_status()
             if rc is None:
-                raise EnvironmentProblem(f"the VM stopped before the command finished (vng exit status "
-                                         f"{proc.returncode}; see output above)")
+                raise EnvironmentProblem(tail.stopped("the VM (vng)", proc.returncode)
+                                         + (f"\nWhole console: {console}" if console else ""))
             if rc > 128:  # the shell's 128 + signal number
                 raise EnvironmentProblem(crash_message(rc - 128, console))
             return rc

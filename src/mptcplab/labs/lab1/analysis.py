@@ -12,6 +12,8 @@ copy in solutions/results/lab1/, which has the same layout minus the raw capture
     fig4(d); fig5(d); fig6(d); fig10(d)
     waits = wait_table(load_details(path), sweep)   # its send-buffer waits against the control runs,
     fig_waits_compare(load_details(path))           # and the cost of tracing
+    runs = load_paper_point(path)       # the paper's point with each scheduler, held at 1 MiB, tso control
+    paper_point_markdown(runs)          # their tables and Holm-corrected verdicts
     report(path)                        # the "paper vs this run" markdown table
     export_reference(path, dest)        # the compact copy shipped in solutions/results/lab1/
 """
@@ -36,6 +38,9 @@ from .figures import (
     COLORS, fig_throughput, fig_effective_buffer, fig4, fig5, fig6, fig10, fig_waits_compare, FIGURE_NAMES,
     figures, save_images,
 )
+from .paper_point import (
+    load_paper_point, paper_point_table, paper_verdicts, paper_point_markdown, paper_point_setting,
+)
 from .report import (
     report,
 )
@@ -51,5 +56,6 @@ __all__ = [  # the face: what `from mptcplab.labs.lab1 import analysis as la` of
     "full_path_mbps", "Detail", "find_details", "find_detail", "load_details", "path_names", "read_packets",
     "wait_table", "describe_tracing_cost", "describe_waits", "COLORS", "fig_throughput", "fig_effective_buffer",
     "fig4", "fig5", "fig6", "fig10", "fig_waits_compare", "FIGURE_NAMES", "figures", "save_images", "report",
-    "export_reference",
+    "export_reference", "load_paper_point", "paper_point_table", "paper_verdicts", "paper_point_markdown",
+    "paper_point_setting",
 ]

@@ -25,8 +25,9 @@ samples is measure.py, tables and figures analysis.py.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 
-from ... import log, physics, process
+from ... import log, physics
 from ...check import check_sweep
 from ...errors import UsageError
 from ...lab import Lab, Point, RunContext
@@ -62,20 +63,58 @@ SUMMARY_COUNTERS = {"rp_opp_retrans": "MPTcpExtMinRTTOppRetrans", "rp_penalised"
                     "mptcp_retrans": "MPTcpExtMPTCPRetrans", "tcp_retrans_segs": "TcpRetransSegs"}
 
 
-def parse_size(text) -> int:
-    """'128K' -> 131072, '1M' -> 1048576, or plain bytes."""
-    m = re.fullmatch(r"\s*(\d+)\s*([KkMm]?)i?[Bb]?\s*", str(text))
-    if not m:
-        raise UsageError(f"buffer size {text!r}: write bytes or a number with K or M, e.g. 128K")
-    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+@dataclass(frozen=True)
+class SendBuffer:
+    """One run's send buffer, parsed once from the experiment file (`parse`) and read back from a
+    point's values (`of`) wherever it is used: `label` as the file writes it ("128K"), `size` in
+    bytes, and `method`, how it is set: "wmem" (tcp_wmem = size size size) or "sndbuf" (the
+    application's SO_SNDBUF = size, tcp_wmem the kernel's default)."""
+
+    label: str
+    size: int
+    method: str = "wmem"
+
+    @classmethod
+    def parse(cls, text, method: str = "wmem") -> "SendBuffer":
+        """'128K' -> 131072 bytes, '1M' -> 1048576, or plain bytes."""
+        m = re.fullmatch(r"\s*(\d+)\s*([KkMm]?)i?[Bb]?\s*", str(text))
+        if not m:
+            raise UsageError(f"buffer size {text!r}: write bytes or a number with K or M, e.g. 128K")
+        return cls(text, int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()], method)
+
+    @classmethod
+    def of(cls, values: dict) -> "SendBuffer":
+        """The buffer of a point, from its values (parsed when the point was made)."""
+        return cls(values["buffer"], int(values["buffer_bytes"]), values["method"])
+
+    def values(self) -> dict:
+        """What a point records of it (its manifest's parameters, its summary)."""
+        return {"method": self.method, "buffer": self.label, "buffer_bytes": self.size}
+
+    @property
+    def tcp_wmem(self) -> str:
+        """The sender's net.ipv4.tcp_wmem for this run."""
+        return f"{self.size} {self.size} {self.size}" if self.method == "wmem" else DEFAULT_WMEM
+
+    @property
+    def so_sndbuf(self) -> int | None:
+        """The SO_SNDBUF the sending application requests, if any."""
+        return self.size if self.method == "sndbuf" else None
+
+
+def sweep_buffers(params: dict) -> list[SendBuffer]:
+    """The sweep's buffer sizes (method "wmem"), as the experiment file lists them."""
+    return [SendBuffer.parse(b) for b in params["sweep"]["buffers"]]
 
 
 def topology(params: dict) -> Topology:
     paths = [NetPath(name, "snd", "rcv", spec["link"]) for name, spec in params["paths"].items()]
     if [p.name for p in paths] != ["fast", "slow"]:
         raise UsageError("lab1 needs exactly two paths named fast and slow in experiment.toml")
+    # SO_SNDBUF is capped at net.core.wmem_max, a limit of the whole kernel (no namespace sets it).
+    largest = max(p.values["buffer_bytes"] for p in sweep_points(params) + paper_points(params))
     return Topology("lab1", hosts=HOSTS, paths=paths, sysctls=params.get("sysctls", {}),
-                    mptcp_subflows=2)
+                    mptcp_subflows=2, kernel_limits={"net.core.wmem_max": largest})
 
 
 def sweep_points(params: dict) -> list[Point]:
@@ -89,53 +128,53 @@ def sweep_points(params: dict) -> list[Point]:
     if not sw["buffers"] or not sw["methods"] or not sw["configs"]:
         raise UsageError("sweep.buffers, sweep.methods and sweep.configs each need at least one value")
     duration = float(sw["duration_s"])
+    buffers = sweep_buffers(params)
     out = []
     for rep in range(1, int(sw["repetitions"]) + 1):
         for method in sw["methods"]:
-            for buf in sw["buffers"]:
+            for buf in (replace(b, method=method) for b in buffers):
                 for config in sw["configs"]:
-                    key = f"{method}-{buf}-{config}-r{rep}"
-                    point = {"key": key, "method": method, "buffer": buf, "buffer_bytes": parse_size(buf),
-                             "config": config, "rep": rep}
+                    key = f"{method}-{buf.label}-{config}-r{rep}"
+                    point = {"key": key, **buf.values(), "config": config, "rep": rep}
                     out.append(Point(key, {**point, "duration_s": duration}))
     return out
 
 
-def detail_point(params: dict, size: int, config: str = "mptcp", control: str | None = None,
-                 label: str | None = None) -> Point:
-    """A run repeated with full observation, at send buffer `size` (tcp_wmem): the degraded MPTCP
-    run, or (with `control`, its spec in [detail] controls) one of its controls. The buffer is
-    named as the sweep names it ("64K"), else as `label`, else in bytes."""
-    label = next((b for b in params["sweep"]["buffers"] if parse_size(b) == size), label or str(size))
-    point = {"method": "wmem", "buffer": label, "buffer_bytes": size, "config": config, "rep": 0}
+def detail_point(params: dict, size: int | SendBuffer, config: str = "mptcp", control: str | None = None) -> Point:
+    """A run repeated with full observation, at send buffer `size` (tcp_wmem; bytes, or as a
+    control names it): the degraded MPTCP run, or (with `control`, its spec in [detail] controls)
+    one of its controls. The buffer is named as the sweep names it ("64K"), else as the control
+    does, else in bytes."""
+    buf = size if isinstance(size, SendBuffer) else SendBuffer(str(size), size)
+    buf = next((b for b in sweep_buffers(params) if b.size == buf.size), buf)
+    point = {**buf.values(), "config": config, "rep": 0}
     values = {**point, "duration_s": float(params["detail"]["duration_s"]), "detail": True}
     if control:
         values["control"] = control
-    return Point(f"detail-wmem-{label}-{config}", values)
+    return Point(f"detail-wmem-{buf.label}-{config}", values)
 
 
-def controls(params: dict) -> list[tuple[str, str, str]]:
-    """[detail] controls as (spec, config, buffer): "CONFIG" runs at the detailed run's buffer,
-    "CONFIG@SIZE" at SIZE, "CONFIG@largest" at the sweep's largest buffer."""
+def controls(params: dict) -> list[tuple[str, str, str | SendBuffer]]:
+    """[detail] controls as (spec, config, buffer): "CONFIG" runs at the detailed run's buffer
+    (buffer ""), "CONFIG@SIZE" at SIZE (a SendBuffer), "CONFIG@largest" at the sweep's largest
+    buffer ("largest")."""
     out = []
     for spec in params["detail"].get("controls", []):
         config, _, buffer = str(spec).partition("@")
         if config not in CONFIGS:
             raise UsageError(f"detail.controls: {spec!r}: the config is one of {', '.join(CONFIGS)}, "
                              "then optionally @SIZE or @largest, e.g. \"tcp-fast\" or \"mptcp@4M\"")
-        if buffer not in ("", "largest"):
-            parse_size(buffer)
-        out.append((str(spec), config, buffer))
+        out.append((str(spec), config, buffer if buffer in ("", "largest") else SendBuffer.parse(buffer)))
     return out
 
 
 def detail_points(params: dict, size: int) -> list[Point]:
     """The degraded run at `size`, then its controls (each once; none repeats the degraded run)."""
-    largest = max(parse_size(b) for b in params["sweep"]["buffers"])
+    largest = max(b.size for b in sweep_buffers(params))
     out = [detail_point(params, size)]
     for spec, config, buffer in controls(params):
-        at = size if buffer == "" else largest if buffer == "largest" else parse_size(buffer)
-        p = detail_point(params, at, config, control=spec, label=buffer if buffer not in ("", "largest") else None)
+        at = size if buffer == "" else largest if buffer == "largest" else buffer
+        p = detail_point(params, at, config, control=spec)
         if p.key not in {q.key for q in out}:
             out.append(p)
     return out
@@ -143,9 +182,10 @@ def detail_points(params: dict, size: int) -> list[Point]:
 
 def paper_points(params: dict) -> list[Point]:
     """[paper_point]: at its buffer (tcp_wmem min = default = max), MPTCP with each scheduler and
-    single-path TCP on the fast path; the tcp_min_tso_segs control (each setting, at each of
-    `tso_buffers`, MPTCP with the default scheduler and single-path TCP on each path); and one
-    fully observed run per scheduler in `detail`, before the control. Repetitions are the outer loop."""
+    single-path TCP on the fast path, and one fully observed run per scheduler in `detail`; the
+    same with the buffer held by SO_SNDBUF `sndbuf` (`sndbuf_repetitions`, `sndbuf_detail`); then
+    the tcp_min_tso_segs control (each setting, at each of `tso_buffers`, MPTCP with the default
+    scheduler and single-path TCP on each path). Repetitions are the outer loop."""
     pp = params.get("paper_point")
     if not pp:
         return []
@@ -158,9 +198,9 @@ def paper_points(params: dict) -> list[Point]:
             raise UsageError(f"paper_point.tso_settings: {t!r} is neither \"kernel\" nor a number of segments")
     duration, buf = float(pp["duration_s"]), pp["buffer"]
 
-    def point(key, buffer, config, rep, **extra):
-        values = {"method": "wmem", "buffer": buffer, "buffer_bytes": parse_size(buffer), "config": config,
-                  "rep": rep, "part": "paper_point", "duration_s": duration, **extra}
+    def point(key, buffer, config, rep, method="wmem", **extra):
+        values = {**SendBuffer.parse(buffer, method).values(), "config": config, "rep": rep, "part": "paper_point",
+                  "duration_s": duration, **extra}
         return Point(key, values)
 
     out = []
@@ -170,6 +210,19 @@ def paper_points(params: dict) -> list[Point]:
         out.append(point(f"paper-{buf}-tcp-fast-r{rep}", buf, "tcp-fast", rep))
     for name in pp["detail"]:
         out.append(point(f"paper-detail-{buf}-mptcp-{name}", buf, "mptcp", 0, scheduler=name, detail=True))
+    held = str(pp.get("sndbuf") or "")  # the paper's effective buffer held by SO_SNDBUF ("" skips it)
+    if held:
+        for name in pp.get("sndbuf_detail", []):
+            if name not in SCHEDULERS:
+                raise UsageError(f"paper_point.sndbuf_detail: scheduler {name!r} is not one of {', '.join(SCHEDULERS)}")
+        for rep in range(1, int(pp.get("sndbuf_repetitions", pp["repetitions"])) + 1):
+            for name in pp["schedulers"]:
+                out.append(point(f"paper-sndbuf-{held}-mptcp-{name}-r{rep}", held, "mptcp", rep, scheduler=name,
+                                 method="sndbuf"))
+            out.append(point(f"paper-sndbuf-{held}-tcp-fast-r{rep}", held, "tcp-fast", rep, method="sndbuf"))
+        for name in pp.get("sndbuf_detail", []):
+            out.append(point(f"paper-detail-sndbuf-{held}-mptcp-{name}", held, "mptcp", 0, scheduler=name,
+                             method="sndbuf", detail=True))
     for rep in range(1, int(pp["tso_repetitions"]) + 1):
         for t in tso:
             for b in pp["tso_buffers"]:
@@ -184,8 +237,7 @@ def points(params: dict, sweep: Sweep | None) -> list[Point]:
     todo = sweep_points(params)
     paper = paper_points(params)
     want = params["detail"]["buffer"]
-    if want != "auto":
-        parse_size(want)
+    want = want if want == "auto" else SendBuffer.parse(want).size
     controls(params)  # checked before anything runs
     if params.get("paper_point", {}).get("only"):
         return paper
@@ -196,26 +248,16 @@ def points(params: dict, sweep: Sweep | None) -> list[Point]:
         deg = deg[deg["method"] == "wmem"].sort_values("mptcp_over_tcp_fast")
         size = int(deg.iloc[0]["buffer_bytes"])
     else:
-        size = parse_size(want)
+        size = want
     return todo + paper + detail_points(params, size)
 
 
-def apply_buffer(net, method: str, size: int) -> int | None:
-    """Set the sender's buffer the way `method` says; returns the SO_SNDBUF to request, if any."""
-    if method == "wmem":
-        net.set_sysctl("snd", "net.ipv4.tcp_wmem", f"{size} {size} {size}")
-        return None
-    net.set_sysctl("snd", "net.ipv4.tcp_wmem", DEFAULT_WMEM)
-    return size
-
-
 def configure(net, point: Point, params: dict) -> None:
-    """This run's send buffer (and a wmem_max that does not cap it), and the sender's MPTCP
+    """This run's send buffer (a wmem_max that does not cap it is the topology's), and the sender's MPTCP
     scheduler and every host's tcp_min_tso_segs, each set back to the kit's own when a run does not
     name it (one network carries every run of a sweep)."""
     v = point.values
-    _ensure_wmem_max(net, max([p.values["buffer_bytes"] for p in sweep_points(params) + paper_points(params)]))
-    apply_buffer(net, v["method"], v["buffer_bytes"])
+    net.set_sysctl("snd", "net.ipv4.tcp_wmem", SendBuffer.of(v).tcp_wmem)  # its SO_SNDBUF: measure()
     sched, rp = SCHEDULERS[v.get("scheduler", "default")]
     if _scheduler_missing(net, sched):
         return  # measure() records the run as skipped
@@ -253,7 +295,7 @@ def measure(net, rd, point: Point, params: dict) -> str:
     if v.get("part") == "paper_point":
         return _measure_paper_point(net, rd, point, params)
     proto, path = CONFIGS[v["config"]]
-    sndbuf = v["buffer_bytes"] if v["method"] == "sndbuf" else None  # wmem: set by configure
+    sndbuf = SendBuffer.of(v).so_sndbuf  # set by the sender; tcp_wmem by configure()
     duration = float(v["duration_s"])
     paths = {net.address("snd", p.name): p.name for p in net.topo.paths}
     # bytes in flight are judged after slow start (physics (U)), on the longest path the run uses
@@ -354,19 +396,7 @@ def degradation(table):
     return mean
 
 
-def _ensure_wmem_max(net, largest: int) -> None:
-    """SO_SNDBUF is capped at net.core.wmem_max, which namespaces inherit from the host: raise it."""
-    current = int(net.sysctl("snd", "net.core.wmem_max") or 0)
-    if current >= largest:
-        return
-    process.run(["sysctl", "-qw", f"net.core.wmem_max={largest}"], check=False)
-    now = int(net.sysctl("snd", "net.core.wmem_max") or 0)
-    if now >= largest:
-        _log.info("raised net.core.wmem_max from %d to %d so SO_SNDBUF is not capped", current, largest)
-    else:
-        _log.warning("net.core.wmem_max is %d; SO_SNDBUF above it is capped by the kernel", now)
-
-
 LAB = Lab(id="lab1", slug="01-send-buffer", title="MPTCP send-buffer starvation (Kato et al. 2020)",
           topology=topology, points=points, configure=configure, measure=measure, finish=finish,
-          analysis=lab1_analysis, needs=("netem",), results_checks={"sweep.csv": check_sweep})
+          analysis=lab1_analysis, needs=("netem",),
+          results_checks={"sweep.csv": check_sweep, "paper-point.csv": check_sweep})

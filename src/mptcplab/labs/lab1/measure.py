@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ... import physics
 from ...tshark import MPTCP_PREFS, fields
 
 PORT = 5201
@@ -131,19 +132,22 @@ def kernel_view(ss: pd.DataFrame, paths: dict[str, str], since: float | None = N
     if since is not None and transport["inflight"].notna().any():
         out["inflight_max_whole"] = int(transport.groupby("time")["inflight"].sum().max())
     steady = transport if since is None else transport[transport["time"] >= since]
+    # Each socket's figures are physics.ss_stats (the one statistic of ss samples, as in the run's
+    # `kernel_tcp`), here per path and for the application's socket, under this table's names.
     for path, g in transport.groupby("path"):
-        if g["skmem_tb"].notna().any():
-            out[f"sk_sndbuf_{path}"] = int(g["skmem_tb"].max())
-        if g["rtt_ms"].notna().any():
-            out[f"srtt_ms_{path}"] = round(float(g["rtt_ms"].median()), 3)
-        if g["minrtt_ms"].notna().any():
-            out[f"min_rtt_ms_{path}"] = round(float(g["minrtt_ms"].min()), 3)
+        k = physics.ss_stats(g)
+        for name, key, cast in (("sk_sndbuf", "sk_sndbuf", int), ("srtt_ms", "srtt_ms_median", float),
+                                ("min_rtt_ms", "min_rtt_ms", float)):
+            if key in k:
+                out[f"{name}_{path}"] = cast(k[key])
     for path, g in steady.groupby("path"):
-        if g["inflight"].notna().any():
-            out[f"inflight_max_{path}"] = int(g["inflight"].max())
+        k = physics.ss_stats(g)
+        if "inflight_bytes_max" in k:
+            out[f"inflight_max_{path}"] = int(k["inflight_bytes_max"])
     if steady["inflight"].notna().any():
-        out["inflight_max"] = int(steady.groupby("time")["inflight"].sum().max())
-    for name, col in (("sk_sndbuf_kernel", "skmem_tb"), ("wmem_queued_max", "skmem_w")):
-        if col in app and app[col].notna().any():
-            out[name] = int(app[col].max())
+        out["inflight_max"] = int(steady.groupby("time")["inflight"].sum().max())  # over subflows at once
+    k = physics.ss_stats(app)
+    for name, key in (("sk_sndbuf_kernel", "sk_sndbuf"), ("wmem_queued_max", "wmem_queued_max")):
+        if key in k:
+            out[name] = int(k[key])
     return out

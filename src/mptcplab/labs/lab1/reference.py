@@ -7,21 +7,37 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ...errors import UsageError
 from .detail import Detail, copy_run_tables, find_details, path_names
 from .figures import save_images
+from .paper_point import COMPACT_DIR, export_paper_point, load_paper_point
 from .report import report
 from .sweep import load_sweep
 
+TABLES = (COMPACT_DIR,)  # the parts a run may replace alone in an existing reference (`tables`)
 
-def export_reference(sweep_dir: Path | str, dest: Path | str) -> Path:
+
+def export_reference(sweep_dir: Path | str, dest: Path | str, tables: tuple[str, ...] | None = None) -> Path:
     """Copy what the notebook and the report need, compactly: tables and manifests, no raw capture.
 
     The detailed run's packets (from the capture) and tcp_probe become gzipped CSVs; the capture
     is cut to the handshakes plus the busiest 0.6 s (capture-window.pcap), enough for packet-level
     exploration with pyshark with the MPTCP analysis working. The control runs keep their tables
-    (waits, tcp_probe, ss samples, counters), not their packets.
+    (waits, tcp_probe, ss samples, counters), not their packets. The paper's point, where the run
+    has it, goes to paper-point/ (export_paper_point).
+
+    `tables=("paper-point",)`: replace only the paper's point of an existing reference with a run
+    of it alone (`--set paper_point.only=true`); the report is made again from the result, and
+    every run keeps its commit in paper-point/runs-manifest.csv.
     """
     sweep_dir, dest = Path(sweep_dir), Path(dest)
+    if tables:
+        if set(tables) - set(TABLES):
+            raise UsageError(f"lab1 reference --tables: {', '.join(sorted(set(tables) - set(TABLES)))}: "
+                             f"lab1 replaces only {', '.join(TABLES)}")
+        export_paper_point(sweep_dir, dest / COMPACT_DIR)
+        (dest / "paper-vs-this-run.md").write_text(report(dest))
+        return dest
     d = Detail.load(sweep_dir)
     sweep = load_sweep(sweep_dir)
     if dest.exists():
@@ -43,6 +59,8 @@ def export_reference(sweep_dir: Path | str, dest: Path | str) -> Path:
             f"(frame.time_epoch >= {t0 + lo:.6f} && frame.time_epoch <= {t0 + hi:.6f})")
     subprocess.run(["tshark", "-n", "-r", str(d.path / "capture.pcap"), "-Y", keep, "-w",
                     str(out / "capture-window.pcap")], check=True, capture_output=True)
+    if len(load_paper_point(sweep_dir)):
+        export_paper_point(sweep_dir, dest / COMPACT_DIR)
     (dest / "paper-vs-this-run.md").write_text(report(sweep_dir))
     save_images(dest, dest / "figures")
     return dest

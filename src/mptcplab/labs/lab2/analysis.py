@@ -41,13 +41,18 @@ TITLES = {"uncoupled": "Uncoupled", "ewtcp": "EWTCP", "coupled": "Fully Coupled"
 ORDER = ["uncoupled", "ewtcp", "coupled", "lia", "cs218"]
 COMPACT = ("throughput.csv", "subflows.csv", "fairness.csv", "timeseries.csv", "delay-window.csv",
            "goodput-bins.csv", "runs-manifest.csv", "lab2-manifest.json", "paper-vs-this-run.md")
+# what a run's parameters share with its sweep's (kept for a sweep without a setup check)
+SWEEP_PARAMETERS = ("duration_s", "cross", "fairness", "shared_bottleneck")
 GOODPUT_BIN_S = 0.5  # the receiver's goodput per run in bins of this width (goodput-bins.csv)
 STALL_MBPS, STALL_S = 2.0, 2.0  # a stall: under 2 Mbit/s for 2 s or more
 BIN_S = 0.1
-# tcp_on_shared_mbps: the TCP flow over the same window as mptcp_on_shared_mbps (runs since the
-# common-window measurement, lab2_measure.shared_path_rates); empty in older runs
+# The shared path's split: mptcp_on_shared_mbps and tcp_on_shared_mbps from what the emulator's link
+# delivered over the span both flows used it (measure.shared_link_rates; runs before it: ss byte shares,
+# tcp_on_shared_mbps over the same window or empty), mptcp_on_other_mbps the other path's subflow
+# there, shared_wire_mbps both flows' packets on the shared link, headers included
 FAIRNESS_COLUMNS = ["algo", "rep", "mptcp_mbps", "tcp_mbps", "mptcp_share_on_shared", "mptcp_on_shared_mbps",
-                    "tcp_on_shared_mbps", "commit"]
+                    "tcp_on_shared_mbps", "mptcp_on_other_mbps", "shared_wire_mbps", "ss_mptcp_on_shared_mbps",
+                    "commit"]
 
 # The statistics are mptcplab.stats' (one computation for the log, the report and the notebook);
 # t975 and mean_ci are named here too because the notebook calls them as la.t975 and la.mean_ci.
@@ -86,6 +91,19 @@ def _timeseries(d: Path, s: dict) -> pd.DataFrame:
     out.insert(0, "variant", s["variant"])
     out.insert(0, "algo", s["algo"])
     return out
+
+
+def ss_on_shared(d: Path, s: dict) -> float | None:
+    """A fairness run's MPTCP part on the shared path as the 2026-11 reference measured it: its
+    goodput times the shared subflow's share of the bytes acked at the last `ss` sample
+    (subflows.json; the shared path is path 1), kept beside the link's count to compare the two."""
+    try:
+        subs = json.loads((d / "subflows.json").read_text())
+    except (OSError, ValueError):
+        return None
+    total = sum(r.get("bytes_acked", 0) for r in subs)
+    shared = sum(r.get("bytes_acked", 0) for r in subs if r.get("path_index") == 1)
+    return round(s["mptcp_mbps"] * shared / total, 3) if total and s.get("mptcp_mbps") is not None else None
 
 
 def goodput_bins(intervals: pd.DataFrame, t0: float | None = None) -> pd.DataFrame:
@@ -152,15 +170,18 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
     out = Path(out)
     convert_raw(out)
     tp, subs, fair, series, dwnd, bins = [], [], [], [], [], []
-    replays = {}
+    replays, counters = {}, {}
     verify_manifest = None
     for d, s in results.completed(out):
         commit = run_commit(d)
+        if s.get("bpf_counters") and s.get("cc"):  # what the run's program counted (experiment.bpf_counted)
+            counters.setdefault(s["cc"], []).append(s["bpf_counters"])
         if d.name == "verify":
             verify_manifest = json.loads((d / "manifest.json").read_text())
             verify_summary = s
         elif "mptcp_share_on_shared" in s:
-            fair.append({**{k: s.get(k) for k in FAIRNESS_COLUMNS}, "commit": commit})
+            fair.append({**{k: s.get(k) for k in FAIRNESS_COLUMNS}, "commit": commit,
+                         "ss_mptcp_on_shared_mbps": ss_on_shared(d, s)})
         elif "variant" in s:
             # what all paths together could carry in this run (`mptcp_ceiling_bps`): `mptcplab check` holds mbps to it
             ceiling = check.mptcp_ceiling_bps(json.loads((d / "manifest.json").read_text()), s) / 1e6
@@ -177,7 +198,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
             if (d / "cc-trace.csv.gz").exists():  # the BPF callbacks of this run, replayed through ccref
                 rp = cctrace.replay(cctrace.load(d / "cc-trace.csv.gz"))
                 replays[d.name] = {"events": len(rp.rows), "mismatches": len(rp.mismatches),
-                                   "near_boundary": rp.near_boundary, **rp.coverage()}
+                                   "near_boundary": rp.near_boundary, **rp.coverage(),
+                                   "counted": s.get("bpf_counters")}  # the program's counters, same run
                 if s["algo"] == "cs218":
                     dwnd.append(cctrace.delay_window_table(rp.rows).assign(variant=s["variant"], rep=s["rep"]))
     tables = {
@@ -210,10 +232,19 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
         first = next((d for d, s in results.completed(out) if s.get("variant")), None)
         if first is not None:
             manifest["experiment_parameters"] = json.loads((first / "manifest.json").read_text()).get("parameters")
+    else:  # a sweep without the main network (a controlled run, e.g. variants = ["shared"]): its runs'
+        runs = [json.loads((d / "manifest.json").read_text()) for d, s in
+                sorted(results.completed(out), key=lambda ds: "variant" not in ds[1])  # transfers' network first
+                if (d / "manifest.json").exists()]
+        if runs:  # provenance from its first run, the parameters the runs shared from all of them
+            manifest.update({k: runs[0].get(k) for k in ("started", "command", "platform", "tools", "git",
+                                                         "network")})
+            manifest["parameters"] = {k: v for m in runs for k, v in (m.get("parameters") or {}).items()
+                                      if k in SWEEP_PARAMETERS}
     if replays:  # every recorded run's BPF windows against the Python reference (mptcplab.cctrace)
         manifest["bpf_vs_reference"] = replays
-    if (out / "cc-stats.json").exists():
-        manifest["bpf_counters"] = json.loads((out / "cc-stats.json").read_text())
+    if counters:  # summed over the runs that recorded them, per program
+        manifest["bpf_counters"] = sum_counters(counters)
         if bpf_counters(manifest) is None:  # kept as evidence, under a name nothing shows
             manifest["bpf_counters_not_counting"] = manifest.pop("bpf_counters")
     (out / "lab2-manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
@@ -221,20 +252,40 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
     return tables
 
 
+def sum_counters(per_run: dict[str, list[dict]]) -> dict[str, dict]:
+    """Per program, its runs' counters summed, with how many runs they are (`runs`)."""
+    return {name: {**{k: sum(r.get(k, 0) for r in rows) for k in sorted({k for r in rows for k in r})},
+                   "runs": len(rows)} for name, rows in per_run.items()}
+
+
 def bpf_counters(man: dict) -> pd.DataFrame | None:
-    """The BPF programs' own counters (ACKs, coupled ACKs, delay-window ACKs, losses, sockets), one
-    row per program, or None when they did not count what ran: all zero while the recorded
-    callbacks replayed (`bpf_vs_reference`), or the runs themselves, show the programs handled ACKs. (The Lab 2 reference
-    of 2026-11 read zero for all five programs against 182,998 replayed callbacks; the cause is not
-    found yet, so such counters are not shown.)"""
+    """The BPF programs' own counters summed over the runs that used them (ACKs in congestion
+    avoidance, of them with sibling subflows and with the delay window, losses, sockets; `runs`),
+    one row per program, or None when there are none or they did not count what ran (all zero
+    while the runs used the programs). Each run reads its program's counters before and after
+    itself (experiment.bpf_counted). The 2026-11 reference, made before that, read them once per
+    `run` command and shows zero for all five: see experiment.bpf_counted."""
     counters = man.get("bpf_counters") or {}
     if not counters:
         return None
     ran = sum(v.get("events", 0) for v in (man.get("bpf_vs_reference") or {}).values())
     ran = ran or (man.get("runs") or 0) + (man.get("fairness_runs") or 0)  # every run used the programs
-    if ran and not any(any(c.values()) for c in counters.values()):
+    if ran and not any(v for c in counters.values() for k, v in c.items() if k != "runs"):
         return None
     return pd.DataFrame(counters).T
+
+
+def counted_vs_recorded(checked: dict) -> str:
+    """The programs' own counters beside the callbacks recorded in the same runs (runs since each
+    run reads its counters, experiment.bpf_counted): two independent counts of what ran."""
+    both = [v for v in checked.values() if v.get("counted")]
+    if not both:
+        return ""
+    total = {k: sum(v["counted"].get(k, 0) for v in both) for k in ("acks", "losses", "sockets")}
+    seen = {k: sum(v.get(k, 0) for v in both) for k in ("acks_congestion_avoidance", "losses", "subflows")}
+    return (f" In those {len(both)} runs the programs' own counters read {total['acks']} congestion-avoidance "
+            f"ACKs, {total['losses']} losses and {total['sockets']} sockets; the recorded callbacks "
+            f"{seen['acks_congestion_avoidance']}, {seen['losses']} and {seen['subflows']}.")
 
 
 def load(path: Path) -> dict:
@@ -274,6 +325,30 @@ def export_reference(sweep: Path, dest: Path, tables: tuple[str, ...] | None = N
     (dest / "lab2-manifest.json").write_text(json.dumps(man, indent=2, default=str) + "\n")
     (dest / "paper-vs-this-run.md").write_text(report(dest))
     return [*copied, dest / "lab2-manifest.json", dest / "paper-vs-this-run.md"]
+
+
+CONTROLLED_DIR = "controlled"  # beside a reference: one folder per controlled run, its compact tables
+
+
+def export_controlled(sweep: Path, dest: Path, name: str) -> list[Path]:
+    """Keep a controlled run (a sweep that switches one mechanism, e.g. the shared-bottleneck
+    variant) beside the reference in `dest`: its compact tables in dest/controlled/<name>/, then
+    the reference's report again, which reads them (`controlled_runs`)."""
+    compact(sweep)
+    copied = results.copy_compact(sweep, Path(dest) / CONTROLLED_DIR / name,
+                                  [f for f in COMPACT if f != "paper-vs-this-run.md"])
+    (Path(dest) / "paper-vs-this-run.md").write_text(report(dest))
+    return [*copied, Path(dest) / "paper-vs-this-run.md"]
+
+
+def controlled_runs(out: Path) -> dict[str, dict]:
+    """The controlled runs kept beside a reference (export_controlled): name -> its tables."""
+    found = {}
+    for d in sorted((Path(out) / CONTROLLED_DIR).glob("*/lab2-manifest.json")):
+        found[d.parent.name] = {"throughput": pd.read_csv(d.parent / "throughput.csv"),
+                                "fairness": pd.read_csv(d.parent / "fairness.csv"),
+                                "manifest": json.loads(d.read_text())}
+    return found
 
 
 # ---------------------------------------------------------------- tables
@@ -425,27 +500,6 @@ def _fmt(m, ci=None, digits=2) -> str:
     return f"{m:.{digits}f} ± {ci:.{digits}f}" if ci == ci else f"{m:.{digits}f} (1 run)"
 
 
-def delays_ms(manifest: dict) -> dict[str, float]:
-    """Configured one-way delay per path of the run (0 everywhere without netem)."""
-    out = {}
-    for p in (manifest.get("network") or {}).get("paths", []):
-        try:
-            out[p["name"]] = LinkSpec.parse(p["link"]).delay_s * 1e3
-        except Exception:  # noqa: BLE001 - an unreadable link counts as no delay
-            out[p["name"]] = 0.0
-    return out
-
-
-NO_DELAY = (
-    "**This run is not the reproduction.** Its paths had no propagation delay (the kernel has no "
-    "netem: rate limits and queues only), so every RTT is queueing delay, the bandwidth-delay "
-    "product is about zero and any AIMD scheme fills what the cross traffic leaves. It cannot show "
-    "(1) what CS218's delay window does: `best_RTT / last_RTT` only measures the queue, (2) LIA's "
-    "RTT compensation: the paths do not differ in base RTT, (3) mobility as the report meant it: "
-    "only capacity changes. Read it as a check that the programs run and couple, not as a test of "
-    "the report's claim; run the lab where netem exists (`--where vm`, the student VM).")
-
-
 def best_path_ceiling_mbps(man: dict) -> float | None:
     """Goal 1's yardstick: the goodput ceiling of the best path the fairness runs' MPTCP connection
     had (physics.link_ceiling_bps of the shared and the private link's rate), from the parameters."""
@@ -468,33 +522,135 @@ def _corrected(diff: float, half: float, level: float) -> str:
     return f"{_fmt(diff, half)} ({lv})"
 
 
-# What was done to find the cause of each divergence from the report, per algorithm. A controlled run
-# that ran is reported as "cause measured: ..." with its figures; until then "unexplained, tried: ...".
+# What was done to find the cause of each divergence from the report, per algorithm, where no
+# controlled run kept beside the reference bears on it (`shared_bottleneck_cause` says what one does).
 CONTROLLED = {
-    "coupled": "unexplained, tried: nothing controlled yet. Runnable: the cross-traffic sweep "
-               "(experiment.toml, cross_sweep); the shared-bottleneck variant needs a topology the lab lacks",
-    "lia": "unexplained, tried: nothing controlled yet. Runnable: the cross-traffic sweep (experiment.toml)",
-    "cs218": "unexplained, tried: nothing controlled yet. Runnable: the cross-traffic sweep (experiment.toml)",
+    "coupled": "unexplained, tried: nothing controlled yet. Runnable: the cross-traffic sweep and the "
+               "shared-bottleneck variant (experiment.toml)",
+    "lia": "unexplained, tried: nothing controlled yet. Runnable: the cross-traffic sweep and the "
+           "shared-bottleneck variant (experiment.toml)",
+    "cs218": "unexplained, tried: nothing controlled yet. Runnable: the cross-traffic sweep and the "
+             "shared-bottleneck variant (experiment.toml)",
 }
 
 
-def divergences(tp: pd.DataFrame) -> pd.DataFrame:
+def shared_ratio(tp: pd.DataFrame, algo: str) -> dict | None:
+    """`algo` ÷ uncoupled in the shared-bottleneck variant of a run's throughput table: the paired
+    difference's Holm-corrected interval (paired_table) as a ratio to uncoupled's mean there."""
+    sh = tp[tp.variant == "shared"]
+    pt = paired_table(sh)
+    row = pt[(pt.algo == algo) & (pt.vs == "uncoupled")]
+    base = sh[sh.algo == "uncoupled"].mbps.mean()
+    if row.empty or not base == base:
+        return None
+    r = row.iloc[0]
+    return {"ratio": 1 + r["diff"] / base, "lo": 1 + r.lo / base, "hi": 1 + r.hi / base, "pairs": int(r.pairs),
+            "level": r.level, "uncoupled_mbps": base, "algo_mbps": sh[sh.algo == algo].mbps.mean(),
+            "verdict": r.verdict, "runs_needed": r.runs_needed}
+
+
+def shared_bottleneck_cause(div: dict, shared: dict, name: str) -> str:
+    """The divergence `div` (algo, variant, paper, run_lo, run_hi: this reference's ratio to
+    uncoupled on separate paths) against the shared-bottleneck controlled run's ratio `shared`
+    (shared_ratio): "cause measured" when the shared bottleneck's interval holds the report's ratio
+    and lies clear of the separate paths' one, "unexplained, tried" when it excludes the report's,
+    "not resolved" in between, with the pairs that would resolve it."""
+    lv = f"{shared['level'] * 100:.2f}".rstrip("0").rstrip(".")
+    link = f"one {shared['link_mbps']:g} Mbit/s link" if shared.get("link_mbps") else "one link"
+    measured = (f"all subflows and the cross traffic through {link} (controlled run "
+                f"`{CONTROLLED_DIR}/{name}`, static, {shared['pairs']} pairs): {TITLES.get(div['algo'], div['algo'])} "
+                f"{shared['algo_mbps']:.2f} against uncoupled {shared['uncoupled_mbps']:.2f} Mbit/s, "
+                f"{shared['lo']:.2f}–{shared['hi']:.2f} of uncoupled ({lv}%)")
+    if shared["lo"] <= div["paper"] <= shared["hi"] and shared["lo"] > div["run_hi"]:
+        return (f"cause measured: {measured}, which holds the report's {div['paper']:.3f} and lies above the "
+                f"{div['run_lo']:.2f}–{div['run_hi']:.2f} of separate paths: on a path of its own each uncoupled "
+                f"subflow can take a link's worth, through one shared link all of them take one link's worth "
+                f"(the report's subflows shared one node's wireless medium)")
+    if not shared["lo"] <= div["paper"] <= shared["hi"]:
+        return f"unexplained, tried: {measured}, which excludes the report's {div['paper']:.3f}"
+    return (f"not resolved: {measured}, which holds the report's {div['paper']:.3f} but overlaps the separate "
+            f"paths' {div['run_lo']:.2f}–{div['run_hi']:.2f}; {stats.fmt_runs(shared['runs_needed'])} pairs would "
+            f"resolve the shared run's difference")
+
+
+def divergences(tp: pd.DataFrame, controlled: dict[str, dict] | None = None) -> pd.DataFrame:
     """Each algorithm and variant whose ratio to uncoupled in the report lies outside this run's
-    Holm-corrected interval of that ratio (the paired difference over uncoupled's mean, + 1)."""
+    Holm-corrected interval of that ratio (the paired difference over uncoupled's mean, + 1), with
+    what a controlled run (`controlled`: controlled_runs) measured of its cause."""
     pv = paper_vs_run(tp).set_index("algo")
     pt = paired_table(tp)
     rows = []
     for r in pt[pt.vs == "uncoupled"].itertuples():
-        paper = pv.loc[r.algo, f"paper_{r.variant}_vs_uncoupled"] if r.algo in pv.index else math.nan
+        col = f"paper_{r.variant}_vs_uncoupled"  # the report has no shared-bottleneck variant
+        paper = pv.loc[r.algo, col] if r.algo in pv.index and col in pv.columns else math.nan
         base = pv.loc["uncoupled", f"run_{r.variant}"] if "uncoupled" in pv.index else math.nan
         if not (paper == paper and base == base and r.half == r.half):
             continue
         lo, hi = 1 + r.lo / base, 1 + r.hi / base
         if lo <= paper <= hi:
             continue
-        rows.append({"algo": r.algo, "variant": r.variant, "paper": paper, "run_lo": lo, "run_hi": hi,
-                     "status": CONTROLLED.get(r.algo, "unexplained, tried: nothing yet")})
+        row = {"algo": r.algo, "variant": r.variant, "paper": paper, "run_lo": lo, "run_hi": hi,
+               "status": CONTROLLED.get(r.algo, "unexplained, tried: nothing yet")}
+        for name, c in (controlled or {}).items():
+            shared = shared_ratio(c["throughput"], r.algo)
+            if shared is not None:
+                link = ((c["manifest"].get("network") or {}).get("bottleneck") or {}).get("link")
+                shared["link_mbps"] = LinkSpec.parse(link).rate_bps / 1e6 if link else None
+                row["status"] = shared_bottleneck_cause(row, shared, name)
+        rows.append(row)
     return pd.DataFrame(rows, columns=["algo", "variant", "paper", "run_lo", "run_hi", "status"])
+
+
+def controlled_section(controlled: dict[str, dict]) -> list[str]:
+    """The report's lines on each controlled run kept beside the reference: the shared-bottleneck
+    variant's throughput and its paired comparisons, and fairness runs measured on the link."""
+    lines = []
+    for name, c in controlled.items():
+        tp, fair, man = c["throughput"], c["fairness"], c["manifest"]
+        plat = man.get("platform") or {}
+        lines += [f"## Controlled run `{CONTROLLED_DIR}/{name}`", "",
+                  f"Kernel {plat.get('kernel_release', '?')} ({plat.get('where', '?')}), "
+                  f"commit {((man.get('git') or {}).get('commit') or '?')[:12]}; per-run provenance in its "
+                  "`runs-manifest.csv`.", ""]
+        sh = tp[tp.variant == "shared"]
+        if not sh.empty:
+            link = ((man.get("network") or {}).get("bottleneck") or {}).get("link", "?")
+            lines += [f"**Shared bottleneck** (`variants = [\"shared\"]`): every subflow and the cross traffic "
+                      f"through one link ({link}), each path keeping its delay. Throughput, mean ± 95% CI:", "",
+                      "| algorithm | Mbit/s | runs | ÷ uncoupled (corrected interval) |", "|---|---|---|---|"]
+            for r in throughput_table(sh).itertuples():
+                ratio = shared_ratio(tp, r.algo) if r.algo != "uncoupled" else None
+                cell = (f"{ratio['ratio']:.3f} ({ratio['lo']:.3f}–{ratio['hi']:.3f}, {ratio['verdict']})" if ratio
+                        else "—")
+                lines.append(f"| {TITLES.get(r.algo, r.algo)} | {_fmt(r.mean_mbps, r.ci95_mbps)} | {r.runs} | {cell} |")
+            lines += [""]
+        if not fair.empty and fair.get("shared_wire_mbps") is not None and fair.shared_wire_mbps.notna().any():
+            try:
+                rate = LinkSpec.parse(((man.get("parameters") or {}).get("fairness") or {})["shared"]).rate_bps
+            except (KeyError, TypeError, ValueError):
+                rate = None
+            both = fair.tcp_on_shared_mbps + fair.mptcp_on_shared_mbps
+            ceiling = f" (its ceiling {physics.link_ceiling_bps(rate) / 1e6:.2f})" if rate else ""
+            old = (fair.tcp_mbps + fair.ss_mptcp_on_shared_mbps) if "ss_mptcp_on_shared_mbps" in fair else None
+            lines += [f"**Fairness measured on the link**: {len(fair)} runs, the split of the shared path counted in "
+                      "the emulator's capture of what the link delivered, over the span both flows used it "
+                      f"(`measure.shared_link_rates`). TCP + MPTCP there: {both.min():.2f}–{both.max():.2f} Mbit/s"
+                      f"{ceiling}; the link's wire rate {fair.shared_wire_mbps.min():.2f}–"
+                      f"{fair.shared_wire_mbps.max():.2f} Mbit/s"
+                      + (f" of {rate / 1e6:g}" if rate else "") + "."
+                      + (f" The same runs as the reference measured them (TCP over its own span, MPTCP's part by "
+                         f"`ss` byte shares): {old.min():.2f}–{old.max():.2f}." if old is not None and old.notna().any()
+                         else ""), "",
+                      "| algorithm | run | TCP | MPTCP on the shared path | together | MPTCP on the other path "
+                      "| together, as the reference measured |",
+                      "|---|---|---|---|---|---|---|"]
+            for r in fair.sort_values(["algo", "rep"]).itertuples():
+                was = old.loc[r.Index] if old is not None else float("nan")
+                lines.append(f"| {TITLES.get(r.algo, r.algo)} | {r.rep} | {r.tcp_on_shared_mbps:.3f} | "
+                             f"{r.mptcp_on_shared_mbps:.3f} | {r.tcp_on_shared_mbps + r.mptcp_on_shared_mbps:.3f} | "
+                             f"{r.mptcp_on_other_mbps:.3f} | {was:.3f} |")
+            lines += [""]
+    return lines
 
 
 def report(out: Path) -> str:
@@ -505,7 +661,6 @@ def report(out: Path) -> str:
     pv = paper_vs_run(tp)
     net = (man.get("network") or {})
     paths = ", ".join(f"{p['name']} {p['link']}" for p in net.get("paths", []))
-    delays = delays_ms(man)
     lines = [
         "# Lab 2 — paper vs this run",
         "",
@@ -515,8 +670,6 @@ def report(out: Path) -> str:
         "*ratios to uncoupled* and the ranking, not the absolute Mbit/s.",
         "",
     ]
-    if delays and not any(delays.values()):
-        lines += [NO_DELAY, ""]
     lines += [
         "| algorithm | paper, mobility | this run, mobility | paper, static | this run, static | "
         "÷ uncoupled: paper mob. / run mob. | ÷ uncoupled: paper static / run static |",
@@ -543,7 +696,8 @@ def report(out: Path) -> str:
     else:
         lines += ["Stalls: this run kept no per-interval goodput (`goodput-bins.csv`, written by runs since "
                   "the analysis keeps it), so none are counted here.", ""]
-    dv = divergences(tp)
+    controlled = controlled_runs(out)
+    dv = divergences(tp[tp.variant != "shared"], controlled)
     if not dv.empty:
         lines += ["## Divergences from the report, and what was done to explain them",
                   "",
@@ -559,6 +713,7 @@ def report(out: Path) -> str:
             lines.append(f"| {TITLES.get(r.algo, r.algo)} | {r.variant} | {r.paper:.3f} | {r.run_lo:.3f}–{r.run_hi:.3f} "
                          f"| {r.status} |")
         lines += [""]
+    lines += controlled_section(controlled)
     dw = tables.get("delay-window", pd.DataFrame())
     if not dw.empty:
         lines += ["## What CS218's delay window did (run 1, from the recorded BPF callbacks)",
@@ -579,7 +734,8 @@ def report(out: Path) -> str:
         events = sum(v.get("events", 0) for v in checked.values())
         lines += [f"BPF programs against the Python reference (`mptcplab.cctrace.replay`): {events} recorded "
                   f"callbacks in {len(checked)} runs, "
-                  + (f"**mismatches in {bad}**." if bad else "every window the same."), ""]
+                  + (f"**mismatches in {bad}**." if bad else "every window the same.")
+                  + counted_vs_recorded(checked), ""]
     pt = paired_table(tp)
     if not pt.empty:
         resolved = int((pt.verdict != "not resolved").sum())

@@ -4,28 +4,28 @@ For each run r, variant (static / mobility) and algorithm: one MPTCP bulk transf
 paths of experiment.toml, one subflow per path, with the algorithm chosen by TCP_CONGESTION on the
 MPTCP socket, while seeded UDP on/off cross traffic congests some paths and (mobility) the
 emulator changes path capacities mid-run. Run 1 of each variant is observed in detail (tcp_probe,
-`ss` every 50 ms). Then the fairness experiment: the MPTCP connection and one single-path Reno
-flow sharing a bottleneck. The algorithms are BPF struct_ops programs (mptcplab.labs.lab2.cc), loaded for
+`ss` every 50 ms). The shared-bottleneck variant (a controlled run) sends every path's traffic
+through one link first. Then the fairness experiment: the MPTCP connection and one single-path
+Reno flow sharing a bottleneck, their split counted in the emulator's capture of that link. The algorithms are BPF struct_ops programs (mptcplab.labs.lab2.cc), loaded for
 the experiment and removed afterwards. Analysis: analysis.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 
-from ... import kernel, log
+from ... import log
 from ...check import check_fairness_table, check_runs_table
 from ...errors import ExperimentFailed, UsageError
 from ...lab import Lab, Point, RunContext
 from ...links import LinkSpec
-from ...observe import SsSampler, Tracing
-from ...topology import NetPath, Topology
+from ...observe import Capture, SsSampler, Tracing
+from ...topology import EMULATOR, Bottleneck, NetPath, Topology
 from ...traffic import Transfer, bulk, concurrent, start_time, udp_onoff
-from . import analysis as lab2_analysis, cc, cctrace
-from .measure import shared_path_rates, subflow_table
+from . import analysis as lab2_analysis, cc
+from .measure import link_packets, shared_link_rates, subflow_table
 
 _log = log.get("lab2")
 PORT = 5201
@@ -34,23 +34,19 @@ CROSS_PORT = 5301
 CROSS_FIRST_S = 0.5  # the cross traffic starts this long before the MPTCP sender, as in the report
 
 
-def _netem() -> bool:
-    return kernel.netem_usable()
-
-
-def link_spec(spec: dict | str, netem: bool) -> str:
-    """A path's link from experiment.toml: `link`, plus its `delay` where netem can apply it."""
+def link_spec(spec: dict | str) -> str:
+    """A path's link from experiment.toml: `link`, plus its `delay`. The lab needs netem for the
+    delays (`needs`): no place without it runs the lab, so a delay is never dropped."""
     if isinstance(spec, str):
         return spec
     link = spec["link"]
-    if netem and spec.get("delay"):
+    if spec.get("delay"):
         link += f",delay={spec['delay']}"
     return link
 
 
-def topology(params: dict, netem: bool | None = None) -> Topology:
-    netem = _netem() if netem is None else netem
-    paths = [NetPath(name, "snd", "rcv", link_spec(spec, netem)) for name, spec in params["paths"].items()]
+def topology(params: dict) -> Topology:
+    paths = [NetPath(name, "snd", "rcv", link_spec(spec)) for name, spec in params["paths"].items()]
     if len(paths) < 2:
         raise UsageError("lab2 needs at least two paths in experiment.toml")
     for name in params.get("cross", {}):
@@ -59,15 +55,25 @@ def topology(params: dict, netem: bool | None = None) -> Topology:
     for m in params.get("mobility", []):
         if m.get("path") not in params["paths"] or not 0 <= float(m.get("at", -1)) < 1:
             raise UsageError(f"mobility entry {m}: needs a known path and 0 <= at < 1")
-        LinkSpec.parse(link_spec(m, netem))
+        LinkSpec.parse(link_spec(m))
     return Topology("lab2", hosts=("snd", "rcv"), paths=paths, sysctls=params.get("sysctls", {}),
                     mptcp_subflows=len(paths))
 
 
-def fairness_topology(params: dict, netem: bool | None = None) -> Topology:
-    netem = _netem() if netem is None else netem
+def shared_topology(params: dict) -> Topology:
+    """The shared-bottleneck variant: the same paths and cross traffic, but every path's traffic
+    toward the receiver crosses one link first (`shared_bottleneck.link`, its rate and queue); the
+    paths keep only their delays, so the subflows still see different RTTs."""
+    paths = [NetPath(name, "snd", "rcv", link_spec({"link": "", "delay": spec.get("delay")}))
+             for name, spec in params["paths"].items()]
+    return Topology("lab2shared", hosts=("snd", "rcv"), paths=paths, sysctls=params.get("sysctls", {}),
+                    mptcp_subflows=len(paths),
+                    bottleneck=Bottleneck("shared", params["shared_bottleneck"]["link"], tuple(params["paths"])))
+
+
+def fairness_topology(params: dict) -> Topology:
     f = params["fairness"]
-    links = {name: link_spec({"link": f[name], "delay": f.get(f"{name}_delay")}, netem) for name in ("shared", "other")}
+    links = {name: link_spec({"link": f[name], "delay": f.get(f"{name}_delay")}) for name in ("shared", "other")}
     return Topology("lab2fair", hosts=("snd", "rcv"),
                     paths=[NetPath("shared", "snd", "rcv", links["shared"]), NetPath("other", "snd", "rcv", links["other"])],
                     sysctls=params.get("sysctls", {}), mptcp_subflows=2)
@@ -79,13 +85,24 @@ def algorithms(params: dict) -> list[cc.Algorithm]:
 
 # ---------------------------------------------------------------- one transfer
 
-def _schedule_mobility(net, params: dict, duration: float, netem: bool, t0: float,
+@contextlib.contextmanager
+def bpf_counted(rd, algo: cc.Algorithm):
+    """The program's own counters over the block, into the run's summary (`bpf_counters`: what this
+    run's callbacks counted). Per run, not per sweep: the 2026-11 reference read them once at the
+    end of a `run` that resumed a finished sweep (its first had crashed after the last run), from
+    programs that process had just loaded, and showed zero for all five (sockets 0 included)."""
+    before = cc.stats(algo.name)
+    yield
+    rd.summary["bpf_counters"] = cc.counted(before, cc.stats(algo.name))
+
+
+def _schedule_mobility(net, params: dict, duration: float, t0: float,
                        applied: list[dict]) -> list[threading.Timer]:
     """Timers that change the paths at `at` x duration after the transfer started (t0, the sender's
     clock), each appending when its change began and ended (s after t0) to `applied`."""
     def change(m: dict) -> None:
         begun = time.time() - t0
-        net.set_link(m["path"], link_spec(m, netem))
+        net.set_link(m["path"], link_spec(m))
         applied.append({"path": m["path"], "link": m["link"], "delay": m.get("delay"), "at_s": float(m["at"]) * duration,
                         "begun_s": round(begun, 3), "done_s": round(time.time() - t0, 3)})
 
@@ -99,8 +116,7 @@ def _schedule_mobility(net, params: dict, duration: float, netem: bool, t0: floa
     return timers
 
 
-def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, detail: bool,
-             netem: bool) -> dict:
+def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, detail: bool) -> dict:
     """One MPTCP transfer with cross traffic (and mobility); fills rd.summary, returns it."""
     duration = float(params["duration_s"])
     originals = {p.name: (p.link, p.reverse) for p in net.topo.paths}
@@ -130,10 +146,11 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
 
             def on_start(t0: float) -> None:  # mobility is timed from the transfer's start
                 if variant == "mobility":
-                    timers.extend(_schedule_mobility(net, params, duration, netem, t0, applied))
+                    timers.extend(_schedule_mobility(net, params, duration, t0, applied))
 
             try:
-                with recorder as rec, rd.timed("bulk"):
+                # counted inside the recording: the same callbacks; timed: the transfer itself
+                with recorder as rec, bpf_counted(rd, algo), rd.timed("bulk"):
                     r = bulk(net, "snd", "rcv", net.topo.paths[0].name, "mptcp", duration=duration, cc=algo.name,
                              port=PORT, start_at=go, on_start=on_start)
             finally:
@@ -193,30 +210,30 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
     duration = float(params["fairness"]["duration_s"])
     flows = [{"name": "mptcp", "proto": "mptcp", "path": "shared", "cc": algo.name, "port": PORT},
              {"name": "tcp", "proto": "tcp", "path": "shared", "cc": "reno", "port": TCP_PORT}]
-    with SsSampler(net, "snd", rd, PORT, interval=0.25, name="ss-mptcp.txt") as s_m, \
-            SsSampler(net, "snd", rd, TCP_PORT, interval=0.25, name="ss-tcp.txt") as s_t:
+    # The split of the shared path is counted where the link delivers it: the emulator's egress,
+    # after its qdisc (each data segment once, drops never), headers only.
+    capture = Capture(net, EMULATOR, rd, name="links.pcap", snaplen=96, direction="out",
+                      bpf_filter=f"tcp dst port {PORT} or tcp dst port {TCP_PORT}")
+    with capture, SsSampler(net, "snd", rd, PORT, interval=0.25, name="ss-mptcp.txt") as s_m, \
+            SsSampler(net, "snd", rd, TCP_PORT, interval=0.25, name="ss-tcp.txt"), bpf_counted(rd, algo):
         res = together(net, flows, duration)
     m, t = res
     if m["subflows"] != 2 or m["cc_seen"] != algo.name or t["cc_seen"] != "reno":
         raise ExperimentFailed(f"fairness run: MPTCP had {m['subflows']} subflows with {m['cc_seen']}, "
                                f"TCP ran {t['cc_seen']}")
-    subs = subflow_table(s_m.path.read_text(), algo.name)
-    shared_addr = net.address("snd", "shared").rsplit(".", 1)[0]
-    on_shared = sum(s["bytes_acked"] for s in subs if s["local"].startswith(shared_addr + "."))
-    total = sum(s["bytes_acked"] for s in subs) or 1
-    rd.write_json("subflows.json", subs)
+    rd.write_json("subflows.json", subflow_table(s_m.path.read_text(), algo.name))
+    pkts = link_packets(capture.path)
+    pkts.to_csv(rd.file("links.csv.gz"), index=False)  # every data segment the links delivered, compactly
+    capture.path.unlink()
+    shared_prefix = net.address("snd", "shared").rsplit(".", 1)[0] + "."
+    split = shared_link_rates(pkts, shared_prefix, {"mptcp": PORT, "tcp": TCP_PORT})
+    if not split:
+        raise ExperimentFailed(f"fairness run: the emulator saw no span in which both flows crossed the shared "
+                               f"link ({len(pkts)} segments captured)")
     rd.summary.update({"algo": algo.key, "cc": algo.name, "rep": rep, "duration_s": duration,
                        "mptcp_mbps": round(m["mbps"], 3), "tcp_mbps": round(t["mbps"], 3),
-                       "start_late_s": {"mptcp": m["start_late_s"], "tcp": t["start_late_s"]},
-                       "mptcp_share_on_shared": round(on_shared / total, 4),
-                       "mptcp_on_shared_mbps": round(m["mbps"] * on_shared / total, 3)})
-    # The shared path's split, both flows over one common window: each flow's goodput from its
-    # receiver's kernel count over the span both were running (BulkResult.window_mbps), MPTCP's
-    # part on the shared path by its subflows' byte shares. Rates over each flow's own span add up
-    # to more than the link carried (the 2026-11 reference: up to 2.3% above its ceiling); `ss`
-    # timestamps cannot do it in an emulated CPU (a sample taken seconds late: 3 samples in 10 s).
-    window = shared_path_rates(m["result"], t["result"], on_shared / total)
-    rd.summary.update(window)
+                       "start_late_s": {"mptcp": m["start_late_s"], "tcp": t["start_late_s"]}, **split,
+                       "shared_split_from": "the emulator's capture of its egress (measure.shared_link_rates)"})
     for f in (m, t):  # the per-interval data behind these figures
         f["result"].intervals.to_csv(rd.file(f"intervals-{f['name']}.csv"), index=False)
     return rd.summary
@@ -224,20 +241,30 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
 
 # ---------------------------------------------------------------- the lab
 
+VARIANTS = ("static", "mobility", "shared")
+
+
 def points(params: dict, sweep=None) -> list[Point]:
     """Per repetition, variant and algorithm one MPTCP transfer (repetition 1 observed in detail);
-    then the fairness runs on their own network."""
+    the shared-bottleneck variant's after the others (its own network, built once); then the
+    fairness runs on theirs."""
     algos = algorithms(params)
+    for variant in params["variants"]:
+        if variant not in VARIANTS:
+            raise UsageError(f"variants: {variant!r} is not one of {', '.join(VARIANTS)}")
     out = []
-    for rep in range(1, int(params["repetitions"]) + 1):
-        for variant in params["variants"]:
-            if variant not in ("static", "mobility"):
-                raise UsageError(f"variants: {variant!r} is not static or mobility")
-            for algo in algos:
-                out.append(Point(key(rep, variant, algo), {
-                    "algo": algo.key, "variant": variant, "rep": rep, "detail": rep == 1,
-                    "duration_s": params["duration_s"], "cross": params.get("cross"),
-                    "mobility": params.get("mobility") if variant == "mobility" else None}))
+    for shared in (False, True):
+        for rep in range(1, int(params["repetitions"]) + 1):
+            for variant in params["variants"]:
+                if (variant == "shared") != shared:
+                    continue
+                for algo in algos:
+                    out.append(Point(key(rep, variant, algo), {
+                        "algo": algo.key, "variant": variant, "rep": rep, "detail": rep == 1,
+                        "duration_s": params["duration_s"], "cross": params.get("cross"),
+                        "mobility": params.get("mobility") if variant == "mobility" else None,
+                        "shared_bottleneck": params["shared_bottleneck"] if shared else None},
+                        topology=shared_topology if shared else None))
     for rep in range(1, int(params["fairness"]["repetitions"]) + 1):
         for algo in algos:
             out.append(Point(f"fair-{algo.key}-r{rep}", {"algo": algo.key, "rep": rep, "fairness": params["fairness"]},
@@ -252,7 +279,7 @@ def measure(net, rd, point: Point, params: dict) -> str:
         s = fairness_run(net, rd, algo, v["rep"], params)
         return (f"MPTCP {s['mptcp_mbps']:5.2f} (on shared {s['mptcp_on_shared_mbps']:4.2f})  "
                 f"TCP {s['tcp_mbps']:5.2f} Mbit/s")
-    s = transfer(net, rd, algo, v["variant"], v["rep"], params, v["detail"], net.topo.netem)
+    s = transfer(net, rd, algo, v["variant"], v["rep"], params, v["detail"])
     return f"{s['mbps']:6.2f} Mbit/s  subflows {s['subflows']} all {','.join(s['subflow_ccs'])}"
 
 
@@ -264,16 +291,11 @@ def check_congestion_control(net, rd, params: dict) -> str:
 
 @contextlib.contextmanager
 def session(ctx: RunContext):
-    """The BPF congestion controls, loaded for the whole sweep; their counters saved at the end."""
+    """The BPF congestion controls, loaded for the whole sweep (each run records what its program
+    counted: bpf_counted)."""
     algos = algorithms(ctx.params)
-    if not _netem():
-        _log.warning("no netem on this kernel: paths are rate limits and queues only (no propagation delay). "
-                     "This run is NOT the reproduction: it cannot show what the delay window or LIA's RTT "
-                     "compensation do (see the guide); run where netem exists (--where vm).")
     with cc.loaded(algos, record=bool(ctx.params.get("record_events", False))):
         yield
-        stats = {a.name: cc.stats(a.name) for a in algos}
-    (ctx.out / "cc-stats.json").write_text(json.dumps(stats, indent=2) + "\n")
 
 
 def finish(ctx: RunContext) -> dict:
@@ -289,11 +311,8 @@ def finish(ctx: RunContext) -> dict:
               paired[["variant", "algo", "vs", "diff", "half", "level", "verdict", "runs_needed"]].to_string(index=False),
               fairness.to_string(index=False))
     n_algos = len(algorithms(params))
-    # as the runs' kernel had it (finish may run on the host, after a guest measured)
-    emulation = tables["manifest"].get("network", {}).get("emulation") or ""
     return {"runs": int(params["repetitions"]) * len(params["variants"]) * n_algos,
             "fairness_runs": int(params["fairness"]["repetitions"]) * n_algos,
-            "emulation": "netem" if emulation.startswith("netem") else "tbf",
             "throughput": throughput.to_dict("records"), "paired": paired.to_dict("records"),
             "fairness": fairness.to_dict("records")}
 

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ... import results, stats
 from . import models
-from ...links import LinkSpec
+from ...links import WIRE_BYTES, LinkSpec
 
 COMPACT = ("runs.csv", "flows.csv", "losses.csv", "runs-manifest.csv", "lab3-manifest.json", "paper-vs-this-run.md")
 MODELS = {  # column -> label
@@ -32,11 +32,15 @@ MODELS = {  # column -> label
     "n_pftk_pe": "n × Padhye (cumulative p_e)",
 }
 GRADED_MAX_LOSS = 0.02  # the bands are for loss rates up to 2%
-PAPER_MAX_LOSS = 0.10  # the paper's figures stop at 10% loss: DropTail runs above are shown apart
-# `queued`: the place, not the scenario, limited the flows; such runs are shown apart, not graded.
-# Random-loss runs have no capacity limit: the RTT should stay at the base RTT. Well above it, a
-# queue built up somewhere (in UML: the guest could not forward packets as fast as the flows
-# sent them), so the flows were not limited by the loss rate alone.
+QUEUED = "queued: not limited by the loss alone"
+# The paper's range: its text names loss "from a very low loss level to a high one of 10%" (Section
+# III-A, on its random-loss Fig. 3; the DropTail figures' axes are not in its text). DropTail runs
+# above are shown apart.
+PAPER_MAX_LOSS = 0.10
+# `queued`: something other than the scenario limited the flows; such runs are shown apart, not
+# graded. Random-loss runs have no capacity limit: the RTT should stay at the base RTT. Well above
+# it, a queue built up somewhere, so the flows were not limited by the loss rate alone. (In the
+# shipped reference that queue was a rate the kit left on the path: `rate_cause`.)
 QUEUE_LIMIT = 1.25
 # A DropTail bottleneck with a queue of one BDP never idles (Reno's halved window still fills it):
 # its qdisc sends at the configured rate (96-100% on the wire in all 60 DropTail runs of the UML
@@ -46,9 +50,12 @@ FILL_MIN = 0.9
 BANDS = {"model1": 0.25, "model2": 0.35}
 RUN_COLUMNS = ["run", "scenario", "n", "rep", "loss_cfg", "capacity_mbps", "base_rtt", "window_s", "packets", "mss",
                "retransmissions", "loss_events_per_flow", "loss_events_cumulative", "timeouts", "timeouts_nstat",
+               "recoveries_nstat", "loss_probes_nstat", "cpu_busy", "cpu_softirq", "softnet_squeezed",
+               "softnet_dropped",
                "p", "p_e",
                "p_r", "p_r_emulator", "rtt", "rtt_source", "srtt", "min_rtt", "ack_rtt", "T", "b", "model_b",
                "pps", "goodput_pps", "mbps", "mbps_transfer", "emulator_wire_mbps", "emulator_wire_mbps_min",
+               "emulator_qlen",
                "capture_dropped", "commit"]
 
 
@@ -101,7 +108,7 @@ def groups(runs: pd.DataFrame, everything: bool = True) -> list[tuple[str, pd.Da
             ("random, loss > 2%", rnd[rnd["loss"] > GRADED_MAX_LOSS + 1e-12]),
             ("droptail, p_r <= 10%", dt[dt.p_r <= PAPER_MAX_LOSS + 1e-12]),
             ("droptail, p_r > 10% (outside the paper's range)", dt[dt.p_r > PAPER_MAX_LOSS + 1e-12]),
-            ("queued: the place limited the flows", r[queued])]
+            (QUEUED, r[queued])]
     return [(name, g) for name, g in out if not g.empty]
 
 
@@ -121,7 +128,7 @@ def padhye_vs_model1(runs: pd.DataFrame) -> pd.DataFrame:
     the runs that would resolve it."""
     keys, family = [], []
     for name, g in groups(runs, everything=False):
-        if name.startswith("queued") or "outside" in name:  # not the paper's conditions: no verdict on Fig. 16
+        if name == QUEUED or "outside" in name:  # not the paper's conditions: no verdict on Fig. 16
             continue
         closer = g["err_n_pftk_p"].abs() < g["err_model1"].abs()
         keys.append({"runs": name, "count": len(g), "padhye_closer": int(closer.sum()),
@@ -144,12 +151,15 @@ def timeouts_vs_model1(runs: pd.DataFrame) -> pd.DataFrame:
     Model 1 takes a loss event to end in a timeout with probability Q_TO(E[W_f]) ((26)/(27): fewer
     than three duplicate ACKs, Reno's recovery without SACK), so it assumes Q_TO x (the run's loss
     events) timeouts; `in_timeout` is the share of the n flows it has sitting in one, E[nTO]/n.
+    Padhye's model (n x Padhye) assumes Q^(p, E[W]) x (loss events): `padhye_timeouts`.
     """
     r = runs.dropna(subset=["model1"])
     t = models.per_flow_terms(r.n, r.p, r.rtt, r["T"], r["model_b"].astype(float))
+    q_padhye = models.pftk_timeout_probability(r.p, r["model_b"].astype(float))
     return pd.DataFrame({"run": r.run, "scenario": r.scenario, "n": r.n, "loss": r["loss"],
                          "loss_events": r.loss_events_per_flow, "timeouts": r.timeouts,
                          "q_to": t["q1"], "model1_timeouts": t["q1"] * r.loss_events_per_flow,
+                         "padhye_timeouts": q_padhye * r.loss_events_per_flow,
                          "in_timeout": t["q"] / r.n, "err_model1": r.err_model1}).reset_index(drop=True)
 
 
@@ -176,7 +186,7 @@ def rtt_sensitivity(runs: pd.DataFrame) -> pd.DataFrame:
 
 def graded_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs the bands apply to: loss up to 2% (configured netem loss, or p_r under DropTail),
-    not limited by the place (`queued`)."""
+    not `queued`."""
     return runs[(runs.p > 0) & (runs["loss"] <= GRADED_MAX_LOSS + 1e-12) & ~runs.queued.astype(bool)]
 
 
@@ -237,10 +247,98 @@ def load(path: Path) -> dict:
 
 
 def export_reference(sweep: Path, dest: Path) -> list[Path]:
-    """The compact tables and the paper-vs-this-run report, copied to e.g. solutions/results/lab3/."""
+    """The compact tables and the paper-vs-this-run report, copied to e.g. solutions/results/lab3/.
+    A controlled run exported into a reference's controls/NAME/ keeps its tables only: the
+    reference's own report reads them (see `load_controls`)."""
     compact(sweep)
+    if Path(dest).parent.name == CONTROLS:
+        return results.copy_compact(sweep, dest, [n for n in COMPACT if not n.endswith(".md")])
     (Path(sweep) / "paper-vs-this-run.md").write_text(report(sweep))
     return results.copy_compact(sweep, dest, COMPACT)
+
+
+# ---------------------------------------------------------------- controlled runs
+
+# A reference's controlled runs: one folder each under controls/, named for the experiment.toml
+# variant that made it (its compact tables and runs-manifest.csv), e.g. controls/reno_recovery/.
+CONTROLS = "controls"
+# The sysctls of the `reno_recovery` variant: Linux's loss recovery made as close to the models'
+# Reno as it goes (no RACK, no tail-loss probe, no F-RTO, no SACK: NewReno fast recovery).
+RENO_RECOVERY = {"net.ipv4.tcp_recovery": "0", "net.ipv4.tcp_early_retrans": "0", "net.ipv4.tcp_frto": "0",
+                 "net.ipv4.tcp_sack": "0"}
+
+
+def load_controls(path: Path) -> dict[str, dict]:
+    """name -> the tables of each controlled run kept with a reference or a sweep (controls/NAME/),
+    plus its per-run provenance (`runs_manifest`, empty if none was kept)."""
+    root = Path(path) / CONTROLS
+    out = {}
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        if (d / "runs.csv").exists() or any(d.glob("*/summary.json")):
+            t = load(d)
+            rm = d / "runs-manifest.csv"
+            t["runs_manifest"] = pd.read_csv(rm) if rm.exists() else pd.DataFrame(columns=results.RUN_MANIFEST_COLUMNS)
+            out[d.name] = t
+    return out
+
+
+def sysctls_applied(runs_manifest: pd.DataFrame, host: str = "snd") -> dict:
+    """The sysctls every run of a control had on `host` as the kernel read them back after setting
+    them, or {} if any run read back something else or nothing (then nothing is claimed)."""
+    seen = [json.loads(v).get(host, {}) if isinstance(v, str) else {}
+            for v in runs_manifest.get("sysctls_read_back", pd.Series(dtype=object))]
+    if not seen or any(x != seen[0] for x in seen):
+        return {}
+    return {k: str(v) for k, v in seen[0].items() if v is not None}
+
+
+def _median_of(g: pd.DataFrame, col: str) -> float:
+    """A column's median, NaN where runs recorded before it was kept have none."""
+    return float(pd.to_numeric(g[col], errors="coerce").median()) if col in g else math.nan
+
+
+def recovery_arms(base: pd.DataFrame, ctrl: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The control's random-loss points (loss, n), run with Linux's loss recovery (`base`: the
+    linux_recovery control where it was run beside it, else the reference's runs there) and with
+    Reno's (`ctrl`), neither `queued`."""
+    def points(r):
+        r = r.dropna(subset=["model1"])
+        return r[(r.scenario == "random") & ~r.queued.astype(bool)]
+    c = points(ctrl)
+    keys = set(zip(c.loss_cfg.astype(str), c.n))
+    b = points(base)
+    b = b[[k in keys for k in zip(b.loss_cfg.astype(str), b.n)]]
+    return [("Linux's recovery (SACK, RACK, TLP, F-RTO)", b), ("Reno-like recovery (all four off)", c)]
+
+
+def recovery_table(base: pd.DataFrame, ctrl: pd.DataFrame) -> pd.DataFrame:
+    """Per arm of `recovery_arms`: runs, median signed error of model 1 and of n x Padhye(p), the
+    timeouts measured (a retransmission after a silence of >= 0.8 RTO) against those each model
+    assumes (its timeout probability x the run's loss events), fast recoveries and tail-loss probes
+    (nstat, whole transfer), and Fig. 16's verdict: the per-run difference |error of model 1| −
+    |error of n x Padhye(p)|, its t interval Holm-corrected over the two arms."""
+    arms = recovery_arms(base, ctrl)
+    keys, family = [], []
+    for name, g in arms:
+        if g.empty:
+            continue
+        to = timeouts_vs_model1(g)
+        keys.append({"arm": name, "count": len(g), "losses": ", ".join(sorted(set(g.loss_cfg.astype(str)),
+                                                                              key=lambda x: float(x.rstrip("%")))),
+                     "flows": ", ".join(str(int(n)) for n in sorted(g.n.unique())),
+                     "model1": float(g.err_model1.median()), "n_pftk_p": float(g.err_n_pftk_p.median()),
+                     "abs_model1": float(g.err_model1.abs().median()), "abs_n_pftk_p": float(g.err_n_pftk_p.abs().median()),
+                     "loss_events": float(to.loss_events.median()), "timeouts": float(to.timeouts.median()),
+                     "timeouts_max": float(to.timeouts.max()), "timeouts_share": float((to.timeouts / to.loss_events).median()),
+                     "model1_timeouts": float(to.model1_timeouts.median()),
+                     "padhye_timeouts": float(to.padhye_timeouts.median()),
+                     "recoveries": _median_of(g, "recoveries_nstat"), "loss_probes": _median_of(g, "loss_probes_nstat")})
+        gi = g.reset_index(drop=True)
+        family.append(stats.paired(gi["err_model1"].abs(), gi["err_n_pftk_p"].abs()))
+    rows = [{**k, "diff": st["diff"], "half": st["half"], "level": st["level"], "runs_needed": st["runs_needed"],
+             "verdict": stats.verdict(st, "n × Padhye closer", "model 1 closer")}
+            for k, st in zip(keys, stats.holm(family))]
+    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------- figures
@@ -255,7 +353,7 @@ def _label(r: pd.DataFrame) -> pd.Series:
 
 def fig_throughput(runs: pd.DataFrame, scenario: str = "random"):
     """Measured throughput and each model's prediction against the loss event rate (Figs 3, 9, 16, 17);
-    runs the place limited (`queued`) drawn open."""
+    `queued` runs drawn open."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -277,7 +375,7 @@ def fig_throughput(runs: pd.DataFrame, scenario: str = "random"):
         fig.update_xaxes(type="log", title_text="p_e" if col in ("model2", "n_pftk_pe") else "p", row=1, col=i)
     fig.update_yaxes(type="log", title_text="throughput (packets/s)", row=1, col=1)
     # No fixed width: the figure takes its column's (the site's is ~570 px); legend below the panels.
-    fig.update_layout(title=f"{scenario}: measured (dots; open: limited by the place, not graded) vs model (dotted)",
+    fig.update_layout(title=f"{scenario}: measured (dots; open: queued, not graded) vs model (dotted)",
                       height=520, legend=LEGEND_BELOW)
     return fig
 
@@ -307,7 +405,7 @@ def fig_scatter(runs: pd.DataFrame):
         fig.update_xaxes(type="log", title_text="measured (packets/s)", row=1, col=i)
         fig.update_yaxes(type="log", row=1, col=i)
     fig.update_yaxes(title_text="model (packets/s)", row=1, col=1)
-    fig.update_layout(title="Model vs measured (colour: log10 packet loss rate p_r; open: limited by the place)",
+    fig.update_layout(title="Model vs measured (colour: log10 packet loss rate p_r; open: queued)",
                       height=480, legend=LEGEND_BELOW,
                       coloraxis=dict(colorscale="Viridis", colorbar=dict(title="log10 p_r")))
     return fig
@@ -372,6 +470,11 @@ def write_figures(out: Path, runs: pd.DataFrame) -> list[Path]:
 
 # ---------------------------------------------------------------- paper vs this run
 
+def _cell(text: str) -> str:
+    """Text for a Markdown table cell: its own pipes (|error|) escaped, or they would split the cell."""
+    return str(text).replace("|", "\\|")
+
+
 def _pct(v) -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:+.0%}"
 
@@ -407,7 +510,7 @@ def _padhye_sentence(table: pd.DataFrame) -> str:
     return f"{'; '.join(said)} (Holm-corrected over the groups: {'; '.join(parts)})"
 
 
-def _timeouts_paragraph(to: pd.DataFrame, window_s) -> str:
+def _timeouts_paragraph(to: pd.DataFrame, window_s, controlled: bool = False) -> str:
     """What the errors above 2 % loss come from, in numbers: timeouts measured against model 1's."""
     high = to[(to.scenario == "random") & (to["loss"] > GRADED_MAX_LOSS + 1e-12)]
     if high.empty:
@@ -425,10 +528,11 @@ def _timeouts_paragraph(to: pd.DataFrame, window_s) -> str:
     if fewer and err < 0:
         text += ("Linux recovers those losses with SACK, RACK and tail-loss probes, without the timeout the "
                  "model's Reno waits for, and keeps sending: that explains the sign of the error, not its size. "
-                 "n × Padhye(p) has the same timeout term and came much closer, so the timeouts are not the "
-                 "whole story: unexplained, tried: counting timeouts. The controlled run (the same points with "
-                 "RACK, TLP, F-RTO and SACK off, reno_recovery in experiment.toml) is a runnable "
-                 "variant, not yet run.")
+                 "n × Padhye(p) has a timeout term of the same size and came much closer, so the timeouts "
+                 "are not the whole story. "
+                 + ("The controlled run below switches Linux's newer recovery off at these points."
+                    if controlled else "The controlled run (the same points with RACK, TLP, F-RTO and SACK off, "
+                    "reno_recovery in experiment.toml) is a runnable variant, not yet run."))
     elif fewer:
         text += ("Linux had fewer timeouts than the model assumes, yet the model does not underestimate: the "
                  "timeouts alone do not explain these errors.")
@@ -437,29 +541,179 @@ def _timeouts_paragraph(to: pd.DataFrame, window_s) -> str:
     return text
 
 
-def divergences(r: pd.DataFrame) -> list[tuple[str, str, str]]:
+def timeout_count_effect(runs: pd.DataFrame) -> dict | None:
+    """What (24)'s count of the flows in a timeout costs model 1 above 2 % random loss: its median
+    error as published and with the self-consistent count (`models.parallel_per_flow_consistent`,
+    a diagnostic, never reported as a model), beside n x Padhye(p)'s. None without such runs."""
+    r = runs.dropna(subset=["model1"])
+    g = r[(r.scenario == "random") & ~r.queued.astype(bool) & (r["loss"] > GRADED_MAX_LOSS + 1e-12)]
+    if g.empty:
+        return None
+    consistent = models.parallel_per_flow_consistent(g.n, g.p, g.rtt, g["T"], g["model_b"].astype(float))
+    return {"count": len(g), "model1": float(g.err_model1.median()),
+            "consistent": float((consistent / g.pps - 1).median()), "n_pftk_p": float(g.err_n_pftk_p.median())}
+
+
+def _count_words(e: dict | None) -> str:
+    if e is None:
+        return ""
+    gap = e["n_pftk_p"] - e["model1"]
+    closed = (e["consistent"] - e["model1"]) / gap if gap else math.nan
+    share = "most" if closed > 0.5 else "part" if closed > 0.1 else "little"
+    return (f"; counting the flows in a timeout self-consistently (a flow in a timeout makes no loss events, so "
+            f"the TD period stretches; a computation on the same runs, not a model the paper gives) moves model "
+            f"1's median error above 2% from {_pct(e['model1'])} to {_pct(e['consistent'])} ({e['count']} runs; "
+            f"n × Padhye(p) {_pct(e['n_pftk_p'])}): {share} of the gap to n × Padhye(p) is (24)'s count of the flows "
+            "in a timeout")
+
+
+def _arm_words(t) -> str:
+    """One arm of `recovery_table` in numbers."""
+    return (f"{t.count} runs: model 1 {_pct(t.model1)}, n × Padhye(p) {_pct(t.n_pftk_p)} (median error); "
+            f"timeouts {t.timeouts:g} per run (median, max {t.timeouts_max:g}; {t.timeouts_share:.0%} of the loss "
+            f"events) against {t.model1_timeouts:.0f} that model 1 and {t.padhye_timeouts:.0f} that Padhye assume; "
+            f"|error| difference {t.diff:+.1%} ± {t.half:.1%} ({t.level * 100:.2f}".rstrip("0").rstrip(".")
+            + f"%), {t.verdict}" + (f", {stats.fmt_runs(t.runs_needed)} runs to resolve" if t.verdict == "not resolved"
+                                    else ""))
+
+
+def recovery_cause(base: pd.DataFrame, control: dict | None, linux: dict | None = None) -> str:
+    """The cause cell of Fig. 16's divergence: what the reno_recovery control measured (against the
+    linux_recovery control, the same points with Linux's recovery, where it was run; else against
+    `base`), or that it was not run. 'cause measured' only where switching Linux's recovery off
+    turns the verdict to the paper's (model 1 closer); otherwise 'unexplained, tried' with the
+    control's numbers."""
+    tried = ("counting timeouts (Linux had far fewer than model 1 assumes above 2% loss: that explains the "
+             "sign of model 1's error, not its size, since n × Padhye(p) has a timeout term of the same size)"
+             + _count_words(timeout_count_effect(base)))
+    if control is None:
+        return (f"unexplained, tried: {tried}. Runnable: the same points with RACK, TLP, F-RTO and SACK off "
+                "(experiment.toml, reno_recovery)")
+    tbl = recovery_table(linux["runs"] if linux else base, control["runs"])
+    if len(tbl) < 2:
+        return f"unexplained, tried: {tried}; the reno_recovery control has no random-loss runs to compare"
+    on, off = list(tbl.itertuples())[:2]
+    applied = sysctls_applied(control["runs_manifest"])
+    off_set = all(applied.get(k) == v for k, v in RENO_RECOVERY.items())
+    where = f"loss {off.losses}, n = {off.flows}"
+    said = (f"with RACK, TLP, F-RTO and SACK off ({where}; "
+            + ("every run read the four sysctls back as set" if off_set else "**the sysctls were not read back as set**")
+            + f"): {_arm_words(off)}. The same points with Linux's recovery"
+            + (" (control linux_recovery, run beside it)" if linux else " (this reference's runs)")
+            + f": {_arm_words(on)}")
+    if off_set and off.verdict == "model 1 closer":
+        return f"cause measured: Linux's loss recovery; {said}"
+    return f"unexplained, tried: {tried}; {said}"
+
+
+def _recovery_section(r: pd.DataFrame, control: dict, linux: dict | None = None) -> list[str]:
+    """The reno_recovery control beside the same points with Linux's recovery (the linux_recovery
+    control where it was run, else the reference's runs)."""
+    tbl = recovery_table(linux["runs"] if linux else r, control["runs"])
+    if tbl.empty:
+        return []
+    applied = sysctls_applied(control["runs_manifest"])
+    rm = control["runs_manifest"]
+    return [
+        "### Controlled run: the models' Reno recovery (reno_recovery)",
+        "",
+        f"The random-loss points at loss {tbl.losses.iloc[-1]} run again with Linux's newer loss recovery off on the sender "
+        f"(sysctls read back in every run: {', '.join(f'{k}={v}' for k, v in applied.items()) or 'not recorded'}; "
+        f"kernel {', '.join(sorted(set(rm.kernel.dropna().astype(str)))) or '?'}, "
+        f"{', '.join(sorted(set(rm['where'].dropna().astype(str)))) or '?'}, commit "
+        f"{', '.join(sorted(set(rm.commit.dropna().astype(str)))) or '?'}). Without SACK, Linux repairs a loss by "
+        "NewReno fast recovery (three duplicate ACKs, one retransmission per partial ACK) or a timeout. "
+        + ("The rows with Linux's recovery are the control linux_recovery, the same points run beside it "
+           "(same kit, kernel and window). " if linux else "The rows with Linux's recovery are this reference's runs "
+           "at the same points. ")
+        + "Medians per "
+        "run; timeouts assumed = the model's timeout probability × the run's loss events; fast recoveries and "
+        "tail-loss probes from nstat over the whole transfer (warm-up included). The verdict is Fig. 16's: "
+        "|error of model 1| − |error of n × Padhye(p)| per run, Holm-corrected over the two rows.",
+        "",
+        "| recovery | runs | model 1 | n × Padhye(p) | loss events | timeouts measured | timeouts model 1 | "
+        "timeouts Padhye | fast recoveries | tail-loss probes | \\|error\\| difference | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *[f"| {t.arm} | {t.count} | {_pct(t.model1)} | {_pct(t.n_pftk_p)} | {t.loss_events:.0f} | "
+          f"{t.timeouts:g} (max {t.timeouts_max:g}) | {t.model1_timeouts:.0f} | {t.padhye_timeouts:.0f} | "
+          f"{'–' if math.isnan(t.recoveries) else f'{t.recoveries:.0f}'} | "
+          f"{'–' if math.isnan(t.loss_probes) else f'{t.loss_probes:.0f}'} | "
+          f"{t.diff:+.1%} ± {t.half:.1%} ({t.level * 100:.2f}".rstrip("0").rstrip(".") + f"%) | {t.verdict} |"
+          for t in tbl.itertuples()],
+        "",
+    ]
+
+
+def divergences(r: pd.DataFrame, controls: dict | None = None, manifest: dict | None = None) -> list[tuple[str, str, str]]:
     """(divergence, this run's figures, cause) for each way this run departs from the paper: Fig.
-    16's ranking where the Holm-corrected comparison resolves it against the paper, and runs the
-    place excluded."""
+    16's ranking where the Holm-corrected comparison resolves it against the paper (with the
+    reno_recovery control's result if it was run), and the queued random-loss runs (with what held
+    them)."""
+    controls = controls or {}
     rows = []
     pm = padhye_vs_model1(r)
     against = pm[pm.verdict == "n × Padhye closer"]
     if len(against):
         rows.append(("n × Padhye(p) closer to the measurement than model 1 (the paper's Fig. 16: model 1 closer)",
                      "; ".join(f"{t.runs}: |error| {t.n_pftk_p:.0%} vs {t.model1:.0%}" for t in against.itertuples()),
-                     "unexplained, tried: counting timeouts (Linux had far fewer than model 1 assumes above 2% "
-                     "loss: that explains the sign of model 1's error, not its size, since n × Padhye(p) has the "
-                     "same timeout term). Runnable: the same points with RACK, TLP, F-RTO and SACK off "
-                     "(experiment.toml, reno_recovery)"))
+                     recovery_cause(r, controls.get("reno_recovery"), controls.get("linux_recovery"))))
     queued = r[r.queued.astype(bool) & (r.scenario == "random")]
     if len(queued):
-        rows.append((f"{len(queued)} random-loss runs limited by the place, not by the loss (excluded from the bands)",
+        rows.append((f"{len(queued)} random-loss runs queued, not limited by the loss alone (excluded from the bands)",
                      f"their packet rates bunch at {queued.pps.min():,.0f}–{queued.pps.max():,.0f} packets/s whatever "
                      f"n ({int(queued.n.min())}–{int(queued.n.max())}) and loss, with RTTs up to "
-                     f"{queued.rtt.max() / queued.base_rtt.max():.0f}× the base: a cap of the place's forwarding",
-                     "unexplained (UML's packet rate), tried: nothing controlled yet. Runnable: those points in the "
-                     "VM place (experiment.toml, vm_place)"))
+                     f"{queued.rtt.max() / queued.base_rtt.max():.0f}× the base; the emulator sent "
+                     f"{queued.emulator_wire_mbps.min():.2f}–{queued.emulator_wire_mbps.max():.2f} Mbit/s on the wire",
+                     rate_cause(queued, manifest or {}, controls.get("no_rate"))))
     return rows
+
+
+def setup_check_rate(manifest: dict) -> float | None:
+    """The rate (bit/s) the setup check gave the path, from the results' manifest, if any."""
+    for p in (manifest.get("network") or {}).get("paths") or []:
+        link = LinkSpec.parse(p.get("link", ""))
+        if link.rate_bps:
+            return link.rate_bps
+    return None
+
+
+def rate_cause(queued: pd.DataFrame, manifest: dict, control: dict | None) -> str:
+    """The cause cell of the queued random-loss runs: 'cause measured' when the emulator sent them
+    at the setup check's rate (within 1%), a rate `tc qdisc replace` left on the path before the kit
+    replaced a netem qdisc that loses its rate (topology._link_cmds); the no_rate control, if run,
+    says what the path carried without it."""
+    rate = setup_check_rate(manifest)
+    wire = queued.emulator_wire_mbps.dropna() * 1e6
+    if rate is None or wire.empty or not ((wire - rate).abs() <= 0.01 * rate).mean() >= 0.5:
+        return ("unexplained, tried: comparing the emulator's wire rate with the links' rates. Runnable: the "
+                "same points again (experiment.toml, no_rate)")
+    text = (f"cause measured: the setup check's {rate / 1e6:g} Mbit/s netem rate stayed on the path "
+            f"({rate / 8 / WIRE_BYTES:,.0f} full-size packets/s), not the place. netem_change() sets a rate only "
+            "from TCA_NETEM_RATE, which tc sends only with `rate`, so `tc qdisc replace` with the random-loss link "
+            "kept it (a UML run's manifest lists `netem ... delay 30ms loss 2% rate 20Mbit` for the link "
+            "`delay=30ms,loss=2%`); every random-loss run of these results ran behind it, those below it with its "
+            "queue in their RTT (which the models are fed). The kit now gives such a link a new qdisc")
+    if control is not None:
+        c = control["runs"]
+        c = c[c.scenario == "random"]
+        if len(c):
+            rm = control["runs_manifest"]
+            rm = rm[rm.run.isin(c.run)] if "run" in rm else rm  # its measured runs (not the setup check)
+            said = "; ".join(f"loss {t.loss_cfg}, n = {t.n}: {t.pps:,.0f} packets/s, srtt {t.srtt * 1e3:.1f} ms, "
+                             f"{'queued' if t.queued else 'not queued'}" for t in c.itertuples())
+            rated = sum("rate" in q for q in rm.get("qdiscs", pd.Series(dtype=str)).dropna().map(_data_netem))
+            text += (f". With it (control no_rate, {len(c)} run(s) in {', '.join(sorted(set(rm['where'].dropna())))}"
+                     f", {rated} with a rate on the data direction): {said}")
+    return text
+
+
+def _data_netem(qdiscs: str) -> str:
+    """The data direction's qdisc line (b-p1) from a runs-manifest `qdiscs` cell."""
+    try:
+        lines = json.loads(qdiscs) or []
+    except ValueError:
+        return ""
+    return next((line for line in lines if "dev b-p1 " in line), "")
 
 
 def _band_dt(band_dt: pd.DataFrame, col: str) -> str:
@@ -469,6 +723,7 @@ def _band_dt(band_dt: pd.DataFrame, col: str) -> str:
 
 def report(out: Path) -> str:
     tables = load(out)
+    controls = load_controls(out)
     r, man = tables["runs"], tables["manifest"]
     r = r.dropna(subset=["model1"])
     queued = r[r.queued.astype(bool)]
@@ -498,20 +753,21 @@ def report(out: Path) -> str:
          f"{_pct(_median_signed(high, 'n_pftk_p'))} above. {_padhye_sentence(padhye_vs_model1(r))}"),
         ("n × Padhye fed the cumulative p_e is far off, model 2 much better (Fig 17)",
          f"median error over the {len(big_n)} random-loss runs with n ≥ {int(big_n.n.min()) if len(big_n) else '?'} "
-         f"(not limited by the place): n × Padhye(p_e) "
+         f"(not queued): n × Padhye(p_e) "
          f"{_pct(_median_signed(big_n, 'n_pftk_pe'))}, model 2 {_pct(_median_signed(big_n, 'model2'))}"),
         ("DropTail (bursty) loss: model 1 works, slightly overestimates for many flows (Figs 6, 7); "
          "model 2 underestimates at low loss (Figs 12, 13)",
          (f"median error model 1 {_pct(_median_signed(dt, 'model1'))}, model 2 "
-          f"{_pct(_median_signed(dt, 'model2'))} ({len(dt)} runs with p_r ≤ {PAPER_MAX_LOSS:.0%}, the paper's range"
+          f"{_pct(_median_signed(dt, 'model2'))} ({len(dt)} runs with p_r ≤ {PAPER_MAX_LOSS:.0%}, the paper's range: "
+          "its text names loss up to 10%"
           + (f"; {len(dt_all) - len(dt)} runs with p_r up to {dt_all.p_r.max():.1%} shown apart below)"
              if len(dt_all) > len(dt) else ")")) if len(dt) else "no DropTail runs"),
     ]
     summary = error_summary(r)
-    note = (f" {len(queued)} run(s) ({', '.join(queued.run)}) were limited by the place, not the scenario "
-            f"(`queued`: random loss with an RTT above {QUEUE_LIMIT} x the base RTT, or a DropTail bottleneck "
-            f"that sent under {FILL_MIN:.0%} of its rate: the emulated network could not keep up), so they are "
-            "reported separately and not held against the bands." if len(queued) else "")
+    note = (f" {len(queued)} run(s) ({', '.join(queued.run)}) were `queued`: not limited by the scenario alone "
+            f"(random loss with an RTT above {QUEUE_LIMIT} x the base RTT, or a DropTail bottleneck that sent under "
+            f"{FILL_MIN:.0%} of its rate), so they are reported separately and not held against the bands; the "
+            "Divergences table says what held them." if len(queued) else "")
     to = timeouts_vs_model1(r)
     to_groups = [(name, to[to.run.isin(g.run)]) for name, g in groups(r, everything=False)]
     sens = rtt_sensitivity(r)
@@ -532,11 +788,12 @@ def report(out: Path) -> str:
         "",
         "| the paper | this run |",
         "|---|---|",
-        *[f"| {a} | {b} |" for a, b in rows],
+        *[f"| {_cell(a)} | {_cell(b)} |" for a, b in rows],
         "",
         *(["## Divergences from the paper, and what was done to explain them", "",
            "| divergence | this run | cause |", "|---|---|---|",
-           *[f"| {a} | {b} | {c} |" for a, b, c in divergences(r)], ""] if divergences(r) else []),
+           *[f"| {_cell(a)} | {_cell(b)} | {_cell(c)} |" for a, b, c in divergences(r, controls, man)], ""]
+          if divergences(r, controls, man) else []),
         "Median |relative error| per model:",
         "",
         "| runs | count | " + " | ".join(MODELS.values()) + " |",
@@ -554,9 +811,11 @@ def report(out: Path) -> str:
           for name, g in to_groups if len(g)],
         "",
     ]
-    para = _timeouts_paragraph(to, params.get("steady_s", "?"))
+    para = _timeouts_paragraph(to, params.get("steady_s", "?"), "reno_recovery" in controls)
     if para:
         lines += [para, ""]
+    if "reno_recovery" in controls:
+        lines += _recovery_section(r, controls["reno_recovery"], controls.get("linux_recovery"))
     if len(sens):
         lines += [
             "The RTT fed to the models: median error of each model fed the kernel's min RTT, its srtt or tshark's "

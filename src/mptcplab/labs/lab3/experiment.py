@@ -20,7 +20,7 @@ from ...check import check_runs_table
 from ...errors import ExperimentFailed, UsageError
 from ...lab import Lab, Point, RunContext
 from ...links import WIRE_BYTES, LinkSpec
-from ...observe import Capture, Counters, QdiscSampler, SsSampler, qdisc_window
+from ...observe import Capture, Counters, CpuTimes, QdiscSampler, SsSampler, qdisc_window
 from ...topology import EMULATOR, NetPath, Topology
 from ...traffic import bulk
 from . import analysis as lab3_analysis, measure as lab3_measure
@@ -82,6 +82,7 @@ def topology(params: dict) -> Topology:
                     sysctls=params.get("sysctls", {}))
 
 
+RECOVERIES = ("TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery")  # nstat: fast recoveries entered
 BOTTLENECK_DEV = "b-p1"  # the emulator's egress toward rcv: the data direction's qdisc
 
 
@@ -105,7 +106,7 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
     n = point["n"]
     with Capture(net, "snd", rd, bpf_filter=f"tcp port {PORT}") as cap, \
             SsSampler(net, "snd", rd, PORT, interval=0.2) as ss, Counters(net, "snd", rd) as counters, \
-            QdiscSampler(net, EMULATOR, rd, BOTTLENECK_DEV, interval=0.2) as qdisc:
+            QdiscSampler(net, EMULATOR, rd, BOTTLENECK_DEV, interval=0.2) as qdisc, CpuTimes(rd) as cpu:
         r = bulk(net, "snd", "rcv", "p1", "tcp", duration=warmup + steady + 1.0, flows=n, cc=params["cc"], port=PORT)
     ccs = sorted({f["cc"] for f in r.flows})
     if ccs != [params["cc"]]:
@@ -135,16 +136,39 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
         # check` holds against the link's ceiling), and over the whole transfer, warm-up included.
         # Each flow's own rate over its own span, kept to show why their sum is not the aggregate.
         "mbps": round(r.window_mbps(*window), 3), "mbps_transfer": round(r.mbps, 3),
+        "span_s": round(r.t_end - r.t0, 3),  # the whole transfer, warm-up included (as every lab records it)
         "per_flow_mbps": [round(f["mbps"], 3) for f in r.flows],
         "p_r_emulator": emu["p_r_emulator"], "emulator_wire_mbps": emu["wire_mbps"],
+        # Packets the emulator held (delay line and queue) over the window: ~ rate x one-way delay
+        # when it releases them on time, far more when it releases them late.
+        "emulator_qlen": _window_median(qdisc.table, window, "qlen"),
         "emulator_wire_mbps_min": emu["wire_mbps_min"],
         "emulator": {"window": emu, "transfer": whole,
                      "qdisc": qdisc.table["kind"].iloc[-1] if len(qdisc.table) else None},
         "capture_dropped": capture_note.get("dropped by kernel"),
         "timeouts_nstat": counters.delta.get("TcpExtTCPTimeouts", 0),
+        # How the sender's kernel recovered (whole transfer, warm-up included): fast recoveries
+        # entered with and without SACK, tail-loss probes sent, timeouts F-RTO found spurious.
+        "recoveries_nstat": sum(counters.delta.get(k, 0) for k in RECOVERIES),
+        "loss_probes_nstat": counters.delta.get("TcpExtTCPLossProbes", 0),
+        "recovery_nstat": {k: counters.delta.get(k, 0) for k in (*RECOVERIES, "TcpExtTCPLossProbes",
+                                                                 "TcpExtTCPSpuriousRTOs", "TcpExtTCPTimeouts")},
+        # How busy the kernel forwarding the packets was over the transfer (one kernel runs every
+        # namespace): its CPU time by kind, and its receive softirq running out of budget or room.
+        "cpu": cpu.share, "softnet": cpu.softnet,
+        "cpu_busy": None if cpu.share["idle"] is None else round(1 - cpu.share["idle"], 4),
+        "cpu_softirq": cpu.share["softirq"],
+        "softnet_squeezed": cpu.softnet["time_squeeze"], "softnet_dropped": cpu.softnet["dropped"],
         "window": list(window), "cc": ccs[0],
     })
     return rd.summary
+
+
+def _window_median(table: pd.DataFrame, window: tuple[float, float], col: str) -> float | None:
+    if col not in table or table.empty:
+        return None
+    inside = table[(table["time"] >= window[0]) & (table["time"] <= window[1])]
+    return float(inside[col].median()) if len(inside) else None
 
 
 def check_parameters(params: dict) -> None:

@@ -148,6 +148,15 @@ def pftk(p, rtt, t0, b=1, wmax=np.inf):
     return _out(np.where(ew < wmax, free, limited), scalar)
 
 
+def pftk_timeout_probability(p, b=1):
+    """Padhye's chance that a loss indication is a timeout, Q^(p, E[W]) at his unconstrained
+    window E[W] (the `free` case of `pftk`): Reno without SACK, so fewer than three duplicate
+    ACKs after a loss mean a timeout."""
+    p, b = np.asarray(p, dtype=float), np.asarray(b, dtype=float)
+    c = (2 + b) / (3 * b)
+    return _q_hat_padhye(p, c + np.sqrt(8 * (1 - p) / (3 * b * p) + c ** 2))
+
+
 def tfrc(p, rtt, t0, b=1):
     """The simplified throughput equation of RFC 5348 section 3.1, in packets/s:
 
@@ -219,6 +228,23 @@ def parallel_per_flow(n, p, rtt, t0, b=1):
     """
     scalar = _is_scalar(n, p, rtt, t0, b)
     return _out(per_flow_terms(n, p, rtt, t0, b)["B"], scalar)
+
+
+def parallel_per_flow_consistent(n, p, rtt, t0, b=1):
+    """Not the paper's model: model 1 with a self-consistent count of the flows in a timeout, a
+    diagnostic the Lab 3 report uses to size what (24)'s count costs at high loss.
+
+    (24) counts E[nTO] = r = Q E[Z^TO] / (E[X] RTT) with E[X] the rounds of a TD period of n
+    *active* flows. A flow in a timeout sends nothing and makes no loss events, so with E[nTO]
+    flows out the TD period lasts n / (n - E[nTO]) times longer; solving (24) with that period
+    gives E[nTO] = n r / (n + r), the share of its time each flow spends in a timeout (Padhye's
+    single-flow accounting) times n. Everything else as `parallel_per_flow`."""
+    scalar = _is_scalar(n, p, rtt, t0, b)
+    t = per_flow_terms(n, p, rtt, t0, b)
+    n, p, rtt = (np.asarray(v, dtype=float) for v in (n, p, rtt))
+    r = t["q1"] * t["z"] / (t["x"] * rtt)
+    q = n * r / (n + r)
+    return _out((1 - q / n) / (p * t["x"] * rtt) + q / (t["z"] * (1 - p)), scalar)
 
 
 def algorithm1_as_printed(n, p, rtt, t0, b=1):

@@ -5,17 +5,20 @@
 
 from .loader import (
     ALGORITHMS,
+    COUNTS,
     PREFIX,
     RECORD_SLOTS,
     Algorithm,
     Recording,
     available,
     build,
+    counted,
     in_use,
     list_loaded,
     load,
     load_raw,
     loaded,
+    parse_counters,
     parse_ss_cc,
     recording,
     resolve,
@@ -25,6 +28,6 @@ from .loader import (
     unload_all,
 )
 
-__all__ = ["ALGORITHMS", "PREFIX", "RECORD_SLOTS", "Algorithm", "Recording", "available", "build", "in_use",
+__all__ = ["ALGORITHMS", "COUNTS", "counted", "parse_counters", "PREFIX", "RECORD_SLOTS", "Algorithm", "Recording", "available", "build", "in_use",
            "list_loaded", "load", "load_raw", "loaded", "parse_ss_cc", "recording", "resolve", "save_raw", "stats",
            "unload", "unload_all"]

@@ -245,24 +245,53 @@ def loaded(algos: list[Algorithm] | None = None, record: bool = False) -> Iterat
         unload(done)
 
 
-def stats(name: str) -> dict[str, int]:
-    """The program's counters (its .bss): ACKs handled, ACKs that saw sibling subflows, ACKs with
-    the CS218 delay window, losses, most subflows seen on one connection."""
-    maps = _run(["bpftool", "-j", "map", "show"], check=False)
-    if maps.returncode != 0:
-        return {}
-    # libbpf calls the map "<object name, cut to 8 (libbpf 1.1) or 11 (newer) chars>.bss";
-    # the kit's names are unique in their first 8 characters.
-    ids = [m["id"] for m in json.loads(maps.stdout or "[]")
-           if m.get("name", "").endswith(".bss") and len(m["name"]) >= 12 and name.startswith(m["name"][:-4])]
-    if not ids:
-        return {}
-    dump = _run(["bpftool", "-j", "map", "dump", "id", str(max(ids))], check=False)
+# The programs' own counters (their .bss, see mlab_cc.bpf.c) that count events; `max_subflows` is a
+# maximum, not a count, so it has no per-run difference.
+COUNTS = ("acks", "coupled_acks", "dwnd_acks", "losses", "sockets")
+_counter_maps: dict[str, int] = {}  # name -> id of its registered programs' .bss map (ids are not reused)
+
+
+def parse_counters(dump: str) -> dict[str, int]:
+    """A .bss map's variables from `bpftool -j map dump` (BTF-formatted: one {name: value} per
+    variable), without the `mlab_` prefix; {} when the text is not such a dump."""
     try:
-        fields = json.loads(dump.stdout)[0]["formatted"]["value"][".bss"]
-    except (ValueError, LookupError, TypeError):
+        fields = json.loads(dump)[0]["formatted"]["value"][".bss"]
+        return {k.removeprefix(PREFIX): int(v) for item in fields for k, v in item.items()}
+    except (ValueError, LookupError, TypeError, AttributeError):
         return {}
-    return {k.removeprefix("mlab_"): int(v) for item in fields for k, v in item.items()}
+
+
+def stats(name: str) -> dict[str, int]:
+    """The counters of registered congestion control `name` (ACKs handled, ACKs that saw sibling
+    subflows, ACKs with the CS218 delay window, losses, sockets initialised, most subflows seen
+    on one connection), read from the .bss map of *its* programs ({} when it is not registered).
+
+    They count from its registration: a run's share is the difference of two readings (`counted`).
+    The programs are found through the struct_ops map (`_maps`), not by map name, which another
+    object's map may share; bpftool's run_cnt is no substitute, it stays 0 unless
+    kernel.bpf_stats_enabled=1 (then struct_ops callbacks are counted too: their trampolines call
+    update_prog_stats, kernel/bpf/trampoline.c in 6.12)."""
+    for attempt in (0, 1):
+        mid = _counter_maps.get(name)
+        if mid is None or attempt:
+            try:
+                bss = [m for n, m in _maps(name).items() if n.endswith(".bss")]
+            except EnvironmentProblem:  # not registered
+                return {}
+            if not bss:
+                return {}
+            mid = _counter_maps[name] = bss[0]["id"]
+        values = parse_counters(_run(["bpftool", "-j", "map", "dump", "id", str(mid)], check=False).stdout)
+        if values:
+            return values
+    return {}
+
+
+def counted(before: dict[str, int], after: dict[str, int]) -> dict[str, int] | None:
+    """What the program counted between two readings of `stats` (None if either is missing)."""
+    if not before or not after:
+        return None
+    return {k: after[k] - before.get(k, 0) for k in COUNTS if k in after}
 
 
 # ---------------------------------------------------------------- recording the callbacks

@@ -422,3 +422,34 @@ def test_recorded_callbacks_kept_raw_make_the_trace_the_run_used_to_write(tmp_pa
     assert list(after.path) == [2, 2, 2] and list(after.kind) == ["init", "rtt", "ack"]
     assert not (run / la.CC_EVENTS_RAW).exists()
     assert "cc-trace.csv.gz" in json.loads((run / "manifest.json").read_text())["artefacts"]
+
+
+def test_a_fairness_runs_split_is_counted_from_its_capture_after_the_run(tmp_path, monkeypatch):
+    """The run keeps the emulator's capture (tshark starts slowly in an emulated CPU); the analysis
+    counts the split from it once: into the summary, links.csv.gz, the capture removed. A capture
+    with no span both flows used fails the lab, naming the run."""
+    from mptcplab.errors import ExperimentFailed
+    from mptcplab.results import Sweep
+
+    flows = [("tcp", "10.1.0.1", 40001, 5202, 1448, 1000.0, 1004.0, False),
+             ("m1", "10.1.0.1", 40000, 5201, 1428, 1000.5, 1004.0, False),
+             ("m2", "10.2.0.1", 40002, 5201, 1428, 1000.0, 1004.0, True)]
+    capture = {"file": "links.pcap", "ports": {"mptcp": 5201, "tcp": 5202}, "shared_prefix": "10.1.0."}
+    with Sweep(tmp_path).run("fair-lia-r1", {}) as rd:
+        rd.write_text("links.pcap", "")
+        rd.summary.update({"algo": "lia", "rep": 1, "mptcp_mbps": 5.0, "tcp_mbps": 2.4, "link_capture": capture})
+    monkeypatch.setattr(la, "link_packets", lambda pcap: _fake_link(flows))
+    run = tmp_path / "fair-lia-r1"
+    assert la.convert_raw(tmp_path) == ["fair-lia-r1"] and la.convert_raw(tmp_path) == []
+    s = json.loads((run / "summary.json").read_text())
+    assert s["mptcp_share_on_shared"] == pytest.approx(1 / 3, abs=0.02) and s["shared_window_s"][0] >= 1000.5
+    assert (run / "links.csv.gz").exists() and not (run / "links.pcap").exists()
+    assert "links.csv.gz" in json.loads((run / "manifest.json").read_text())["artefacts"]
+    assert la.compact(tmp_path)["fairness"].mptcp_share_on_shared.tolist() == [s["mptcp_share_on_shared"]]
+
+    with Sweep(tmp_path).run("fair-lia-r2", {}) as rd:
+        rd.write_text("links.pcap", "")
+        rd.summary.update({"algo": "lia", "rep": 2, "mptcp_mbps": 5.0, "tcp_mbps": 2.4, "link_capture": capture})
+    monkeypatch.setattr(la, "link_packets", lambda pcap: _fake_link(flows[:1]))  # TCP alone on the link
+    with pytest.raises(ExperimentFailed, match="fair-lia-r2: the emulator saw no span"):
+        la.convert_raw(tmp_path)

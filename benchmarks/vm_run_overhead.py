@@ -31,7 +31,7 @@ def rows(sweep: Path) -> list[dict]:
         wall = _epoch(m["finished"]) - _epoch(m["started"])
         span = transfer_s(s)
         out.append({"sweep": sweep.name, "run": d.name, "started": m["started"], "wall_s": round(wall, 1),
-                    "transfer_s": span, "ratio": round(wall / span, 2) if span else None,
+                    "transfer_s": None if span is None else round(span, 3), "ratio": round(wall / span, 2) if span else None,
                     "timings": m.get("timings", {})})
     return sorted(out, key=lambda r: r["started"])
 

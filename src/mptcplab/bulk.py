@@ -4,6 +4,7 @@
     python -m mptcplab.bulk client --connect ADDR --port P --proto mptcp --duration 10 [--sndbuf B] [--cc reno]
     python -m mptcplab.bulk udp --connect ADDR --port P --rate 2mbit --on 1 --off 1 --duration 30 --seed 1
     python -m mptcplab.bulk udp-sink --bind ADDR --port P
+    python -m mptcplab.bulk spawner --socket PATH   (forks any of the above on request: traffic.spawn)
 
 Why not only iperf3: iperf3's `-w` sets SO_SNDBUF *and* SO_RCVBUF on both ends, so it cannot
 change the sender's buffer alone; it writes through non-blocking sockets, so a sender short of
@@ -237,9 +238,92 @@ def udp_sink(bind: str, port: int) -> None:
         s.recv_into(buf)
 
 
+# ---------------------------------------------------------------- spawner
+
+def spawner(path: str) -> None:
+    """Fork this interpreter, its imports done, for each role asked of it on the unix socket `path`
+    (one datagram: the role's argv as JSON, with its stdin, stdout and stderr as SCM_RIGHTS fds;
+    the answer: the child's pid, then its exit status as subprocess.Popen gives it). One per host
+    of a network (traffic.spawn): in an emulated CPU a fork costs a tenth of a second, an
+    interpreter with these imports three seconds, six times per Lab 2 run."""
+    import os
+    import selectors
+    import signal
+
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    srv.bind(path)
+    srv.listen(16)
+    wake_r, wake_w = os.pipe()  # SIGCHLD wakes the loop to reap and report (no polling)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sel = selectors.DefaultSelector()
+    sel.register(srv, selectors.EVENT_READ)
+    sel.register(wake_r, selectors.EVENT_READ)
+    children: dict[int, socket.socket] = {}
+    print("ready", file=sys.stderr, flush=True)
+    while True:
+        for key, _ in sel.select():
+            if key.fileobj is srv:
+                conn, _ = srv.accept()
+                msg, fds, _, _ = socket.recv_fds(conn, 65536, 3)
+                pid = os.fork()
+                if pid == 0:  # the role: its own process group (killed as one), the caller's stdio
+                    signal.set_wakeup_fd(-1)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    for sock in (srv, conn, *children.values()):
+                        sock.close()
+                    sel.close()
+                    os.close(wake_r)
+                    os.close(wake_w)
+                    os.setpgid(0, 0)
+                    for target, fd in enumerate(fds):
+                        os.dup2(fd, target)
+                        os.close(fd)
+                    rc = 1
+                    try:
+                        rc = main(json.loads(msg))
+                    except SystemExit as exc:
+                        rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                    except BaseException:
+                        import traceback
+
+                        traceback.print_exc()
+                    finally:
+                        for f in (sys.stdout, sys.stderr):
+                            with contextlib.suppress(Exception):
+                                f.flush()
+                        os._exit(rc)
+                with contextlib.suppress(OSError):  # here too, so the group exists when the caller hears the pid
+                    os.setpgid(pid, pid)
+                for fd in fds:
+                    os.close(fd)
+                conn.send(str(pid).encode())
+                children[pid] = conn
+            else:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_r, 512)
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            conn = children.pop(pid, None)
+            if conn is not None:
+                with contextlib.suppress(OSError):
+                    conn.send(str(os.waitstatus_to_exitcode(status)).encode())
+                conn.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m mptcplab.bulk", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="role", required=True)
+    w = sub.add_parser("spawner", help="fork the roles below on request (traffic.spawn)")
+    w.add_argument("--socket", required=True)
     s = sub.add_parser("server")
     s.add_argument("--bind", required=True)
     c = sub.add_parser("client")
@@ -274,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         out = send(a.connect, a.port, a.proto, a.flows, a.duration, a.sndbuf, a.cc, a.bind, a.start_at)
     elif a.role == "udp":
         out = udp_onoff(a.connect, a.port, a.rate, a.on, a.off, a.duration, a.seed, start_at=a.start_at)
+    elif a.role == "spawner":
+        spawner(a.socket)
+        return 0
     else:
         udp_sink(a.bind, a.port)
         return 0

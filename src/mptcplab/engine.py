@@ -42,7 +42,10 @@ def setup_check(net, params: dict, ctx: RunContext) -> None:
     lab, say = ctx.lab, log.get(ctx.lab.id)
     first = net.topo.paths[0]
     with sweep.run(VERIFY, {"what": "verify the setup", **params}) as rd:
-        net.record(rd)
+        if getattr(net, "up_s", None) is not None:  # building the network it checks came first (Topology.up)
+            rd.manifest.setdefault("timings", {})["network_up"] = round(net.up_s, 3)
+        with rd.timed("record"):
+            net.record(rd)
         # Minutes in an emulated CPU, with nothing to count: its progress against the last time.
         with eta.step(say, "verifying the setup before measuring", f"{lab.id}/{ctx.where}/setup check",
                       clock=lambda: wall_clock(ctx.out)):
@@ -50,7 +53,8 @@ def setup_check(net, params: dict, ctx: RunContext) -> None:
             check_paths(net, rd, first.a, first.b, **{"window": True, **lab.path_checks})
             lines = [describe(rd.summary["checks"])]
             if lab.extra_check:
-                lines.append(lab.extra_check(net, rd, params))
+                with rd.timed("extra_check"):
+                    lines.append(lab.extra_check(net, rd, params))
         say.info("setup verified:\n%s", "\n".join(lines))
 
 
@@ -108,9 +112,12 @@ def attempt_rows(out, attempt: int, refused: str) -> list[dict]:
 def run_point(lab: Lab, net, sweep: Sweep, point: Point, params: dict) -> str:
     """One run: the point's settings, then the network into the manifest, then the measurement."""
     with sweep.run(point.key, point.values) as rd:
-        lab.configure(net, point, params)
-        net.record(rd)  # after configure: the manifest shows what this run really used
-        return lab.measure(net, rd, point, params)
+        with rd.timed("configure"):
+            lab.configure(net, point, params)
+        with rd.timed("record"):
+            net.record(rd)  # after configure: the manifest shows what this run really used
+        with rd.timed("measure"):
+            return lab.measure(net, rd, point, params)
 
 
 class Progress:
@@ -138,10 +145,12 @@ class Progress:
         self.say.info("%d/%d %s: %s  [%s%s]", self.done, self.total, key, line, eta.duration(elapsed), rest)
 
 
-def run(ctx: RunContext) -> dict:
-    """Every point of the lab's sweep that is not done yet; then the lab's `finish`. A shard
-    (ctx.shard, see mptcplab.shards) runs its share of the points and records itself instead: its
-    tables come from `mptcplab merge`."""
+def run(ctx: RunContext, analyse: bool = True) -> dict | None:
+    """Every point of the lab's sweep that is not done yet; then the lab's `finish` (with
+    analyse=False, none: inside a guest, whose CPU may be emulated ten times slower than the host's,
+    the runner has the host analyse the runs after the guest exits). A shard (ctx.shard, see
+    mptcplab.shards) runs its share of the points and records itself instead: its tables come from
+    `mptcplab merge`."""
     lab, params, sweep = ctx.lab, ctx.params, Sweep(ctx.out)
     say = log.get(lab.id)
     ctx.started = ctx.started or time.monotonic()
@@ -170,6 +179,12 @@ def run(ctx: RunContext) -> dict:
             left = [p for p in points() if not sweep.done(p.key)]
     if ctx.shard:
         return shards.record(ctx, git_commit())
-    with eta.step(say, "analysing the runs", f"{lab.id}/{ctx.where}/analysis/{'quick' if ctx.quick else 'full'}",
+    return finish(ctx) if analyse else None
+
+
+def finish(ctx: RunContext) -> dict:
+    """The lab's `finish` (its tables from the runs on disk), with its progress against the last time."""
+    with eta.step(log.get(ctx.lab.id), "analysing the runs",
+                  f"{ctx.lab.id}/{ctx.where}/analysis/{'quick' if ctx.quick else 'full'}",
                   clock=lambda: wall_clock(ctx.out)):
-        return lab.finish(ctx)
+        return ctx.lab.finish(ctx)

@@ -21,6 +21,7 @@ from pathlib import Path
 from .errors import EnvironmentProblem
 from . import kernel
 from .paths import TRACEFS
+from .results import timed
 from .bulk import SENDER_COMM
 from .state import PREFIX, TRACKER, kill_process_group, remove_trace_instance
 
@@ -201,8 +202,10 @@ class SsSampler:
         self.since = t
 
     def __exit__(self, *exc):
-        self.loop.stop()
-        table = self.table = parse_ss(self.path.read_text())
+        with timed(self.rd, "ss_stop"):
+            self.loop.stop()
+        with timed(self.rd, "ss_parse"):
+            table = self.table = parse_ss(self.path.read_text())
         csv = self.path.with_suffix(".csv")
         table.to_csv(csv, index=False)
         if not self.keep_raw:
@@ -374,9 +377,10 @@ class Tracing:
     """
 
     def __init__(self, net, rd, port: int, mptcp: bool = False, sndbuf_waits: bool = False,
-                 buffer_kb: int = 65536) -> None:
+                 buffer_kb: int = 65536, parse: bool = True) -> None:
         self.net, self.rd, self.port = net, rd, port
         self.want_mptcp, self.want_waits, self.buffer_kb = mptcp, sndbuf_waits, buffer_kb
+        self.parse = parse  # False: keep the raw trace for parse_saved_trace (after the run, on the host)
         self.name = f"{PREFIX}-{net.topo.run_id}"
         self.inst = TRACEFS / "instances" / self.name
         self.raw = rd.file("trace.txt")
@@ -460,50 +464,77 @@ class Tracing:
             TRACKER.discard(item)
         if self.kprobes:
             kernel.write_kprobe_events(*(f"-:{k}" for k in self.kprobes))
-        self._parse()
+        how = {"clock_offset": self.clock_offset, "mptcp": self.want_mptcp, "waits": self.want_waits,
+               "wait_method": getattr(self, "wait_method", None)}
+        if self.parse:
+            with timed(self.rd, "trace_parse"):
+                self.notes.update(parse_trace_file(self.raw, self.rd.path, **how))
+        else:
+            self.rd.write_json(TRACE_PENDING, how)
         overrun = re.search(r"overrun: (\d+)", lost)
         _note(self.rd, "tracing", available=True, instance=self.name, clock="mono -> epoch",
-              events=self.notes, overrun=int(overrun.group(1)) if overrun else None)
+              events=self.notes, overrun=int(overrun.group(1)) if overrun else None,
+              **({} if self.parse else {"parsed": "after the run, from the raw trace (observe.parse_saved_trace)"}))
         return False
 
-    def _parse(self) -> None:
-        """One streaming pass over the raw trace (it reaches 100+ MB at high rates; UML has 2 GB)."""
-        import csv
 
-        probe_lines, wait_lines = [], []
-        with open(self.raw) as f, open(self.rd.file("mptcp_events.csv"), "w", newline="") as mout:
-            writer = csv.DictWriter(mout, fieldnames=MPTCP_EVENT_FIELDS, extrasaction="ignore")
-            writer.writeheader()
-            for line in f:
-                m = _LINE.match(line)
-                event = m["event"] if m else None
-                if event == "tcp_probe":
-                    probe_lines.append(line)
-                elif event in MPTCP_EVENTS:
-                    writer.writerow({"time": float(m["ts"]) + self.clock_offset, "pid": m["pid"],
-                                     "comm": m["comm"].strip(), "event": event, **dict(_KV.findall(m["rest"]))})
-                else:  # sched_switch, kprobes and the stack traces that follow them
-                    wait_lines.append(line)
-        probe = parse_trace("".join(probe_lines), self.clock_offset).get("tcp_probe")
-        if probe is not None:
-            probe = probe.rename(columns={"srtt": "srtt_us"})
-            for col in ("snd_nxt", "snd_una"):
-                probe[col] = probe[col].map(lambda v: int(v, 16))
-            addr = probe["src"].str.rsplit(":", n=1, expand=True)
-            probe["saddr"], probe["sport"] = addr[0], addr[1].astype(int)
-            addr = probe["dest"].str.rsplit(":", n=1, expand=True)
-            probe["daddr"], probe["dport"] = addr[0], addr[1].astype(int)
-            cols = ["time", "saddr", "sport", "daddr", "dport", "data_len", "snd_nxt", "snd_una", "snd_cwnd",
-                    "ssthresh", "snd_wnd", "srtt_us", "rcv_wnd"]
-            probe[cols].to_csv(self.rd.file("tcp_probe.csv"), index=False)
-        if not self.want_mptcp:
-            self.rd.file("mptcp_events.csv").unlink()
-        if self.want_waits:
-            waits = sndbuf_waits("".join(wait_lines), self.clock_offset, self.wait_method)
-            waits.to_csv(self.rd.file("sndbuf_waits.csv"), index=False)
-            self.notes["sndbuf_wait_count"] = len(waits)
-        # The raw trace is large; the CSVs above carry what the analysis needs.
-        self.raw.unlink()
+TRACE_PENDING = "trace-pending.json"  # a raw trace.txt kept for parse_saved_trace, and how to read it
+
+
+def parse_saved_trace(run_dir: Path) -> dict | None:
+    """The tables of a run whose Tracing kept its raw trace (parse=False), made now: a guest under
+    software emulation spends tens of seconds per run in this parse, the host a few. None when
+    there is nothing to parse."""
+    pending = Path(run_dir) / TRACE_PENDING
+    if not pending.exists():
+        return None
+    notes = parse_trace_file(Path(run_dir) / "trace.txt", Path(run_dir), **json.loads(pending.read_text()))
+    pending.unlink()
+    return notes
+
+
+def parse_trace_file(raw: Path, out_dir: Path, clock_offset: float, mptcp: bool = False, waits: bool = False,
+                     wait_method: str | None = None) -> dict:
+    """A raw trace into tcp_probe.csv (and mptcp_events.csv with mptcp, sndbuf_waits.csv with
+    waits, found by `wait_method`) in `out_dir`, in one streaming pass (it reaches 100+ MB at high rates; UML has
+    2 GB); the raw trace is removed: the CSVs carry what the analysis needs."""
+    import csv
+
+    probe_lines, wait_lines = [], []
+    notes: dict = {}
+    with open(raw) as f, open(out_dir / "mptcp_events.csv", "w", newline="") as mout:
+        writer = csv.DictWriter(mout, fieldnames=MPTCP_EVENT_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        for line in f:
+            m = _LINE.match(line)
+            event = m["event"] if m else None
+            if event == "tcp_probe":
+                probe_lines.append(line)
+            elif event in MPTCP_EVENTS:
+                writer.writerow({"time": float(m["ts"]) + clock_offset, "pid": m["pid"],
+                                 "comm": m["comm"].strip(), "event": event, **dict(_KV.findall(m["rest"]))})
+            else:  # sched_switch, kprobes and the stack traces that follow them
+                wait_lines.append(line)
+    probe = parse_trace("".join(probe_lines), clock_offset).get("tcp_probe")
+    if probe is not None:
+        probe = probe.rename(columns={"srtt": "srtt_us"})
+        for col in ("snd_nxt", "snd_una"):
+            probe[col] = probe[col].map(lambda v: int(v, 16))
+        addr = probe["src"].str.rsplit(":", n=1, expand=True)
+        probe["saddr"], probe["sport"] = addr[0], addr[1].astype(int)
+        addr = probe["dest"].str.rsplit(":", n=1, expand=True)
+        probe["daddr"], probe["dport"] = addr[0], addr[1].astype(int)
+        cols = ["time", "saddr", "sport", "daddr", "dport", "data_len", "snd_nxt", "snd_una", "snd_cwnd",
+                "ssthresh", "snd_wnd", "srtt_us", "rcv_wnd"]
+        probe[cols].to_csv(out_dir / "tcp_probe.csv", index=False)
+    if not mptcp:
+        (out_dir / "mptcp_events.csv").unlink()
+    if waits:
+        table = sndbuf_waits("".join(wait_lines), clock_offset, wait_method)
+        table.to_csv(out_dir / "sndbuf_waits.csv", index=False)
+        notes["sndbuf_wait_count"] = len(table)
+    raw.unlink()
+    return notes
 
 
 MPTCP_EVENTS = ("mptcp_subflow_get_send", "ack_update_msk")

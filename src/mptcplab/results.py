@@ -100,6 +100,10 @@ class RunDir:
     def write_json(self, name: str, obj) -> Path:
         return self.write_text(name, json.dumps(obj, indent=2, default=str) + "\n")
 
+    def timed(self, step: str):
+        """Count the block's time into manifest["timings"][step] (see `timed`)."""
+        return timed(self, step)
+
     def _read_clocks(self) -> tuple[float, float]:
         return time.time(), guest.host_time(self.path)
 
@@ -122,6 +126,20 @@ class RunDir:
             shutil.rmtree(self.final)
         self.path.rename(self.final)
         return self.final
+
+
+@contextlib.contextmanager
+def timed(rd, step: str):
+    """Where a run's time went: the block's seconds added to `rd.manifest["timings"][step]` (on
+    this place's clock; UML's time-travel clock skips idle time, manifest["clock"] says how much).
+    A guest under software emulation spends most of a run outside its transfer (process starts,
+    parsing): this record says where, run by run (benchmarks/results/vm_run_overhead.md)."""
+    t = time.monotonic()
+    try:
+        yield
+    finally:
+        timings = rd.manifest.setdefault("timings", {})
+        timings[step] = round(timings.get(step, 0.0) + time.monotonic() - t, 3)
 
 
 class Sweep:
@@ -165,16 +183,32 @@ def clock_totals(sweep: Path | str) -> tuple[float, float]:
     return guest, wall
 
 
+def transfer_s(summary: dict) -> float | None:
+    """A run's transfer time, on the clock of the place it ran in (a UML guest's: the time the
+    kernel under test lived): first to last byte at its receiver (`span_s`, measured); for
+    transfers side by side, the window all were receiving (`shared_window_s`); else the transfer's
+    configured `duration_s`. None for a run without one (the setup check, a skipped point)."""
+    if summary.get("span_s") is not None:
+        return float(summary["span_s"])
+    window = summary.get("shared_window_s")
+    if window:
+        return float(window[1] - window[0])
+    return float(summary["duration_s"]) if summary.get("duration_s") is not None else None
+
+
 def transfer_seconds(sweep: Path | str) -> float:
-    """How long a sweep's runs spent transferring: per completed run, the transfer its summary
-    records (`span_s`, measured; else `duration_s`, as configured), on the clock of the place it ran
-    in (a UML guest's: the time the kernel under test lived). Runs without one (the setup check, a
-    skipped point) add nothing. `reproduce` divides the lab's wall time by it."""
-    total = 0.0
-    for d in Sweep(sweep).runs():
-        summary = json.loads((d / "summary.json").read_text())
-        total += float(summary.get("span_s") or summary.get("duration_s") or 0.0)
-    return total
+    """How long a sweep's completed runs spent transferring (transfer_s of each): what a lab's
+    wall-clock time is divided by (`run`'s last line, `reproduce`'s time ratio)."""
+    return sum(t for _, s in completed(sweep) if (t := transfer_s(s)) is not None)
+
+
+_lock_taken: list[float] = []  # time.monotonic() when this process last took the experiment lock
+
+
+def lock_taken() -> float | None:
+    """When this process last took the experiment lock (time.monotonic()): a lab's wall-clock time
+    counts from there, not from a wait behind another experiment."""
+    return _lock_taken[-1] if _lock_taken else None
 
 
 @contextlib.contextmanager
@@ -187,6 +221,7 @@ def experiment_lock(wait_message: str = "another experiment is running; waiting 
         except BlockingIOError:
             log.get().info(wait_message)
             fcntl.flock(f, fcntl.LOCK_EX)
+        _lock_taken.append(time.monotonic())
         try:
             yield
         finally:

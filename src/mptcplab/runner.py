@@ -23,7 +23,7 @@ from .lab import RunContext, check_params, get_lab
 from .places import guest, lifetime, records
 from .places.choice import Choice
 from .places.decide import decide
-from .results import clock_totals, experiment_lock, now
+from .results import clock_totals, experiment_lock, lock_taken, now, transfer_seconds
 from .shards import Shard, share
 
 _log = log.get()
@@ -135,6 +135,8 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
     argv += [f"--shard={shard}"] if shard else []
     argv += [f"--check-setup={check_setup}"] if check_setup else []
 
+    started = time.monotonic()
+
     def here() -> int:
         out.mkdir(parents=True, exist_ok=True)
         where_now = places.current().NAME
@@ -145,18 +147,39 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
             return ExperimentFailed.exit_status if any(not r["passed"] for r in rows) else 0
         say.info("%s — %s run%s, %s, results in %s", lab.title, "quick" if quick else "full",
                  f", shard {shard}" if shard else "", where_now, out)
-        summary = engine.run(RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now, shard=shard))
-        guest, wall = clock_totals(out)
-        if guest:
-            say.info("%s clock: the runs took %.0f s on the guest's clock and %.0f s of "
-                     "wall-clock time (each manifest's `clock`)", where_now, guest, wall)
-        if shard:  # its tables and report come from `mptcplab merge` of every shard
-            say.info("shard %s: %d runs done; merge the shards with `mptcplab merge`", shard, len(summary["runs"]))
-        else:
-            conclude(lab, out, summary)
+        ctx = RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now, shard=shard)
+        # Inside a guest the runs only: the host analyses them once the guest has exited (below),
+        # where Python runs ten times faster than on an emulated CPU (a shard records itself).
+        summary = engine.run(ctx, analyse=not places.inside_guest())
+        if summary is not None:
+            analyse(ctx, summary)
         return 0
 
     if not places.inside_guest():
         places.get(place).prepare(lab)
-    return in_place(place, argv, here, out=out, lab=lab.id, params=params,
-                    checked=records.params_key(overrides))
+    rc = in_place(place, argv, here, out=out, lab=lab.id, params=params, checked=records.params_key(overrides))
+    if check_setup or rc != 0 or places.inside_guest():
+        return rc
+    if places.get(place).GUEST and not shard:
+        analyse(RunContext(lab=lab, params=params, out=out, quick=quick, where=place, started=started))
+    wall, moving = time.monotonic() - (lock_taken() or started), transfer_seconds(out)
+    log.get(lab.id).info("%s: %.0f s of wall-clock time for %.0f s of transfers (%s; where it went: each run's "
+                         "manifest `timings`)", place, wall, moving, f"{wall / moving:.1f}x" if moving else "none")
+    return rc
+
+
+def analyse(ctx: RunContext, summary: dict | None = None) -> None:
+    """A sweep's tables and report from its runs on disk: the lab's `finish` (unless the sweep
+    returned its summary), then `conclude`; for a shard, only what it did (`mptcplab merge` analyses)."""
+    lab, say, t0 = ctx.lab, log.get(ctx.lab.id), time.monotonic()
+    summary = summary if summary is not None else engine.finish(ctx)
+    guest, wall = clock_totals(ctx.out)
+    if guest:
+        say.info("%s clock: the runs took %.0f s on the guest's clock and %.0f s of "
+                 "wall-clock time (each manifest's `clock`)", ctx.where, guest, wall)
+    if ctx.shard:
+        say.info("shard %s: %d runs done; merge the shards with `mptcplab merge`", ctx.shard, len(summary["runs"]))
+        return
+    conclude(lab, ctx.out, summary)
+    if not places.inside_guest() and places.get(ctx.where).GUEST:
+        say.info("analysed here after the guest exited (%.0f s)", time.monotonic() - t0)

@@ -28,14 +28,16 @@ check's slack (a VM without KVM), taken out of netem's delay: see latency.py.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shlex
 import subprocess
+import time
 import uuid
 from dataclasses import dataclass
 
 from . import kernel, latency, log, mptcpconf, physics, process
-from .errors import UsageError
+from .errors import EnvironmentProblem, UsageError
 from .links import LinkSpec
 from .state import PREFIX, TRACKER, kill_process_group, remove_namespace
 
@@ -124,6 +126,32 @@ class Cmd:
 
     def __str__(self) -> str:
         return shlex.join(self.argv)
+
+
+def batches(cmds: list[Cmd]) -> list[tuple[list[str], list[Cmd]]]:
+    """Consecutive `ip`/`tc` commands of one namespace as one `ip|tc [-n NS] -batch -` each, in
+    order: ([the batch's command line], [its commands]). Every process started costs a second or
+    more in an emulated CPU; a network of four paths is 94 commands. Anything else runs alone."""
+    out: list[tuple[list[str], list[Cmd]]] = []
+    for c in cmds:
+        a = c.argv
+        if a[0] in ("ip", "tc") and len(a) > 3 and a[1] == "-n":
+            head = [a[0], "-n", a[2], "-batch", "-"]
+        elif a[0] in ("ip", "tc") and not a[1].startswith("-"):
+            head = [a[0], "-batch", "-"]
+        else:
+            head = a
+        if out and out[-1][0] == head and head[-1] == "-":
+            out[-1][1].append(c)
+        else:
+            out.append((head, [c]))
+    return out
+
+
+def batch_lines(head: list[str], cmds: list[Cmd]) -> str:
+    """What `head` (a batches() command line) reads: each command without the program and its -n."""
+    skip = len(head) - 2  # "ip -batch -" -> 1, "ip -n NS -batch -" -> 3
+    return "".join(shlex.join(c.argv[skip:]) + "\n" for c in cmds)
 
 
 class Topology:
@@ -359,21 +387,35 @@ class Topology:
         place is measured and compensated (Network.measure_own_latency).
         """
         kernel.require_root()
+        t0 = time.monotonic()
         cmds = self.commands()  # raises on impossible links before anything is configured
         for k, (was, need) in self.limits_raised().items():
             _log.info("the kernel's %s raised from %s to %d for this network (put back after it)", k, was, need)
         net = Network(self)
         try:
-            for c in cmds:
+            for c in cmds:  # recorded before any exists
                 if c.argv[:3] == ["ip", "netns", "add"]:
                     TRACKER.add("netns", name=c.argv[3])
-                net.check(c.argv)
+            net.check_all(cmds)
             net.measure_own_latency()
+            net.up_s = time.monotonic() - t0
+            _log.debug("network %s up in %.1f s (the place's own latency measured)", self.name, net.up_s)
             if rundir is not None:
                 net.record(rundir)
             yield net
         finally:
             net.teardown()
+
+
+def parse_sysctls(text: str, keys) -> dict[str, str | None]:
+    """`sysctl KEY...` output ("key = value" lines; a missing key only on stderr) -> {key: value,
+    whitespace as one space (tcp_wmem's tabs), or None}."""
+    got = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(" = ")
+        if sep:
+            got[key.strip()] = " ".join(value.split())
+    return {k: got.get(k) for k in keys}
 
 
 class Network:
@@ -383,6 +425,8 @@ class Network:
         self.topo = topo
         self._procs: list[tuple[subprocess.Popen, dict]] = []
         self.sender_start_s: float | None = None  # traffic.start_time: one sender's start-up, measured once
+        self.spawners: dict[str, object] = {}  # traffic.spawn: per host, its spawner's socket
+        self.up_s: float | None = None  # how long Topology.up took to build it
 
     def address(self, host: str, path: str) -> str:
         return self.topo.address(host, path)
@@ -395,6 +439,22 @@ class Network:
         _log.debug("%s", shlex.join(argv))
         return process.run(argv).stdout
 
+    def check_all(self, cmds: list[Cmd]) -> None:
+        """Run configuration commands in order, those of one namespace batched (batches); a failure
+        is an error naming the command that failed, as `check` would, and nothing after it runs."""
+        for head, group in batches(cmds):
+            if head[-1] != "-" or len(group) == 1:
+                self.check(group[0].argv)
+                continue
+            for c in group:
+                _log.debug("%s", c)
+            out = process.run(head, check=False, input=batch_lines(head, group))
+            if out.returncode != 0:
+                failed = re.search(r"Command failed -:(\d+)", out.stderr)
+                line = group[int(failed.group(1)) - 1] if failed else None
+                said = re.sub(r"Command failed -:\d+\s*", "", out.stderr).strip()[-1500:]
+                raise EnvironmentProblem(f"`{line or shlex.join(head)}` failed ({out.returncode}): {said}")
+
     def run(self, host: str, argv: list[str], check: bool = True, timeout: float | None = None,
             **kw) -> subprocess.CompletedProcess:
         return process.run(["ip", "netns", "exec", self.ns(host), *argv], check=check, timeout=timeout,
@@ -403,7 +463,12 @@ class Network:
     def popen(self, host: str, argv: list[str], what: str = "", **kw) -> subprocess.Popen:
         """Start a process in `host`, in its own process group; it is killed at teardown."""
         proc = subprocess.Popen(["ip", "netns", "exec", self.ns(host), *argv], start_new_session=True, **kw)
-        item = TRACKER.add("process", pgid=proc.pid, what=what or argv[0])
+        return self.track(proc, what or argv[0])
+
+    def track(self, proc, what: str):
+        """A process of this network, leading its own process group (started by popen, or forked
+        in a host by traffic.spawn): recorded for `mptcplab clean`, stopped at teardown."""
+        item = TRACKER.add("process", pgid=proc.pid, what=what)
         self._procs.append((proc, item))
         return proc
 
@@ -427,14 +492,12 @@ class Network:
         for p in self.topo.paths:
             self.topo.own_latency.pop(p.name, None)
             bare = (latency.measuring_link(p.link), latency.measuring_link(p.reverse))
-            for c in self.topo._link_cmds(p, netem, bare, why="no loss or jitter, to measure the place's own latency",
-                                          previous=self.topo.netem_links(p)):
-                self.check(c.argv)
+            why = "no loss or jitter, to measure the place's own latency"
+            self.check_all(self.topo._link_cmds(p, netem, bare, why=why, previous=self.topo.netem_links(p)))
             ping = latency.ping_rtt(self, p.a, p.b, p.name)
             expected = p.rtt_s * 1e3 + latency.ping_wire_ms(p.link, p.reverse, netem)
             own = self.topo.own_latency[p.name] = latency.OwnLatency(p.name, ping, expected)
-            for c in self.topo._link_cmds(p, netem, previous=bare):
-                self.check(c.argv)
+            self.check_all(self.topo._link_cmds(p, netem, previous=bare))
             r = own.record(p.link, p.reverse)
             say = (_log.warning if r["uncompensated_ms"] > r["slack_ms"] else
                    _log.info if r["compensated"] else _log.debug)
@@ -451,8 +514,7 @@ class Network:
         p.link = LinkSpec.parse(link)
         p.reverse = p.link if reverse is None else LinkSpec.parse(reverse)
         cmds = self.topo._link_cmds(p, self.topo._netem(), previous=previous)
-        for c in cmds:
-            self.check(c.argv)
+        self.check_all(cmds)  # both directions by one `tc`: together, mid-transfer
         return cmds
 
     def set_sysctl(self, host: str, key: str, value: str) -> None:
@@ -462,6 +524,11 @@ class Network:
     def sysctl(self, host: str, key: str) -> str | None:
         out = self.run(host, ["sysctl", "-n", key], check=False)
         return " ".join(out.stdout.split()) if out.returncode == 0 else None
+
+    def sysctls(self, host: str, keys) -> dict[str, str | None]:
+        """Several of `host`'s sysctls read by one `sysctl` (each process started costs a second or
+        more in an emulated CPU, and every run records these); None for a key the kernel lacks."""
+        return parse_sysctls(self.run(host, ["sysctl", *keys], check=False).stdout, keys)
 
     def record(self, rundir) -> None:
         """Put the replayable commands and the kernel's view of the network into a run directory."""
@@ -489,8 +556,8 @@ class Network:
                                         (EMULATOR, f"b-{p.name}"))},
             "sysctls_set": {h: {**BASE_SYSCTLS, **self.topo.sysctls.get(h, {})} for h in self.topo.hosts},
             # Read back: the usual ones and every one the kit set (a lab's own, e.g. tcp_recovery).
-            "sysctls": {h: {k: self.sysctl(h, k) for k in dict.fromkeys(
-                [*REPORTED_SYSCTLS, *BASE_SYSCTLS, *self.topo.sysctls.get(h, {})])} for h in self.topo.hosts},
+            "sysctls": {h: self.sysctls(h, list(dict.fromkeys(
+                [*REPORTED_SYSCTLS, *BASE_SYSCTLS, *self.topo.sysctls.get(h, {})]))) for h in self.topo.hosts},
             "mptcp": {},
         }
         if self.topo.kernel_limits:
@@ -519,6 +586,9 @@ class Network:
                 proc.wait(timeout=2)
             TRACKER.discard(item)
         self._procs.clear()
+        for sock in self.spawners.values():  # the spawners' sockets (traffic.spawn), their processes gone
+            with contextlib.suppress(OSError):
+                os.unlink(sock)
         for h in (*self.topo.hosts, EMULATOR):
             name = self.ns(h)
             remove_namespace(name)

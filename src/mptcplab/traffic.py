@@ -14,8 +14,13 @@ the topology was built for, raises `ExperimentFailed`: a silent fallback would l
 from __future__ import annotations
 
 import json
+import os
+import select
+import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,15 +168,115 @@ def _py(role: str, *args) -> list[str]:
     return [sys.executable, "-m", "mptcplab.bulk", role, *[str(a) for a in args]]
 
 
+SPAWNERS = Path("/run/mptcplab")  # their sockets; /run is the guest's own tmpfs in UML and the VM
+
+
+class Spawned:
+    """A role of the kit's tool forked by a host's spawner (bulk.spawner): the part of
+    subprocess.Popen the kit uses (pid, its own process group, stdout/stderr, poll, wait,
+    communicate), so Network.stop and teardown treat it as any process they started."""
+
+    def __init__(self, args: list[str], pid: int, status: socket.socket, stdout, stderr) -> None:
+        self.args, self.pid, self._status = args, pid, status
+        self.stdout, self.stderr = stdout, stderr
+        self.returncode: int | None = None
+        self._readers: dict[str, tuple[threading.Thread, list]] = {}
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            if not select.select([self._status], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            said = self._status.recv(64)
+            self.returncode = int(said) if said else -signal.SIGKILL  # no answer: its spawner was killed
+            self._status.close()
+        return self.returncode
+
+    def poll(self) -> int | None:
+        try:
+            return self.wait(0)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def communicate(self, timeout: float | None = None) -> tuple[str | None, str | None]:
+        """Read stdout and stderr to their end (whatever a readline() left buffered included), then
+        wait; subprocess.TimeoutExpired when `timeout` passes first (call again to go on)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for name in ("stdout", "stderr"):
+            f = getattr(self, name)
+            if f is not None and name not in self._readers:
+                got: list = []
+                reader = threading.Thread(target=lambda f=f, got=got: got.append(f.read()), daemon=True)
+                reader.start()
+                self._readers[name] = (reader, got)
+        left = lambda: None if deadline is None else max(0.0, deadline - time.monotonic())  # noqa: E731
+        for reader, _ in self._readers.values():
+            reader.join(left())
+            if reader.is_alive():
+                raise subprocess.TimeoutExpired(self.args, timeout)
+        self.wait(left())
+        out = {name: got[0] if got else None for name, (_, got) in self._readers.items()}
+        return out.get("stdout"), out.get("stderr")
+
+
+def spawn(net, host: str, role: str, *args, what: str = "", stdout=subprocess.PIPE,
+          stderr=subprocess.PIPE) -> Spawned:
+    """Run a role of the kit's tool in `host`, forked by the host's spawner (started on first use,
+    once per network) rather than started afresh: in an emulated CPU an interpreter with its imports
+    takes seconds (3.1 s in the VM place under TCG, 2026-11), a fork a fraction of one. stdout and
+    stderr: subprocess.PIPE (text) or subprocess.DEVNULL."""
+    path = _spawner(net, host)
+    argv = [role, *[str(a) for a in args]]
+    with open(os.devnull, "r+b") as null:
+        pipes = {name: os.pipe() if want == subprocess.PIPE else None
+                 for name, want in (("stdout", stdout), ("stderr", stderr))}
+        fds = [null.fileno(), *[p[1] if p else null.fileno() for p in pipes.values()]]
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            conn.connect(str(path))
+            socket.send_fds(conn, [json.dumps(argv).encode()], fds)
+        except OSError as exc:
+            conn.close()
+            raise EnvironmentProblem(f"the kit's spawner in {host} did not take {role}: {exc}") from None
+        finally:
+            for p in pipes.values():
+                if p:
+                    os.close(p[1])  # the child holds the write ends: EOF when it exits
+    said = conn.recv(64)
+    if not said:
+        raise EnvironmentProblem(f"the kit's spawner in {host} did not fork {role}")
+    streams = {name: os.fdopen(p[0], "r") if p else None for name, p in pipes.items()}
+    proc = Spawned(_py(*argv), int(said), conn, streams["stdout"], streams["stderr"])
+    net.track(proc, what or role)
+    return proc
+
+
+def _spawner(net, host: str) -> Path:
+    """The socket of `host`'s spawner in this network, started and ready."""
+    path = net.spawners.get(host)
+    if path is None:
+        SPAWNERS.mkdir(parents=True, exist_ok=True)
+        path = SPAWNERS / f"spawn-{net.ns(host)}.sock"
+        proc = net.popen(host, _py("spawner", "--socket", path), what="spawner", stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+        ready = proc.stderr.readline()
+        if "ready" not in ready:
+            raise EnvironmentProblem(f"the kit's spawner in {host} failed: {ready}{proc.stderr.read()[-1000:]}")
+        net.spawners[host] = path
+    return path
+
+
 def start_time(net, host: str, senders: int) -> float:
     """An epoch time far enough ahead for `senders` of the kit's senders, started now in `host`, to
-    be waiting for it: each takes what one start of the interpreter and the sender's imports took
-    in this place (measured once per network, `net.sender_start_s`: 0.05 s natively here, more in an
+    be waiting for it: each takes what one fork of the host's spawner, with the sender's command
+    line parsed, took in this place (measured once per network, `net.sender_start_s`; more in an
     emulated CPU, where processes started together also start one after another), plus 0.2 s."""
     cost = net.sender_start_s
     if cost is None:
+        _spawner(net, host)
         t = time.monotonic()
-        net.run(host, _py("--help"), timeout=120)
+        probe = spawn(net, host, "--help", what="start-up probe", stdout=subprocess.DEVNULL)
+        probe.communicate(timeout=120)
+        net.stop(probe)
         cost = net.sender_start_s = time.monotonic() - t
     return time.time() + senders * cost + 0.2
 
@@ -211,18 +316,17 @@ def _run_bulk(net, src, dst, addr, proto, duration, flows, sndbuf, cc, interval,
     return _collect(net, src, dst, client, server, addr, port, proto, duration, interval, on_start)
 
 
-def _receiver(net, dst, addr, proto, duration, flows, interval, port) -> subprocess.Popen:
+def _receiver(net, dst, addr, proto, duration, flows, interval, port) -> Spawned:
     """The receiver, once it listens."""
-    server = net.popen(dst, _py("server", "--bind", addr, "--port", port, "--proto", proto, "--flows", flows,
-                                "--interval", interval, "--timeout", duration + 60),
-                       what="bulk server", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = spawn(net, dst, "server", "--bind", addr, "--port", port, "--proto", proto, "--flows", flows,
+                   "--interval", interval, "--timeout", duration + 60, what="bulk server")
     ready = server.stderr.readline()
     if "ready" not in ready:
         raise EnvironmentProblem(f"bulk server in {dst} failed: {ready}{server.stderr.read()[-1000:]}")
     return server
 
 
-def _sender(net, src, addr, proto, duration, flows, sndbuf, cc, port, at: float | None) -> subprocess.Popen:
+def _sender(net, src, addr, proto, duration, flows, sndbuf, cc, port, at: float | None) -> Spawned:
     """The sender, connecting at epoch time `at` (at once if None)."""
     args = ["--connect", addr, "--port", port, "--proto", proto, "--flows", flows, "--duration", duration]
     if sndbuf:
@@ -231,8 +335,7 @@ def _sender(net, src, addr, proto, duration, flows, sndbuf, cc, port, at: float 
         args += ["--cc", cc]
     if at is not None:
         args += ["--start-at", f"{at:.6f}"]
-    return net.popen(src, _py("client", *args), what="bulk client", stdout=subprocess.PIPE,
-                     stderr=subprocess.PIPE, text=True)
+    return spawn(net, src, "client", *args, what="bulk client")
 
 
 def _collect(net, src, dst, client, server, addr, port, proto, duration, interval,
@@ -351,9 +454,9 @@ def udp_onoff(net, src: str, dst: str, path: str, rate: str, on_s: float = 1.0, 
 
     bps = LinkSpec.parse(f"rate={rate}").rate_bps
     addr = net.address(dst, path)
-    net.popen(dst, _py("udp-sink", "--bind", addr, "--port", port), what="udp sink",
-              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return net.popen(src, _py("udp", "--connect", addr, "--port", port, "--rate", bps, "--on", on_s,
-                              "--off", off_s, "--duration", duration, "--seed", seed,
-                              *(["--start-at", f"{start_at:.6f}"] if start_at is not None else [])),
-                     what="udp on/off", stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    spawn(net, dst, "udp-sink", "--bind", addr, "--port", port, what="udp sink", stdout=subprocess.DEVNULL,
+          stderr=subprocess.DEVNULL)
+    return spawn(net, src, "udp", "--connect", addr, "--port", port, "--rate", bps, "--on", on_s,
+                 "--off", off_s, "--duration", duration, "--seed", seed,
+                 *(["--start-at", f"{start_at:.6f}"] if start_at is not None else []),
+                 what="udp on/off", stderr=subprocess.DEVNULL)

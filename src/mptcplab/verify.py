@@ -44,7 +44,8 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
             continue
         row: dict = {"link": str(p.link), "configured_rtt_ms": p.rtt_s * 1e3}
         checks["paths"][p.name] = row
-        row["ping"] = latency.ping_rtt(net, src, dst, p.name)
+        with rd.timed("ping"):
+            row["ping"] = latency.ping_rtt(net, src, dst, p.name)
         # Queueing is empty during ping, so the lowest RTT is the configured one plus the ping's own
         # transmission at the path's rate, plus microseconds, plus the floor of what the place adds
         # where that could not be taken out of netem's delay (latency.py). The lowest, not the
@@ -62,7 +63,8 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
         if not row["rtt_ok"]:
             raise ExperimentFailed(physics.refusal(verdicts) + ("" if cause else ": is netem on the emulator?"))
         # The emulator's own count of what the path's egress sent (the link's side of the transfer).
-        with QdiscSampler(net, EMULATOR, rd, f"b-{p.name}", interval=0.1, name=f"verify-qdisc-{p.name}.txt") as q:
+        with rd.timed("tcp"), QdiscSampler(net, EMULATOR, rd, f"b-{p.name}", interval=0.1,
+                                           name=f"verify-qdisc-{p.name}.txt") as q:
             r = bulk(net, src, dst, p.name, "tcp", duration=tcp_seconds)
         row["tcp_mbps"] = round(r.mbps, 2)
         # The receiver's samples behind the steady reading (a few KB): a reading above the link is
@@ -87,9 +89,11 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
                                        "below: the machine may be too busy, above: the place is wrong)")
     if mptcp and net.topo.mptcp_subflows:
         first = net.topo.paths[0].name
-        with Capture(net, src, rd, name="verify-mptcp.pcap"), Counters(net, src, rd, name="verify-counters.json"):
+        with rd.timed("mptcp"), Capture(net, src, rd, name="verify-mptcp.pcap"), \
+                Counters(net, src, rd, name="verify-counters.json"):
             r = bulk(net, src, dst, first, "mptcp", duration=tcp_seconds)
-        seen = verify_capture(rd.file("verify-mptcp.pcap"), net.topo.mptcp_subflows)
+        with rd.timed("mptcp_capture_check"):
+            seen = verify_capture(rd.file("verify-mptcp.pcap"), net.topo.mptcp_subflows)
         expected = sorted(net.address(src, p.name) for p in net.topo.paths[:net.topo.mptcp_subflows])
         got = sorted(s["src"] for s in seen["subflows"])
         seen["one_per_path"] = got == expected
@@ -99,7 +103,9 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
             raise ExperimentFailed(f"MPTCP subflows came from {got}, expected one from each path: {expected}")
         rd.file("verify-mptcp.pcap").unlink()  # the verdict is in the summary; keep run dirs small
     if window:
-        for v in check_window(net, rd, src, dst):
+        with rd.timed("window"):
+            window_verdicts = check_window(net, rd, src, dst)
+        for v in window_verdicts:
             judged(v)
         window_check = rd.summary.get("physics", {}).get("window", {})
         if window_check.get("skipped"):

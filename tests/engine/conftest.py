@@ -19,6 +19,9 @@ def fake_place(monkeypatch, tmp_path):
     monkeypatch.setattr(runner, "experiment_lock", contextlib.nullcontext)
     monkeypatch.setattr(runner.state, "clean", lambda all_owners: [])
     monkeypatch.setattr(runner.lifetime, "reap_orphan_guests", lambda: [])
+    # what the guest measured is analysed here afterwards: the double measures nothing, so only recorded
+    monkeypatch.setattr(runner, "analyse", lambda ctx, summary=None: fake.analysed.append(ctx))
     fake.calls.clear()
+    fake.analysed.clear()
     fake.prepared.clear()
     return fake

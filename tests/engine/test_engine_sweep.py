@@ -127,6 +127,9 @@ def test_the_runner_runs_a_lab_in_a_guest_place_it_knows_only_by_its_registry_en
     assert handed["command"] == sys.argv  # the user's command line, for the guest's manifests
     assert results == [out] and json.loads((out / "lab-summary.json").read_text())["argv"] == argv
     assert fake_place.prepared == ["lab1"]
+    # the guest measured; the host analyses, as the place the runs came from
+    (ctx,) = fake_place.analysed
+    assert (ctx.lab.id, ctx.out, ctx.where, ctx.shard) == ("lab1", out, "fake", None)
 
 
 @pytest.mark.parametrize("quick", [False, True])

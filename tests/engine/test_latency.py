@@ -49,6 +49,10 @@ class FakePlace(Network):
             return "\n".join(f"qdisc netem 1: dev {d} root delay {v:g}ms" for d, v in self.delay_ms.items())
         return ""
 
+    def check_all(self, cmds):  # one by one: the model reads each command (Network batches them)
+        for c in cmds:
+            self.check(c.argv)
+
     def run(self, host, argv, check=True, timeout=None, **kw):
         if argv[0] != "ping":
             return subprocess.CompletedProcess(argv, 1, "", "not in the model")

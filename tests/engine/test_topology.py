@@ -126,7 +126,7 @@ def test_a_link_that_drops_its_rate_gets_a_new_netem_qdisc():
                     netem=True)
     net = Network(topo)
     ran = []
-    net.check = lambda argv: ran.append(argv) or ""
+    net.check_all = lambda cmds: ran.extend(c.argv for c in cmds)
     net.set_link("p1", "delay=30ms,loss=1%", "delay=30ms")
     b = [c for c in ran if "b-p1" in c]
     assert [c[4] for c in b] == ["del", "replace"] and "rate" not in b[1]

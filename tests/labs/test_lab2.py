@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -384,3 +385,71 @@ def test_a_controlled_shared_bottleneck_run_gives_the_divergence_its_cause(tmp_p
                if line.startswith("| Fully Coupled | static")]
     assert "unexplained, tried: all subflows and the cross traffic through one 5 Mbit/s link" in coupled[0]
     assert "excludes the report's" in coupled[0]
+
+
+def _raw_events():
+    """Three callbacks of one subflow on path 2 (10.2.0.1), as the BPF map holds them."""
+    from mptcplab.labs.lab2.cc.loader import EVENT
+
+    raw = np.zeros(3, dtype=EVENT)
+    raw["t_ns"] = [1_000_000_000, 1_020_000_000, 1_045_000_000]
+    raw["sock"] = 7
+    raw["kind"] = [1, 2, 3]  # init, rtt, ack
+    raw["saddr"] = 0x0100020A  # 10.2.0.1 in network order, read as a little-endian u32
+    raw["cwnd"], raw["ssthresh"], raw["n"], raw["acked"], raw["limited"] = 10, 2**31 - 1, 1, 2, 1
+    raw["last_rtt_us"] = [0, 40_000, 41_000]
+    raw["w"][:, 0], raw["rtt"][:, 0] = 10, 40_000
+    return raw
+
+
+def test_recorded_callbacks_kept_raw_make_the_trace_the_run_used_to_write(tmp_path):
+    """A detail run keeps its BPF callbacks raw (cc-events.npy, a memory copy in the guest); the
+    analysis makes cc-trace.csv.gz from them, the table the run itself wrote before, and the run's
+    manifest then lists it."""
+    from mptcplab.labs.lab2 import cc, cctrace
+    from mptcplab.labs.lab2.cc.loader import Recording
+    from mptcplab.results import Sweep
+
+    raw = _raw_events()
+    with Sweep(tmp_path).run("static-cs218-r1", {}) as rd:
+        cc.save_raw(raw, rd.file(la.CC_EVENTS_RAW))
+        rd.summary.update({"algo": "cs218", "variant": "static", "rep": 1})
+    run = tmp_path / "static-cs218-r1"
+    assert la.convert_raw(tmp_path) == ["static-cs218-r1"] and la.convert_raw(tmp_path) == []
+    before = cctrace.compact(Recording(raw=raw).events, "cs218")  # what the run wrote in the guest before
+    after = cctrace.load(run / "cc-trace.csv.gz")
+    pd.testing.assert_frame_equal(after, cctrace.load(cctrace.save(before, tmp_path / "before.csv.gz")))
+    assert list(after.path) == [2, 2, 2] and list(after.kind) == ["init", "rtt", "ack"]
+    assert not (run / la.CC_EVENTS_RAW).exists()
+    assert "cc-trace.csv.gz" in json.loads((run / "manifest.json").read_text())["artefacts"]
+
+
+def test_a_fairness_runs_split_is_counted_from_its_capture_after_the_run(tmp_path, monkeypatch):
+    """The run keeps the emulator's capture (tshark starts slowly in an emulated CPU); the analysis
+    counts the split from it once: into the summary, links.csv.gz, the capture removed. A capture
+    with no span both flows used fails the lab, naming the run."""
+    from mptcplab.errors import ExperimentFailed
+    from mptcplab.results import Sweep
+
+    flows = [("tcp", "10.1.0.1", 40001, 5202, 1448, 1000.0, 1004.0, False),
+             ("m1", "10.1.0.1", 40000, 5201, 1428, 1000.5, 1004.0, False),
+             ("m2", "10.2.0.1", 40002, 5201, 1428, 1000.0, 1004.0, True)]
+    capture = {"file": "links.pcap", "ports": {"mptcp": 5201, "tcp": 5202}, "shared_prefix": "10.1.0."}
+    with Sweep(tmp_path).run("fair-lia-r1", {}) as rd:
+        rd.write_text("links.pcap", "")
+        rd.summary.update({"algo": "lia", "rep": 1, "mptcp_mbps": 5.0, "tcp_mbps": 2.4, "link_capture": capture})
+    monkeypatch.setattr(la, "link_packets", lambda pcap: _fake_link(flows))
+    run = tmp_path / "fair-lia-r1"
+    assert la.convert_raw(tmp_path) == ["fair-lia-r1"] and la.convert_raw(tmp_path) == []
+    s = json.loads((run / "summary.json").read_text())
+    assert s["mptcp_share_on_shared"] == pytest.approx(1 / 3, abs=0.02) and s["shared_window_s"][0] >= 1000.5
+    assert (run / "links.csv.gz").exists() and not (run / "links.pcap").exists()
+    assert "links.csv.gz" in json.loads((run / "manifest.json").read_text())["artefacts"]
+    assert la.compact(tmp_path)["fairness"].mptcp_share_on_shared.tolist() == [s["mptcp_share_on_shared"]]
+
+    with Sweep(tmp_path).run("fair-lia-r2", {}) as rd:
+        rd.write_text("links.pcap", "")
+        rd.summary.update({"algo": "lia", "rep": 2, "mptcp_mbps": 5.0, "tcp_mbps": 2.4, "link_capture": capture})
+    monkeypatch.setattr(la, "link_packets", lambda pcap: _fake_link(flows[:1]))  # TCP alone on the link
+    with pytest.raises(ExperimentFailed, match="fair-lia-r2: the emulator saw no span"):
+        la.convert_raw(tmp_path)

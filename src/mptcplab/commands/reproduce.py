@@ -76,7 +76,8 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
             o.status, o.detail = "failed", f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # a bug in one lab must not cost the others their run
             o.status, o.detail = "failed", f"{type(exc).__name__}: {exc}"
-        o.seconds = time.monotonic() - started
+        # From when the lab took the experiment lock: a wait behind another run is not the lab's time.
+        o.seconds = time.monotonic() - max(started, results.lock_taken() or started)
         o.transfer_s = results.transfer_seconds(sweep)
         o.log_tail = tail.getvalue()[-4000:]
         o.extra["restarts"] = len(_restarts(sweep)) - restarts_before

@@ -21,8 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from ... import check, physics, results, stats
+from ... import check, observe, physics, results, stats
+from ...errors import ExperimentFailed
 from . import cctrace
+from .measure import link_packets, shared_link_rates
+from .cc.loader import events_frame, load_raw
 from ...results import run_commit
 from ...links import LinkSpec
 
@@ -138,9 +141,55 @@ def stalls(bins: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["run", "longest_low_s", "from_s", "stall"])
 
 
+CC_EVENTS_RAW = "cc-events.npy"  # a recorded run's BPF callbacks as the map held them (cc.save_raw)
+
+
+def convert_raw(out: Path) -> list[str]:
+    """The runs' raw records made into their tables, once: the kernel's trace into tcp_probe.csv
+    (observe.parse_saved_trace) and the recorded BPF callbacks into cc-trace.csv.gz. The runs keep
+    them raw because parsing them in an emulated CPU took 20-50 s per run (the VM place, 2026-11),
+    in the host's Python a second or two; each manifest's `artefacts` then lists the tables.
+    Returns the runs converted."""
+    done = []
+    for d, s in results.completed(out):
+        converted = observe.parse_saved_trace(d) is not None
+        raw = d / CC_EVENTS_RAW
+        if raw.exists():
+            cctrace.save(cctrace.compact(events_frame(load_raw(raw)), s["algo"]), d / "cc-trace.csv.gz")
+            raw.unlink()
+            converted = True
+        if (d / (s.get("link_capture") or {}).get("file", "-")).exists():
+            shared_split(d, s)
+            converted = True
+        if converted:
+            manifest = json.loads((d / "manifest.json").read_text())
+            manifest["artefacts"] = sorted(p.name for p in d.iterdir())
+            (d / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+            done.append(d.name)
+    return done
+
+
+def shared_split(d: Path, s: dict) -> None:
+    """A fairness run's split of the shared link, from the emulator's capture of what the links
+    delivered (its `link_capture`): every data segment into links.csv.gz, the split
+    (measure.shared_link_rates) into the run's summary, the capture removed."""
+    cap = s["link_capture"]
+    pkts = link_packets(d / cap["file"])
+    split = shared_link_rates(pkts, cap["shared_prefix"], cap["ports"])
+    if not split:
+        raise ExperimentFailed(f"fairness run {d.name}: the emulator saw no span in which both flows crossed the "
+                               f"shared link ({len(pkts)} segments captured; kept: {d / cap['file']})")
+    pkts.to_csv(d / "links.csv.gz", index=False)  # every data segment the links delivered, compactly
+    s.update({**split, "shared_split_from": "the emulator's capture of its egress (measure.shared_link_rates)"})
+    (d / "summary.json").write_text(json.dumps(s, indent=2, default=str) + "\n")
+    (d / cap["file"]).unlink()
+
+
 def compact(out: Path) -> dict[str, pd.DataFrame]:
-    """Write the compact tables into the sweep directory and return them."""
+    """Write the compact tables into the sweep directory and return them (the runs' raw records
+    converted first: convert_raw)."""
     out = Path(out)
+    convert_raw(out)
     tp, subs, fair, series, dwnd, bins = [], [], [], [], [], []
     replays, counters = {}, {}
     verify_manifest = None

@@ -16,15 +16,18 @@ from .loader import (
     in_use,
     list_loaded,
     load,
+    load_raw,
     loaded,
     parse_counters,
     parse_ss_cc,
     recording,
     resolve,
+    save_raw,
     stats,
     unload,
     unload_all,
 )
 
 __all__ = ["ALGORITHMS", "COUNTS", "counted", "parse_counters", "PREFIX", "RECORD_SLOTS", "Algorithm", "Recording", "available", "build", "in_use",
-           "list_loaded", "load", "loaded", "parse_ss_cc", "recording", "resolve", "stats", "unload", "unload_all"]
+           "list_loaded", "load", "load_raw", "loaded", "parse_ss_cc", "recording", "resolve", "save_raw", "stats",
+           "unload", "unload_all"]

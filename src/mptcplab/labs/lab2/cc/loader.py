@@ -339,11 +339,28 @@ def _map_mmap(info: dict) -> mmap.mmap:
 
 @dataclass
 class Recording:
-    """What `recording()` collected: one row per callback (columns of EVENT, `w`/`rtt` spread
-    into w0..w7 / rtt0..rtt7, `kind` by name), and how many events found the map full."""
+    """What `recording()` collected: the events as the map held them (`raw`, EVENT records: what
+    `save_raw` keeps, the cheapest copy a slow guest can make), `events` one row per callback
+    (columns of EVENT, `w`/`rtt` spread into w0..w7 / rtt0..rtt7, `kind` by name), and how many
+    events found the map full."""
 
-    events: pd.DataFrame = field(default_factory=pd.DataFrame)
+    raw: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=EVENT))
     dropped: int = 0
+
+    @property
+    def events(self) -> pd.DataFrame:
+        return events_frame(self.raw)
+
+
+def save_raw(raw: np.ndarray, path: Path) -> Path:
+    """The recorded events as they were in the map (numpy's .npy): load_raw reads them back."""
+    with open(path, "wb") as f:
+        np.save(f, raw, allow_pickle=False)
+    return Path(path)
+
+
+def load_raw(path: Path) -> np.ndarray:
+    return np.load(path, allow_pickle=False)
 
 
 def events_frame(raw: np.ndarray) -> pd.DataFrame:
@@ -373,8 +390,7 @@ def recording(name: str) -> Iterator[Recording]:
         time.sleep(0.05)  # let a callback that saw `on` finish its slot
         _, nxt, dropped, _ = struct.unpack_from("<IIII", ctl, 0)
         slots = maps["mlab_events"]["max_entries"]
-        raw = np.frombuffer(ev, dtype=EVENT, count=min(nxt, slots)).copy()
-        rec.events, rec.dropped = events_frame(raw), dropped
+        rec.raw, rec.dropped = np.frombuffer(ev, dtype=EVENT, count=min(nxt, slots)).copy(), dropped
         ctl.close()
         ev.close()
 

@@ -1,0 +1,95 @@
+"""What moved out of a run's timed path (benchmarks/results/vm_run_overhead.md): the record of where
+a run's time went, the network's sysctls read in one process, the kernel's trace parsed after the
+run from the raw text it kept."""
+
+import json
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+
+from mptcplab import observe
+from mptcplab.results import Sweep, timed
+from mptcplab import topology
+from mptcplab.errors import EnvironmentProblem
+from mptcplab.topology import Cmd, parse_sysctls
+
+from test_observe_parsers import TRACE
+
+
+def test_timed_adds_each_steps_seconds_into_the_manifest(tmp_path):
+    with Sweep(tmp_path).run("r1", {}) as rd:
+        for _ in range(2):
+            with rd.timed("record"):
+                time.sleep(0.01)
+        try:
+            with timed(rd, "measure"):
+                raise ValueError("a failing step still counts")
+        except ValueError:
+            pass
+    got = json.loads((tmp_path / "r1" / "manifest.json").read_text())["timings"]
+    assert set(got) == {"record", "measure"} and got["record"] >= 0.02
+
+
+def test_sysctls_of_one_sysctl_call_with_a_key_the_kernel_lacks():
+    # `sysctl net.ipv4.tcp_wmem net.mptcp.minrtt_rp net.ipv4.tcp_sack`: the missing key only on stderr
+    out = "net.ipv4.tcp_wmem = 4096\t16384\t4194304\nnet.ipv4.tcp_sack = 1\nnet.mptcp.scheduler = \n"
+    keys = ("net.ipv4.tcp_wmem", "net.mptcp.minrtt_rp", "net.ipv4.tcp_sack", "net.mptcp.scheduler")
+    assert parse_sysctls(out, keys) == {"net.ipv4.tcp_wmem": "4096 16384 4194304", "net.mptcp.minrtt_rp": None,
+                                        "net.ipv4.tcp_sack": "1", "net.mptcp.scheduler": ""}
+
+
+def test_a_trace_kept_raw_is_parsed_after_the_run_as_during_it(tmp_path):
+    during, after = tmp_path / "during", tmp_path / "after"
+    for d in (during, after):
+        d.mkdir()
+        (d / "trace.txt").write_text(TRACE)
+    how = {"clock_offset": 1000.0, "mptcp": False, "waits": True, "wait_method": "sched_switch:kstack"}
+    notes = observe.parse_trace_file(during / "trace.txt", during, **how)  # what Tracing(parse=True) does
+    (after / observe.TRACE_PENDING).write_text(json.dumps(how))  # what Tracing(parse=False) leaves
+    assert observe.parse_saved_trace(after) == notes == {"sndbuf_wait_count": 1}
+    for name in ("tcp_probe.csv", "sndbuf_waits.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(after / name), pd.read_csv(during / name))
+    probe = pd.read_csv(after / "tcp_probe.csv").iloc[0]
+    assert (probe.saddr, probe.sport, probe.snd_nxt, probe.snd_una, probe.srtt_us) == ("10.1.0.1", 40000, 16, 8, 120)
+    assert sorted(p.name for p in after.iterdir()) == ["sndbuf_waits.csv", "tcp_probe.csv"]  # raw and note gone
+    assert observe.parse_saved_trace(after) is None  # once
+
+
+def test_a_networks_commands_run_batched_per_namespace_in_order():
+    cmds = [Cmd(["ip", "netns", "add", "n1"]), Cmd(["ip", "netns", "exec", "n1", "sysctl", "-qw", "a=1"]),
+            Cmd(["ip", "-n", "n1", "link", "set", "lo", "up"]), Cmd(["ip", "-n", "n1", "addr", "add", "10.1.0.1/24",
+                                                                    "dev", "p1"]),
+            Cmd(["tc", "-n", "n1", "qdisc", "replace", "dev", "p1", "root", "netem", "delay", "10ms"]),
+            Cmd(["ip", "-n", "n2", "link", "set", "lo", "up"]), Cmd(["ethtool", "-K", "p1", "tso", "off"])]
+    got = topology.batches(cmds)
+    assert [(head, len(group)) for head, group in got] == [
+        (["ip", "-batch", "-"], 2), (["ip", "-n", "n1", "-batch", "-"], 2), (["tc", "-n", "n1", "-batch", "-"], 1),
+        (["ip", "-n", "n2", "-batch", "-"], 1), (["ethtool", "-K", "p1", "tso", "off"], 1)]
+    assert topology.batch_lines(*got[0]) == "netns add n1\nnetns exec n1 sysctl -qw a=1\n"
+    assert topology.batch_lines(*got[1]) == "link set lo up\naddr add 10.1.0.1/24 dev p1\n"
+
+
+def test_a_failed_batch_names_the_command_that_failed(monkeypatch):
+    ran = []
+
+    def run(argv, check=True, input=None, **kw):
+        ran.append((argv, input))
+        return subprocess.CompletedProcess(argv, 1, "", 'Cannot find device "p9"\nCommand failed -:2\n')
+    monkeypatch.setattr(topology.process, "run", run)
+    net = topology.Network.__new__(topology.Network)
+    cmds = [Cmd(["ip", "-n", "n1", "link", "set", "lo", "up"]), Cmd(["ip", "-n", "n1", "link", "set", "p9", "up"])]
+    with pytest.raises(EnvironmentProblem, match=r'`ip -n n1 link set p9 up` failed \(1\): Cannot find device "p9"$'):
+        net.check_all(cmds)
+    assert ran == [(["ip", "-n", "n1", "-batch", "-"], "link set lo up\nlink set p9 up\n")]
+
+
+def test_a_sweeps_transfer_time_is_its_runs_spans_or_common_windows(tmp_path):
+    from mptcplab.results import transfer_seconds
+
+    for key, summary in (("verify", {"checks": {}}), ("static-lia-r1", {"span_s": 9.5}),
+                         ("fair-lia-r1", {"shared_window_s": [100.0, 108.25]})):
+        with Sweep(tmp_path).run(key, {}) as rd:
+            rd.summary.update(summary)
+    assert transfer_seconds(tmp_path) == 9.5 + 8.25

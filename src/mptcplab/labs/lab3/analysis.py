@@ -345,8 +345,8 @@ def recovery_table(base: pd.DataFrame, ctrl: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# The ACK ratio's controls, named paced*: the random-loss link with a rate far above what the flows
-# send (experiment.toml [random] rate), which only spaces the packets, each beside linux_recovery
+# The ACK ratio's controls, named paced*: the random-loss link with a rate above what the flows send
+# (experiment.toml [random] rate), which spaces the packets, each beside linux_recovery
 # (the same points and window, netem without a rate, which releases each burst at once).
 ACK_MODELS = ("model1", "model2", "n_pftk_p")
 NO_RATE = "no rate (bursts)"
@@ -500,7 +500,7 @@ def _ack_ratio_section(controls: dict) -> list[str]:
     return [
         "### Controlled run: the ACK ratio (paced)",
         "",
-        "The random-loss points with a rate on the link far above what the flows send (controls "
+        "The random-loss points with a rate on the link above what the flows send, which spaces their packets (controls "
         f"{', '.join(n for n, _ in paced)}), each beside the same points without one (control linux_recovery: "
         "same kit, window and kernel). b from the capture; the receiver's ACKs from its nstat over the whole "
         "transfer (TcpOutSegs per TcpInSegs, duplicate ACKs included; TcpExtDelayedACKs; "

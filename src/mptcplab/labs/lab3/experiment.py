@@ -52,8 +52,8 @@ def sweep_points(params: dict) -> list[dict]:
     flows = [int(n) for n in params["flows"]]
     if not flows or min(flows) < 1:
         raise UsageError(f"flows = {params['flows']}: give flow counts >= 1")
-    # An optional rate on the random-loss link (`[random] rate`): far above what the flows send, it
-    # only spaces the packets out as a real link does (netem without one releases each burst at once).
+    # An optional rate on the random-loss link (`[random] rate`): above what the flows send, it
+    # spaces the packets as a real link does (netem without one releases each burst at once).
     rate = params.get("random", {}).get("rate")
     for loss in params.get("random", {}).get("loss", []):
         link = (f"rate={rate}," if rate else "") + f"delay={params['paths']['p1']['delay']},loss={loss}"

@@ -110,7 +110,8 @@ class BulkResult:
         # Lab 2's 80 ms path in the VM under load, no sample from 0.66 to 1.34 s and a stall from
         # about 1.0 s: judged from 1.0 s, 4.88 Mbit/s of a 5 Mbit/s link (ceiling 4.78). Such a
         # gap is walked back through like a stall.
-        gap = 3 * float(np.median(np.diff(times)))
+        gap = 3 * float(np.median(np.concatenate([np.diff([x[0] for x in fs]) for fs in self.samples if len(fs) > 1]
+                                                 or [np.diff(times)])))  # each flow's own sampling interval
         # Back from t: through a release (faster than usual) only if a stall (slower) came before
         # it; a flow that simply got more of a shared link is no repair.
         begin, count, stalled = t, float(self.received_by(t)), None

@@ -62,6 +62,7 @@ class Capture:
 
     def __exit__(self, *exc):
         time.sleep(0.2)  # let the last ACKs arrive
+        drained = self.drain()
         self.proc.send_signal(2)  # SIGINT: tcpdump flushes and prints its drop counts
         try:
             _, err = self.proc.communicate(timeout=10)
@@ -70,8 +71,25 @@ class Capture:
         self.net.stop(self.proc)
         stats = dict((k, int(v)) for v, k in re.findall(r"(\d+) packets? (captured|received by filter|dropped by kernel)",
                                                        err or ""))
-        _note(self.rd, "capture", file=self.path.name, host=self.host, command=" ".join(self.argv), **stats)
+        _note(self.rd, "capture", file=self.path.name, host=self.host, command=" ".join(self.argv),
+              drained_s=round(drained, 2), **stats)
         return False
+
+    def drain(self, settle_s: float = 0.5, limit_s: float = 30.0) -> float:
+        """Wait until tcpdump has written what its socket holds (-U: the file grows per packet) and
+        return how long that took. SIGINT stops it at once and what it had not read is lost: a
+        fairness run in the VM under load wrote 4,481 data segments covering 5.4 s of its 8 s
+        transfer, its socket having received 16,482 (runs captured whole: about twice what they
+        wrote, e.g. 15,755 for 7,304, since `-i any` sees each forwarded packet in and out)."""
+        t0, size, still = time.monotonic(), -1, time.monotonic()
+        while time.monotonic() - t0 < limit_s:
+            now = self.path.stat().st_size if self.path.exists() else 0
+            if now != size:
+                size, still = now, time.monotonic()
+            elif time.monotonic() - still >= settle_s:
+                break
+            time.sleep(0.1)
+        return time.monotonic() - t0
 
 
 # ---------------------------------------------------------------- counters

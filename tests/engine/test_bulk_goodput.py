@@ -146,3 +146,24 @@ def test_a_window_starting_in_the_release_after_a_repair_counts_the_repair():
     assert r.stall_start(d["t0"] + 1.0) == pytest.approx(d["t0"] + 0.662, abs=1e-3)
     assert r.steady_mbps(1.0) * 1e6 <= physics.link_ceiling_bps(100e6)
     assert r.steady_mbps(1.0) == pytest.approx(95.6, abs=0.1)
+
+
+def test_a_window_starting_in_a_gap_of_the_samples_counts_the_whole_gap():
+    """The setup check's single TCP on Lab 2's 80 ms path in the VM under a load of 2 (2026-11-25,
+    the receiver's own samples): none from 0.66 to 1.34 s (the sampler not scheduled), a repair
+    from about 1.0 s until the held bytes came at 1.68 s. From 1.0 s, with the count there
+    interpolated across the gap, 4.88 Mbit/s of a 5 Mbit/s link; from where the gap began, what
+    the link carried."""
+    import json
+    from pathlib import Path
+
+    from mptcplab.traffic import BulkResult
+
+    d = json.loads((Path(__file__).parent / "fixtures" / "goodput" / "vm-lab2-p4-sampling-gap.json").read_text())
+    r = BulkResult("kit", "tcp", 5.7, d["t0"], d["t_end"], [], None, samples=d["samples"])
+    start = d["t0"] + 1.0
+    naive = (r.received_by(r.t_end) - r.received_by(start)) * 8 / (r.t_end - start) / 1e6
+    assert naive == pytest.approx(4.88, abs=0.01)
+    assert r.stall_start(start) == pytest.approx(d["t0"] + 0.656, abs=1e-3)
+    assert r.steady_mbps(1.0) * 1e6 <= physics.link_ceiling_bps(5e6) * 1.001
+    assert r.stall_start(d["t0"] + 3.0) == pytest.approx(d["t0"] + 3.0)  # steady and sampled there: unchanged

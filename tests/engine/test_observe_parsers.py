@@ -112,3 +112,26 @@ def test_cpu_times_parse_proc_stat_and_softnet():
     softnet = ("0000000a 00000001 00000002 00000000 00000000\n"
                "00000010 00000000 00000003 00000000 00000000\n")
     assert observe.parse_softnet(softnet) == {"processed": 26, "dropped": 1, "time_squeeze": 5}
+
+
+def test_a_capture_is_stopped_only_once_tcpdump_has_written_what_it_holds(tmp_path):
+    """tcpdump behind its socket (an emulated CPU under load) keeps writing after the transfer; a
+    SIGINT then would lose the rest. drain() waits until the file stops growing."""
+    import threading
+    import time
+
+    cap = observe.Capture.__new__(observe.Capture)
+    cap.path = tmp_path / "links.pcap"
+
+    def tcpdump_catching_up():
+        for _ in range(12):  # 1.2 s more of writing after the transfer ended
+            with open(cap.path, "ab") as f:
+                f.write(b"x" * 100)
+            time.sleep(0.1)
+
+    writer = threading.Thread(target=tcpdump_catching_up)
+    writer.start()
+    took = cap.drain(settle_s=0.3)
+    writer.join()
+    assert cap.path.stat().st_size == 1200 and 1.2 <= took < 3
+    assert cap.drain(settle_s=0.3, limit_s=5) < 1  # nothing more to write: stops after settle_s

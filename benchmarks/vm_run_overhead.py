@@ -6,7 +6,7 @@
 
 Per run: wall seconds (manifest started -> finished), transfer seconds (summary span_s: first to
 last byte at the receiver; the fairness runs' flows over their common span), their ratio, and the
-steps of manifest["timings"] (results.timed). The setup check (`verify`) has no transfer of its
+steps of manifest["timings"] (RunDir.timed). The setup check (`verify`) has no transfer of its
 own to compare with; its steps say where its time went. Results: benchmarks/results/vm_run_overhead.md.
 """
 

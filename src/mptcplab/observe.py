@@ -21,7 +21,6 @@ from pathlib import Path
 from .errors import EnvironmentProblem
 from . import kernel
 from .paths import TRACEFS
-from .results import timed
 from .bulk import SENDER_COMM
 from .state import PREFIX, TRACKER, kill_process_group, remove_trace_instance
 
@@ -220,9 +219,9 @@ class SsSampler:
         self.since = t
 
     def __exit__(self, *exc):
-        with timed(self.rd, "ss_stop"):
+        with self.rd.timed("ss_stop"):
             self.loop.stop()
-        with timed(self.rd, "ss_parse"):
+        with self.rd.timed("ss_parse"):
             table = self.table = parse_ss(self.path.read_text())
         csv = self.path.with_suffix(".csv")
         table.to_csv(csv, index=False)
@@ -485,7 +484,7 @@ class Tracing:
         how = {"clock_offset": self.clock_offset, "mptcp": self.want_mptcp, "waits": self.want_waits,
                "wait_method": getattr(self, "wait_method", None)}
         if self.parse:
-            with timed(self.rd, "trace_parse"):
+            with self.rd.timed("trace_parse"):
                 self.notes.update(parse_trace_file(self.raw, self.rd.path, **how))
         else:
             self.rd.write_json(TRACE_PENDING, how)

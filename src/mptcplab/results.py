@@ -100,9 +100,18 @@ class RunDir:
     def write_json(self, name: str, obj) -> Path:
         return self.write_text(name, json.dumps(obj, indent=2, default=str) + "\n")
 
+    @contextlib.contextmanager
     def timed(self, step: str):
-        """Count the block's time into manifest["timings"][step] (see `timed`)."""
-        return timed(self, step)
+        """Where a run's time went: the block's seconds added to manifest["timings"][step] (on this
+        place's clock; UML's time-travel clock skips idle time, manifest["clock"] says how much).
+        A guest under software emulation spends most of a run outside its transfer (process starts,
+        parsing): this record says where, run by run (benchmarks/results/vm_run_overhead.md)."""
+        t = time.monotonic()
+        try:
+            yield
+        finally:
+            timings = self.manifest.setdefault("timings", {})
+            timings[step] = round(timings.get(step, 0.0) + time.monotonic() - t, 3)
 
     def _read_clocks(self) -> tuple[float, float]:
         return time.time(), guest.host_time(self.path)
@@ -126,20 +135,6 @@ class RunDir:
             shutil.rmtree(self.final)
         self.path.rename(self.final)
         return self.final
-
-
-@contextlib.contextmanager
-def timed(rd, step: str):
-    """Where a run's time went: the block's seconds added to `rd.manifest["timings"][step]` (on
-    this place's clock; UML's time-travel clock skips idle time, manifest["clock"] says how much).
-    A guest under software emulation spends most of a run outside its transfer (process starts,
-    parsing): this record says where, run by run (benchmarks/results/vm_run_overhead.md)."""
-    t = time.monotonic()
-    try:
-        yield
-    finally:
-        timings = rd.manifest.setdefault("timings", {})
-        timings[step] = round(timings.get(step, 0.0) + time.monotonic() - t, 3)
 
 
 class Sweep:

@@ -84,10 +84,20 @@ def _in_guest(where: str, argv: list[str], out: Path | None, handed: dict) -> in
                 raise
             _log.warning("%s\nStarting it once more: the sweep resumes after its finished runs.", exc)
             out.mkdir(parents=True, exist_ok=True)
-            restarts = out / "restarts.json"
-            seen = json.loads(restarts.read_text()) if restarts.exists() else []
-            restarts.write_text(json.dumps([*seen, {"at": now(), "place": where, "error": str(exc)}],
-                                           indent=1) + "\n")
+            (out / RESTARTS_FILE).write_text(json.dumps(
+                [*restarts(out), {"at": now(), "place": where, "error": str(exc)}], indent=1) + "\n")
+
+
+RESTARTS_FILE = "restarts.json"
+
+
+def restarts(out: Path) -> list[dict]:
+    """The guest restarts _in_guest recorded in a sweep's results (none if unreadable)."""
+    f = out / RESTARTS_FILE
+    try:
+        return json.loads(f.read_text()) if f.exists() else []
+    except (OSError, ValueError):
+        return []
 
 
 def _verbosity() -> list[str]:
@@ -173,10 +183,10 @@ def analyse(ctx: RunContext, summary: dict | None = None) -> None:
     returned its summary), then `conclude`; for a shard, only what it did (`mptcplab merge` analyses)."""
     lab, say, t0 = ctx.lab, log.get(ctx.lab.id), time.monotonic()
     summary = summary if summary is not None else engine.finish(ctx)
-    guest, wall = clock_totals(ctx.out)
-    if guest:
+    guest_s, wall = clock_totals(ctx.out)  # not `guest`: that name is the places.guest module here
+    if guest_s:
         say.info("%s clock: the runs took %.0f s on the guest's clock and %.0f s of "
-                 "wall-clock time (each manifest's `clock`)", ctx.where, guest, wall)
+                 "wall-clock time (each manifest's `clock`)", ctx.where, guest_s, wall)
     if ctx.shard:
         say.info("shard %s: %d runs done; merge the shards with `mptcplab merge`", ctx.shard, len(summary["runs"]))
         return

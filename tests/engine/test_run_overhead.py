@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from mptcplab import observe
-from mptcplab.results import Sweep, timed
+from mptcplab.results import Sweep
 from mptcplab import topology
 from mptcplab.errors import EnvironmentProblem
 from mptcplab.topology import Cmd, parse_sysctls
@@ -24,7 +24,7 @@ def test_timed_adds_each_steps_seconds_into_the_manifest(tmp_path):
             with rd.timed("record"):
                 time.sleep(0.01)
         try:
-            with timed(rd, "measure"):
+            with rd.timed("measure"):
                 raise ValueError("a failing step still counts")
         except ValueError:
             pass

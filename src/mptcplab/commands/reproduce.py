@@ -23,7 +23,7 @@ from .. import log, report, results
 from ..errors import EnvironmentProblem, ExperimentFailed, UsageError
 from ..lab import all_labs
 from ..places.decide import decide
-from ..runner import run_lab
+from ..runner import restarts, run_lab
 
 
 _log = log.get("reproduce")
@@ -65,7 +65,7 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
             outcomes.append(o)
             continue
         _log.info("== %s: %s (%s, %s)", lab.id, lab.title, "quick" if quick else "full", o.where)
-        started, restarts_before = time.monotonic(), len(_restarts(sweep))
+        started, restarts_before = time.monotonic(), len(restarts(sweep))
         tail = io.StringIO()
         try:
             with contextlib.redirect_stderr(_Tee(sys.stderr, tail)):
@@ -80,19 +80,10 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
         o.seconds = time.monotonic() - max(started, results.lock_taken() or started)
         o.transfer_s = results.transfer_seconds(sweep)
         o.log_tail = tail.getvalue()[-4000:]
-        o.extra["restarts"] = len(_restarts(sweep)) - restarts_before
+        o.extra["restarts"] = len(restarts(sweep)) - restarts_before
         _log.info("== %s: %s%s", lab.id, o.status, ": " + o.detail if o.detail else "")
         outcomes.append(o)
     return outcomes
-
-
-def _restarts(sweep: Path) -> list:
-    """The guest restarts runner._in_guest recorded in this sweep (its restarts.json)."""
-    f = sweep / "restarts.json"
-    try:
-        return json.loads(f.read_text()) if f.exists() else []
-    except (OSError, ValueError):
-        return []
 
 
 def _why_failed(sweep: Path) -> str:

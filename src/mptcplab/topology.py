@@ -427,6 +427,7 @@ class Network:
         self.sender_start_s: float | None = None  # traffic.start_time: one sender's start-up, measured once
         self.spawners: dict[str, object] = {}  # traffic.spawn: per host, its spawner's socket
         self.up_s: float | None = None  # how long Topology.up took to build it
+        self._offloads: dict | None = None  # offloads_all, read once
 
     def address(self, host: str, path: str) -> str:
         return self.topo.address(host, path)
@@ -551,9 +552,7 @@ class Network:
                             "paths": list(self.topo.bottleneck.paths)} if self.topo.bottleneck else None),
             "qdiscs": self.check(["tc", "-n", emu, "qdisc", "show"]).strip().splitlines(),
             # Read back, not assumed: receive offloads would coalesce segments so one ACK covers many.
-            "offloads": {f"{h}:{dev}": self.offloads(h, dev) for p in self.topo.paths
-                         for h, dev in ((p.a, p.name), (p.b, p.name), (EMULATOR, f"a-{p.name}"),
-                                        (EMULATOR, f"b-{p.name}"))},
+            "offloads": self.offloads_all(),
             "sysctls_set": {h: {**BASE_SYSCTLS, **self.topo.sysctls.get(h, {})} for h in self.topo.hosts},
             # Read back: the usual ones and every one the kit set (a lab's own, e.g. tcp_recovery).
             "sysctls": {h: self.sysctls(h, list(dict.fromkeys(
@@ -568,6 +567,16 @@ class Network:
             snap["mptcp"][h] = {k: self.check(argv).strip().splitlines()
                                 for k, argv in mptcpconf.show_commands(self.ns(h)).items()}
         return snap
+
+    def offloads_all(self) -> dict[str, dict[str, str]]:
+        """Every path interface's offloads, read once per network: they are set when it is built
+        (commands()) and nothing changes them after, while `record` runs before every run, where an
+        `ethtool` per interface (16 for Lab 2's four paths) costs seconds in an emulated CPU."""
+        if self._offloads is None:
+            self._offloads = {f"{h}:{dev}": self.offloads(h, dev) for p in self.topo.paths
+                              for h, dev in ((p.a, p.name), (p.b, p.name), (EMULATOR, f"a-{p.name}"),
+                                             (EMULATOR, f"b-{p.name}"))}
+        return self._offloads
 
     def offloads(self, host: str, dev: str) -> dict[str, str]:
         """The segmentation and receive offloads of one interface as `ethtool -k` reports them."""

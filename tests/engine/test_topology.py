@@ -42,6 +42,21 @@ def test_offloads_are_read_back_as_ethtool_reports_them():
                                            "rx-gro-list": "off"}
 
 
+def test_offloads_are_read_once_per_network_for_every_interface_of_every_path():
+    """Set when the network is built and changed by nothing after, so read once, not before every
+    run (an `ethtool` per interface costs seconds in an emulated CPU)."""
+    import subprocess
+    from mptcplab.topology import Network
+
+    asked = []
+    net = Network(kato())
+    net.run = lambda host, argv, check=True: (asked.append((host, argv[-1])),
+                                              subprocess.CompletedProcess(argv, 0, "rx-gro-list: off\n", ""))[1]
+    first = net.offloads_all()
+    assert net.offloads_all() is first and len(asked) == 4 * len(net.topo.paths) == len(first)
+    assert {dev for _, dev in asked} == {"fast", "slow", "a-fast", "b-fast", "a-slow", "b-slow"}
+
+
 def test_mptcp_endpoints_one_subflow_per_extra_path_with_dev():
     topo = kato(mptcp_subflows=2)
     cmds = [c.argv for c in topo.commands() if "mptcp" in c.argv]

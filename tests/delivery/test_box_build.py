@@ -27,7 +27,8 @@ def _metadata(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def boxes(tmp_path):
-    for name in ("mptcplab-amd64-libvirt.box", "mptcplab-arm64-libvirt.box", "mptcplab-amd64-virtualbox.box"):
+    for name in ("mptcplab-amd64-libvirt.box", "mptcplab-arm64-libvirt.box", "mptcplab-amd64-virtualbox.box",
+                 "mptcplab-arm64-virtualbox.box"):
         (tmp_path / name).write_bytes(name.encode())  # stand-ins: only names and checksums matter here
     (tmp_path / "unrelated.box").write_bytes(b"x")
     return tmp_path
@@ -40,7 +41,7 @@ def test_metadata_is_what_vagrant_reads(boxes):
     jsonschema.validate(meta, SCHEMA)
     providers = meta["versions"][0]["providers"]
     assert [(p["name"], p["architecture"]) for p in providers] == [
-        ("libvirt", "amd64"), ("libvirt", "arm64"), ("virtualbox", "amd64")]  # amd64 first: Vagrant < 2.4 takes it
+        ("libvirt", "amd64"), ("libvirt", "arm64"), ("virtualbox", "amd64"), ("virtualbox", "arm64")]  # amd64 first: Vagrant < 2.4 takes it
     for p in providers:
         name = p["url"].rsplit("/", 1)[1]
         assert p["checksum"] == hashlib.sha256(name.encode()).hexdigest()
@@ -54,7 +55,7 @@ def test_rebase_points_urls_at_the_host_and_verify_catches_a_changed_box(boxes):
     jsonschema.validate(meta, SCHEMA)
     assert {p["url"] for p in meta["versions"][0]["providers"]} == {
         f"https://boxes.example.edu/mptcplab/mptcplab-{a}-{p}.box"
-        for a, p in (("amd64", "libvirt"), ("arm64", "libvirt"), ("amd64", "virtualbox"))}
+        for a, p in (("amd64", "libvirt"), ("arm64", "libvirt"), ("amd64", "virtualbox"), ("arm64", "virtualbox"))}
     assert _metadata("verify", "--dir", str(boxes)).returncode == 0
     (boxes / "mptcplab-amd64-libvirt.box").write_bytes(b"tampered")
     r = _metadata("verify", "--dir", str(boxes))
@@ -80,6 +81,79 @@ def test_ovf_is_well_formed_and_names_the_disk_build_writes():
     assert ref.get(f"{{{ns['ovf']}}}href") == "mptcplab-disk001.vmdk"
     build = (BOX / "build.sh").read_text()
     assert "mptcplab-disk001.vmdk" in build and "@DISK_BYTES@" in build and "@FILE_BYTES@" in build
+
+
+VBOX = "http://www.virtualbox.org/ovf/machine"
+OVF1 = "http://schemas.dmtf.org/ovf/envelope/1"
+RASD = "http://schemas.dmtf.org/wbem/wscim/1/cim-schema/2/CIM_ResourceAllocationSettingData"
+
+
+def _in_ovf(path: str) -> str:
+    """An ElementTree path in the OVF's default namespace, which vbox:Machine's children are in too
+    (as in VirtualBox's own exports; its reader matches them by local name)."""
+    return "/".join(f"{{{OVF1}}}{step}" for step in path.split("/"))
+
+
+def _arm64_machine(root: ET.Element) -> ET.Element:
+    """The vbox:Machine of an arm64 OVF, checked for what makes VirtualBox import an ARM machine
+    (without that section, Appliance::i_importMachineGeneric makes every import an x86 one)."""
+    (machine,) = root.iter(f"{{{VBOX}}}Machine")
+    assert machine.get("version", "").startswith("1.20-")  # the settings format with <Platform> (7.1+)
+    assert machine.get("OSType") == "Debian_arm64"
+    (platform,) = machine.findall(_in_ovf("Platform"))
+    assert platform.get("architecture") == "ARM"
+    assert platform.find(_in_ovf("Chipset")).get("type") == "ARMv8Virtual"
+    assert machine.find(_in_ovf("Hardware/Firmware")).get("type") == "EFI"  # an arm64 VM boots only through UEFI
+    return machine
+
+
+def test_arm64_ovf_describes_an_arm_machine_whose_disk_and_controller_match():
+    root = ET.parse(BOX / "box-arm64.ovf").getroot()
+    machine = _arm64_machine(root)
+    (disk,) = root.findall(f"{{{OVF1}}}DiskSection/{{{OVF1}}}Disk")
+    (image,) = machine.findall(_in_ovf("Hardware/StorageControllers/StorageController/AttachedDevice/Image"))
+    assert disk.get(f"{{{VBOX}}}uuid") == "@DISK_UUID@" and image.get("uuid") == "{@DISK_UUID@}"  # one UUID, both places
+    # The OVF's own controller is the vbox:Machine's (VirtualBox reads both: the OVF for its disk list).
+    subtypes = [i.findtext(f"{{{RASD}}}ResourceSubType") for i in root.iter(f"{{{OVF1}}}Item")]
+    assert "VirtioSCSI" in subtypes and "virtio" in subtypes
+    assert machine.find(_in_ovf("Hardware/StorageControllers/StorageController")).get("type") == "VirtioSCSI"
+    assert machine.find(_in_ovf("Hardware/Network/Adapter")).get("type") == "virtio"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mmdebstrap"),
+                    reason="build.sh runs as root with mmdebstrap (apt-get install mmdebstrap)")
+def test_boxes_stage_writes_an_arm64_virtualbox_box(tmp_path):
+    """build.sh --stage boxes --arch arm64 on a stand-in disk: both arm64 boxes, the VirtualBox one's
+    OVF with every placeholder filled (one fresh disk UUID in both places), listed in metadata.json.
+    qemu-img is faked (it only converts the disk, which this test does not look at)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "qemu-img").write_text('#!/bin/sh\nfor a; do last=$a; done\necho vmdk >"$last"\n')
+    (fake / "qemu-img").chmod(0o755)
+    out = tmp_path / "box"
+    out.mkdir()
+    (out / "disk-arm64.qcow2").write_bytes(b"qcow2 stand-in")
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "MPTCPLAB_BOX_DISK_GB": "20"}
+    r = subprocess.run(["bash", str(BOX / "build.sh"), "--arch", "arm64", "--stage", "boxes", "--out", str(out),
+                        "--version", "2026.11.25"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    extract = tmp_path / "x"
+    extract.mkdir()
+    subprocess.run(["tar", "-xf", str(out / "mptcplab-arm64-virtualbox.box"), "-C", str(extract)], check=True)
+    assert sorted(p.name for p in extract.iterdir()) == ["Vagrantfile", "box.ovf", "metadata.json", "mptcplab-disk001.vmdk"]
+    text = (extract / "box.ovf").read_text()
+    assert "@" not in text.split("-->", 1)[1]  # every placeholder filled (the comment names them)
+    root = ET.fromstring(text)
+    machine = _arm64_machine(root)
+    (disk,) = root.findall(f"{{{OVF1}}}DiskSection/{{{OVF1}}}Disk")
+    assert disk.get(f"{{{OVF1}}}capacity") == str(20 * 1024**3)
+    image = machine.find(_in_ovf("Hardware/StorageControllers/StorageController/AttachedDevice/Image"))
+    assert image.get("uuid") == "{" + disk.get(f"{{{VBOX}}}uuid") + "}"
+    assert json.loads((extract / "metadata.json").read_text()) == {"provider": "virtualbox", "architecture": "arm64"}
+    assert '"arm64" == "arm64"' in (extract / "Vagrantfile").read_text()
+    meta = json.loads((out / "metadata.json").read_text())
+    assert [(p["name"], p["architecture"]) for p in meta["versions"][0]["providers"]] == [
+        ("libvirt", "arm64"), ("virtualbox", "arm64")]
 
 
 @pytest.mark.skipif(not shutil.which("shellcheck"), reason="shellcheck not installed")

@@ -13,8 +13,9 @@
 #           user with Vagrant's insecure keys (Vagrant swaps them for a fresh key on first `up`)
 #   image   a 20 GiB sparse disk: that tree on ext4, plus a bootloader (amd64: GRUB on BIOS/MBR;
 #           arm64: GRUB EFI on an ESP, the only way an arm64 VM boots), as DIR/disk-ARCH.qcow2
-#   boxes   DIR/mptcplab-ARCH-libvirt.box (qcow2) and, for amd64, DIR/mptcplab-ARCH-virtualbox.box
-#           (OVF + streamOptimized VMDK); DIR/metadata.json lists them with their SHA-256
+#   boxes   DIR/mptcplab-ARCH-libvirt.box (qcow2; also what the vagrant-qemu provider imports) and
+#           DIR/mptcplab-ARCH-virtualbox.box (OVF + streamOptimized VMDK; arm64: for VirtualBox 7.1+
+#           on Apple Silicon); DIR/metadata.json lists them with their SHA-256
 #
 # Needs root, and: apt-get install mmdebstrap qemu-utils fdisk dosfstools e2fsprogs (arm64: also mtools)
 # (arm64 on an amd64 host also: qemu-user-static binfmt-support, with binfmt_misc mounted).
@@ -204,15 +205,19 @@ stage_boxes() {
   rm -rf "$dir"
   # metadata.json now and again after each further box: the libvirt box is usable meanwhile.
   python3 "$here/metadata.py" write --dir "$OUT" --version "$VERSION" --base-url "$BASE_URL" --name "$BOX_NAME"
-  if [ "$ARCH" = amd64 ] && [ "$PLAIN" = 0 ]; then  # a plain box is a provisioning test: libvirt only
-    # VirtualBox: OVF + streamOptimized VMDK, what `VBoxManage import` (and so Vagrant) reads.
+  if [ "$PLAIN" = 0 ]; then  # a plain box is a provisioning test: libvirt only
+    # VirtualBox: OVF + streamOptimized VMDK, what `VBoxManage import` (and so Vagrant) reads. arm64
+    # (VirtualBox 7.1+ on Apple Silicon): box-arm64.ovf, whose vbox:Machine section makes the import
+    # an ARM machine (UEFI, virtio-scsi disk, virtio NIC); its two UUIDs are fresh for each build.
     dir=$(mktemp -d)
     qemu-img convert -O vmdk -o subformat=streamOptimized "$qcow" "$dir/mptcplab-disk001.vmdk"
-    local bytes; bytes=$(stat -c %s "$dir/mptcplab-disk001.vmdk")
+    local bytes ovf=$here/box.ovf; bytes=$(stat -c %s "$dir/mptcplab-disk001.vmdk")
+    [ "$ARCH" = arm64 ] && ovf=$here/box-arm64.ovf
     sed -e "s/@DISK_BYTES@/$((DISK_GB * 1024 * 1024 * 1024))/" -e "s/@FILE_BYTES@/$bytes/" \
-      "$here/box.ovf" >"$dir/box.ovf"
-    echo '{"provider": "virtualbox", "architecture": "amd64"}' >"$dir/metadata.json"
-    cp "$here/Vagrantfile.virtualbox" "$dir/Vagrantfile"
+      -e "s/@MACHINE_UUID@/$(cat /proc/sys/kernel/random/uuid)/" -e "s/@DISK_UUID@/$(cat /proc/sys/kernel/random/uuid)/g" \
+      "$ovf" >"$dir/box.ovf"
+    printf '{"provider": "virtualbox", "architecture": "%s"}\n' "$ARCH" >"$dir/metadata.json"
+    sed "s/@ARCH@/$ARCH/" "$here/Vagrantfile.virtualbox" >"$dir/Vagrantfile"
     tar -C "$dir" -cf "$OUT/mptcplab-$ARCH-virtualbox.box.part" box.ovf mptcplab-disk001.vmdk metadata.json Vagrantfile
     mv "$OUT/mptcplab-$ARCH-virtualbox.box.part" "$OUT/mptcplab-$ARCH-virtualbox.box"
     rm -rf "$dir"

@@ -332,6 +332,22 @@ def test_both_guests_run_the_command_from_one_script(tmp_path):
     assert "dmesg" in vm_run and "halt" not in vm_run
 
 
+def test_a_guest_uses_the_hosts_cache_directory(tmp_path, monkeypatch):
+    """A host whose XDG_CACHE_HOME moves the kit's cache hands it to the guest, whose own HOME would
+    otherwise put the cache elsewhere (the VM: a read-only /root/.cache, where the setup check's
+    physics record failed to be written in a fresh-cache `make reproduce`)."""
+    from mptcplab import paths
+    from mptcplab.places import guest
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache dir"))
+    text = guest.script("vm", ["mptcplab", "run", "lab2"], tmp_path / "status", {"A": "b"})
+    exported = next(line for line in text.splitlines() if line.startswith("export "))
+    assert f"XDG_CACHE_HOME='{tmp_path / 'cache dir'}'" in exported and "A=b" in exported
+    assert str(paths.cache_dir()).startswith(str(tmp_path / "cache dir"))  # the directory vm.run makes writable
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert "XDG_CACHE_HOME" not in guest.script("vm", ["true"], tmp_path / "status")
+
+
 def test_a_guest_that_stops_without_a_status_says_its_last_lines():
     # CI keeps only a failed test's last kilobytes: "see output above" there shows nothing.
     from mptcplab.places import guest

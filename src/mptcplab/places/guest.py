@@ -41,7 +41,14 @@ def script(where: str, command: list[str], status: Path, env: dict[str, str] | N
     """The guest's /bin/sh script: `setup` (what the guest's init has not mounted), tracefs and bpffs,
     the kit's environment (MPTCPLAB_WHERE says which place this is), the command from the host's
     working directory, `after` (with $rc, its exit status), the status into `status` (a file the host
-    reads back), then `end`."""
+    reads back), then `end`.
+
+    The host's XDG_CACHE_HOME goes in too: the kit's cache (paths.cache_dir) must be the same
+    directory on both sides. Without it a guest fell back to $HOME/.cache: in the VM, where only the
+    host's cache directory is writable, the setup check failed writing physics/vm.json there
+    (read-only file system); in UML it wrote to a cache the host was not using."""
+    if os.environ.get("XDG_CACHE_HOME"):
+        env = {"XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"], **(env or {})}
     return SCRIPT.format(
         setup=setup.strip(), home=shlex.quote(home or str(Path.home())),
         path=shlex.quote(os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")), where=where,

@@ -23,9 +23,10 @@ CLOCK = ("Its runs took {guest:.0f} s on the UML guest's time-travel clock, {wal
 RANK = 1  # boots in seconds; its time-travel clock skips idle time
 OFFERS = {"netem", "tbf"}  # what vagrant/uml/mptcplab.config gives it; no kprobes, no BPF JIT
 MARKER = f"umid={PREFIX}-"  # on every UML kernel's command line (uml_kernel.run): `clean` finds them
-# The build's time, said wherever the kit speaks of it: a first build on an idle 2-core machine
-# (issue 27's run; site/setup/uml.md, "Building it: how long it takes").
-BUILD_TIME = "9.6 min on an idle 2-core machine"
+# The build's time, said wherever the kit speaks of it: the first build of the fresh-clone
+# `make reproduce` of 2026-11-25, 400 s on the kit's 2-core machine (site/setup/uml.md, "Building
+# it: how long it takes"; benchmarks/results/reproduce_fresh_clone.md).
+BUILD_TIME = "6.7 min on a 2-core machine"
 
 
 def available() -> tuple[bool, str]:

@@ -384,8 +384,8 @@ TIME_RATIO = "benchmarks/results/time_ratio.json"
 def cost() -> str:
     if accelerator() == "kvm":
         return "a VM under KVM: a boot of a few seconds per lab"
-    return ("a VM under software emulation (QEMU TCG, no usable KVM here): each boot takes 20-40 s and "
-            "everything runs several times slower" + measured_cost())
+    return ("a VM under software emulation (QEMU TCG, no usable KVM here): each boot takes 20-40 s on an idle host "
+            "(80 s under a load of 3) and everything runs several times slower" + measured_cost())
 
 
 def measured_cost(lab: str = "lab2") -> str:

@@ -83,6 +83,41 @@ def test_vagrantfile_validates_for_the_qemu_provider(tmp_path, apple_silicon):
     assert f"QEMU {hvf} 2 4096M" in r.stdout, r.stdout
 
 
+def _built_box(tmp_path: Path, arch: str, provider: str) -> Path:
+    """build.sh's boxes stage on a stand-in disk (qemu-img faked: only the box's metadata and
+    Vagrantfile matter to `vagrant validate`)."""
+    fake, out = tmp_path / "fakebin", tmp_path / "boxes"
+    fake.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (fake / "qemu-img").write_text('#!/bin/sh\nfor a; do last=$a; done\necho stand-in >"$last"\n')
+    (fake / "qemu-img").chmod(0o755)
+    (out / f"disk-{arch}.qcow2").write_bytes(b"stand-in")
+    r = subprocess.run(["bash", str(REPO / "vagrant" / "box" / "build.sh"), "--arch", arch, "--stage", "boxes",
+                        "--out", str(out), "--version", "2026.11.25"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"})
+    assert r.returncode == 0, r.stderr
+    return out / f"mptcplab-{arch}-{provider}.box"
+
+
+@vagrant
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mmdebstrap"), reason="build.sh needs root and mmdebstrap")
+@pytest.mark.parametrize("arch,provider", [("arm64", "virtualbox"), ("amd64", "virtualbox"), ("arm64", "libvirt")])
+def test_vagrantfile_validates_with_each_box_installed(tmp_path, arch, provider):
+    """With the box added, Vagrant loads the box's own Vagrantfile under the project's (the arm64
+    VirtualBox box leaves the display to its OVF; the libvirt one asks for UEFI on `virt`)."""
+    if provider == "libvirt" and not _libvirt_plugin():
+        pytest.skip("vagrant-libvirt plugin missing (apt-get install vagrant-libvirt)")
+    box = _built_box(tmp_path / "build", arch, provider)
+    home = {**os.environ, "VAGRANT_HOME": str(tmp_path / ".vagrant.d")}
+    r = subprocess.run(["vagrant", "box", "add", "--name", "mptcplab/debian-13", "--provider", provider, str(box)],
+                       env=home, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (installed,) = (tmp_path / ".vagrant.d" / "boxes").glob(f"*/*/{provider}/Vagrantfile")
+    assert f"({arch})" in installed.read_text().splitlines()[0]
+    r = _validate(tmp_path, provider)
+    assert r.returncode == 0 and "validated successfully" in r.stdout, r.stdout + r.stderr
+
+
 @vagrant
 @pytest.mark.parametrize("provider,line,typo", [
     ("virtualbox", "vb.default_nic_type = NIC", "vb.default_nic_typo = NIC"),

@@ -47,3 +47,11 @@ def test_the_bar_has_a_total_and_an_eta_and_grows_past_the_dry_run(tmp_path, cap
     bar = capsys.readouterr().err.strip().splitlines()[-1].split("\r")[-1]
     # The dry run counted 2 objects; the build made 3 (the final link comes after the dry run's stop).
     assert "3/3 [" in bar and "<" in bar, bar
+
+
+def test_in_a_log_each_redraw_is_its_own_line(tmp_path, capsys):
+    # capsys's stderr is no terminal, as in CI or under nohup: no carriage returns, one line per redraw.
+    uml._make_with_progress([str(_fake_make(tmp_path)), "-j2"], quiet=False)
+    err = capsys.readouterr().err
+    assert "\r" not in err, repr(err)
+    assert err.splitlines()[-1].startswith("[uml build] compiling: 100%"), err

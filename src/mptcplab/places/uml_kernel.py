@@ -147,6 +147,22 @@ def _mkdir(path: Path) -> Path:
 OBJECT_LINE = re.compile(r"(?:^|echo ')  (?:CC|AS|LD) +\S", re.M)
 
 
+class _LogLines:
+    """A file for tqdm in a log: each redraw becomes its own line. tqdm redraws a bar in place by
+    starting each with a carriage return, which a log (CI, nohup) keeps as one endless line."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def write(self, s: str) -> None:
+        s = s.replace("\r", "").rstrip()
+        if s:
+            self.out.write(s + "\n")
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
 def _make_with_progress(argv: list[str], quiet: bool) -> None:
     """Run make, showing the objects compiled out of the total, and an ETA.
 
@@ -167,9 +183,9 @@ def _make_with_progress(argv: list[str], quiet: bool) -> None:
     # In a log (CI, nohup) a bar redrawn every 2 s is one endless line: redraw once a minute there.
     # miniters=1 keeps tqdm's monitor thread out: with its dynamic miniters, objects arriving in
     # bursts made it print a second line seconds after each.
-    every = 2 if sys.stderr.isatty() else 60
-    with tqdm(total=total, unit="obj", desc="[uml build] compiling", disable=quiet, mininterval=every,
-              miniters=1) as bar:
+    tty = sys.stderr.isatty()
+    with tqdm(total=total, unit="obj", desc="[uml build] compiling", disable=quiet, mininterval=2 if tty else 60,
+              miniters=1, file=sys.stderr if tty else _LogLines(sys.stderr)) as bar:
         for line in child.stdout:
             tail = (tail + [line])[-40:]
             if OBJECT_LINE.match(line):

@@ -37,6 +37,17 @@ def test_lab_declares_its_delays_and_bpf_so_neither_uml_nor_native_without_netem
     assert set(full["algorithms"]) == {"uncoupled", "ewtcp", "coupled", "lia", "cs218"}
 
 
+def test_a_controlled_run_may_skip_the_fairness_runs_but_not_the_transfers():
+    """fairness.repetitions = 0: a controlled run that measures only transfers (the shared
+    bottleneck, the cross-traffic sweep); the transfers' repetitions stay >= 1."""
+    lab = get_lab("lab2")
+    params = lab.load_params(False, {"variants": ["shared"], "repetitions": 2, "fairness": {"repetitions": 0}})
+    keys = [p.key for p in lab.points(params, None)]
+    assert len(keys) == 10 and not any(k.startswith("fair-") for k in keys)
+    with pytest.raises(UsageError, match="repetitions >= 1"):
+        lab.load_params(False, {"repetitions": 0})
+
+
 def test_topology_keeps_every_path_delay():
     """No place without netem runs the lab (`needs`), so the delays are never dropped."""
     params = get_lab("lab2").load_params(True)

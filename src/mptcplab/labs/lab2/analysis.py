@@ -275,8 +275,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
 
 
 def invocations(out: Path) -> list[dict]:
-    """The commands that made a sweep's runs, in the order they first ran, each with its runs and
-    commits: a sweep resumed by several commands (e.g. the first repetitions, then the rest) shows
+    """The commands that made a sweep's runs, in the order they first ran, each with its run
+    directories (its setup check included) and commits: a sweep resumed by several commands (e.g. the first repetitions, then the rest) shows
     each, where `command` and `parameters` above are the first's (its setup check)."""
     seen: dict[str, dict] = {}
     for d in results.Sweep(out).runs():
@@ -560,11 +560,10 @@ def _corrected(diff: float, half: float, level: float) -> str:
     return f"{_fmt(diff, half)} ({lv})"
 
 
-# What was done to find the cause of each divergence from the report, per algorithm, where no
-# controlled run kept beside the reference bears on it (`evidence` says what one does).
+# A divergence's cause where no controlled run kept beside the reference bears on it (`evidence`
+# says what one does).
 RUNNABLE = ("unexplained, tried: nothing controlled yet. Runnable: the cross-traffic sweep and the "
             "shared-bottleneck variant (experiment.toml)")
-CONTROLLED = {"coupled": RUNNABLE, "lia": RUNNABLE, "cs218": RUNNABLE}
 # Why a mechanism that holds the report's ratio would explain it, per kind of controlled run.
 WHY = {"shared": "on a path of its own each uncoupled subflow can take a link's worth, through one shared link all "
                  "of them take one link's worth (the report's subflows shared one node's wireless medium)",
@@ -618,9 +617,8 @@ def mechanisms(c: dict, ref_params: dict) -> dict[str, tuple[str, str]]:
         found["shared"] = ("shared", "all subflows and the cross traffic through "
                                      + (f"one {mbps:g} Mbit/s link" if mbps else "one link"))
     change = cross_change(ref_params.get("cross"), (c["manifest"].get("parameters") or {}).get("cross"))
-    for v in variants - {"shared"}:
-        if change:
-            found[v] = ("cross", change)
+    if change:
+        found.update({v: ("cross", change) for v in variants - {"shared"}})
     return found
 
 
@@ -654,12 +652,12 @@ def evidence(div: dict, ratio: dict, name: str, variant: str, words: str, kind: 
                     f"{'clear the reference' if beyond else 'exclude the report'} at this spread"}
 
 
-def divergence_status(algo: str, found: list[dict]) -> str:
+def divergence_status(found: list[dict]) -> str:
     """A divergence's cause in the report: "cause measured: ..." when a controlled run measured it
     (the others tried named after it), else "unexplained, tried: ..." with each controlled run's
     result, or what is runnable when none bears on it."""
     if not found:
-        return CONTROLLED.get(algo, "unexplained, tried: nothing yet")
+        return RUNNABLE
     causes = [e["text"] for e in found if e["outcome"] == "cause"]
     others = [e["text"] for e in found if e["outcome"] != "cause"]
     if causes:
@@ -695,7 +693,7 @@ def divergences(tp: pd.DataFrame, controlled: dict[str, dict] | None = None,
                 ratio = controlled_ratio(c["throughput"], r.algo, variant)
                 if ratio is not None:
                     found.append(evidence(row, ratio, name, variant, words, kind))
-        rows.append({**row, "status": divergence_status(r.algo, found)})
+        rows.append({**row, "status": divergence_status(found)})
     return pd.DataFrame(rows, columns=["algo", "variant", "paper", "run_lo", "run_hi", "status"])
 
 
@@ -816,7 +814,10 @@ def report(out: Path) -> str:
                   "the same ratio (the paired difference below, over uncoupled's mean). The report ran ns-3: "
                   "logical subflows over one node's interfaces, 15 UDP clients congesting 5 Mbit/s wireless "
                   "links; whether a shared bottleneck, the cross-traffic level or the coupled rule's definition "
-                  "explains a divergence is what a controlled run on this kernel can show.",
+                  "explains a divergence is what a controlled run on this kernel can show. A controlled run "
+                  "measures the cause when its interval of the same ratio (Holm-corrected over its own comparisons) "
+                  "holds the report's and lies clear of this run's; one that excludes the report's is tried, not the "
+                  "cause.",
                   "",
                   "| algorithm | variant | ÷ uncoupled, paper | ÷ uncoupled, this run (corrected) | cause |",
                   "|---|---|---|---|---|"]

@@ -572,3 +572,11 @@ def test_the_manifest_names_every_command_that_resumed_the_sweep(tmp_path):
     inv = la.invocations(tmp_path)
     assert [(e["command"], e["runs"], e["commits"]) for e in inv] == [
         ("mptcplab run lab2 --set repetitions=6", 2, ["a" * 12]), ("mptcplab run lab2", 1, ["a" * 12])]
+
+
+def test_the_shipped_report_is_what_the_analysis_makes_of_the_shipped_tables():
+    """solutions/results/lab2/paper-vs-this-run.md regenerates byte for byte from the committed
+    tables and controlled runs (`mptcplab notebooks reference lab2 solutions/results/lab2 --report-only`)."""
+    ref = Path(__file__).parents[2] / "solutions" / "results" / "lab2"
+    assert la.report(ref) == (ref / "paper-vs-this-run.md").read_text(), \
+        "stale: run `mptcplab notebooks reference lab2 solutions/results/lab2 --report-only` and commit"

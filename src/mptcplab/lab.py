@@ -82,6 +82,8 @@ class Lab:
     parameters: Callable[[dict], None] | None = None  # checks beyond the generic ones (see check_params)
     renamed: dict[str, str] = field(default_factory=dict)  # old parameter name -> new one
     any_kind: tuple[str, ...] = ()  # parameters that take more than one kind of value (checked by the lab)
+    may_skip: tuple[str, ...] = ()  # repetitions that may be 0: that part of the sweep is not run (Lab 2's
+    #   fairness runs in a controlled run that measures only transfers)
     results_checks: dict[str, Callable[[Path], list]] = field(default_factory=dict)  # a results table's
     #   file name -> its physics judge (a check.py function), for `mptcplab check`
     clean: Callable[[], list[str]] | None = None  # removes what a killed run of this lab left in the
@@ -184,8 +186,9 @@ def check_params(lab: Lab, params: dict) -> None:
                 yield f"{prefix}{k}", k, v
 
     for name, key, value in walk(params):
-        if key == "repetitions" and not (isinstance(value, int) and value >= 1):
-            raise UsageError(f"{name} = {value!r}: give a whole number of repetitions >= 1")
+        least = 0 if name in lab.may_skip else 1
+        if key == "repetitions" and not (isinstance(value, int) and value >= least):
+            raise UsageError(f"{name} = {value!r}: give a whole number of repetitions >= {least}")
         if key.endswith("_s") and isinstance(value, (int, float)) and not value > 0:
             raise UsageError(f"{name} = {value!r}: give a duration in seconds > 0")
     if lab.parameters:

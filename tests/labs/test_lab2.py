@@ -37,6 +37,17 @@ def test_lab_declares_its_delays_and_bpf_so_neither_uml_nor_native_without_netem
     assert set(full["algorithms"]) == {"uncoupled", "ewtcp", "coupled", "lia", "cs218"}
 
 
+def test_a_controlled_run_may_skip_the_fairness_runs_but_not_the_transfers():
+    """fairness.repetitions = 0: a controlled run that measures only transfers (the shared
+    bottleneck, the cross-traffic sweep); the transfers' repetitions stay >= 1."""
+    lab = get_lab("lab2")
+    params = lab.load_params(False, {"variants": ["shared"], "repetitions": 2, "fairness": {"repetitions": 0}})
+    keys = [p.key for p in lab.points(params, None)]
+    assert len(keys) == 10 and not any(k.startswith("fair-") for k in keys)
+    with pytest.raises(UsageError, match="repetitions >= 1"):
+        lab.load_params(False, {"repetitions": 0})
+
+
 def test_topology_keeps_every_path_delay():
     """No place without netem runs the lab (`needs`), so the delays are never dropped."""
     params = get_lab("lab2").load_params(True)
@@ -453,3 +464,119 @@ def test_a_fairness_runs_split_is_counted_from_its_capture_after_the_run(tmp_pat
     monkeypatch.setattr(la, "link_packets", lambda pcap: _fake_link(flows[:1]))  # TCP alone on the link
     with pytest.raises(ExperimentFailed, match="fair-lia-r2: the emulator saw no span"):
         la.convert_raw(tmp_path)
+
+
+REF_CROSS = {"p2": {"rate": "3mbit", "on_s": 1.0, "off_s": 1.0}, "p3": {"rate": "4mbit", "on_s": 0.5, "off_s": 1.5}}
+
+
+def _runs(variant, means, reps, spread=0.1, seed=3):
+    """A throughput table: per algorithm its mean, runs 1..reps, a common per-run swing (the seeded
+    cross traffic moves every algorithm alike in run r) plus a little of each algorithm's own."""
+    rng = np.random.default_rng(seed)
+    swing = rng.normal(0, 1.0, reps)
+    rows = []
+    for algo, m in means.items():
+        own = rng.normal(0, spread, reps)
+        for rep in range(1, reps + 1):
+            rows.append({"run": f"{variant}-{algo}-r{rep}", "algo": algo, "variant": variant, "rep": rep,
+                         "mbps": m + swing[rep - 1] + own[rep - 1], "subflows": 4, "cc": f"mlab_{algo}",
+                         "subflow_ccs": f"mlab_{algo}"})
+    return pd.DataFrame(rows)
+
+
+def _controlled(tp, cross=REF_CROSS, bottleneck=None):
+    net = {"bottleneck": {"link": bottleneck}} if bottleneck else {}
+    return {"throughput": tp, "fairness": pd.DataFrame(columns=la.FAIRNESS_COLUMNS),
+            "manifest": {"network": net, "parameters": {"cross": cross}, "platform": {"where": "vm"},
+                         "git": {"commit": "c" * 40}}}
+
+
+# the reference: LIA and CS218 at 0.94-0.95 of uncoupled (static), well clear of the report's 1.108 / 1.122
+REFERENCE = _runs("static", {"uncoupled": 14.5, "ewtcp": 14.9, "coupled": 7.8, "lia": 13.7, "cs218": 13.8}, 10)
+HALF = {"p2": {**REF_CROSS["p2"], "rate": "1.5mbit"}, "p3": {**REF_CROSS["p3"], "rate": "2mbit"}}
+MORE = {"p2": {**REF_CROSS["p2"], "rate": "4.5mbit"}, "p3": {**REF_CROSS["p3"], "rate": "6mbit"}}
+
+
+def _status(controlled):
+    dv = la.divergences(REFERENCE, controlled, {"cross": REF_CROSS}).set_index(["algo", "variant"])
+    return {a: dv.loc[(a, "static"), "status"] for a in ("lia", "cs218")}
+
+
+def test_the_rows_without_a_controlled_run_say_what_is_runnable():
+    s = _status({})
+    assert s["lia"] == s["cs218"] == la.RUNNABLE and s["lia"].startswith("unexplained, tried: nothing controlled yet")
+    # a static run with the reference's own cross traffic changes nothing: it is no controlled run
+    s = _status({"same": _controlled(_runs("static", {"uncoupled": 14.5, "lia": 16.1, "cs218": 16.3}, 5))})
+    assert s["lia"] == la.RUNNABLE
+
+
+def test_a_cross_traffic_level_that_holds_the_reports_ratio_is_the_cause_and_one_that_excludes_it_is_tried():
+    """LIA at 1.11 of uncoupled with 1.5 times the cross traffic (5 tight pairs): its corrected
+    interval holds the report's 1.108 and clears the reference's, so the cause is measured;
+    CS218 at 0.95 there excludes the report's 1.122: unexplained, and the row says what was tried."""
+    tp = _runs("static", {"uncoupled": 12.0, "lia": 13.32, "cs218": 11.4}, 5, spread=0.05)
+    s = _status({"cross-1.5": _controlled(tp, MORE)})
+    assert s["lia"].startswith("cause measured: the cross traffic at 1.5 times its rate (p2 4.5mbit, p3 6mbit; "
+                               "this reference: p2 3mbit, p3 4mbit) (controlled run `controlled/cross-1.5`, "
+                               "static variant, 5 pairs)"), s["lia"]
+    assert "holds the report's 1.108 and lies above this reference's" in s["lia"]
+    assert s["cs218"].startswith("unexplained, tried: the cross traffic at 1.5 times its rate")
+    assert "excludes the report's 1.122" in s["cs218"]
+    # the figures are the controlled run's own: its means in Mbit/s, its corrected interval
+    r = la.controlled_ratio(tp, "cs218", "static")
+    assert f"CS218 ALGO {r['algo_mbps']:.2f} against uncoupled {r['uncoupled_mbps']:.2f} Mbit/s, " \
+           f"{r['lo']:.2f}–{r['hi']:.2f} of uncoupled" in s["cs218"]
+    levels = la.paired_table(tp).level  # Holm over the run's three comparisons: one family
+    assert r["pairs"] == 5 and len(levels) == 3 and levels.max() == pytest.approx(1 - 0.05 / 3)
+
+
+def test_every_controlled_run_that_bears_on_a_row_is_named_and_an_unresolved_one_says_how_many_pairs():
+    """Shared bottleneck (every algorithm) and two cross levels, all tried: the row lists each with
+    its result; a run whose interval holds the report's ratio but overlaps the reference's is not
+    resolved, with the pairs that would resolve it."""
+    shared = _runs("shared", {"uncoupled": 3.0, "ewtcp": 3.0, "coupled": 2.8, "lia": 2.85, "cs218": 2.9}, 6,
+                   spread=0.05)
+    wide = _runs("static", {"uncoupled": 14.0, "lia": 14.9, "cs218": 13.3}, 3, spread=0.6, seed=5)
+    ctl = {"cross-half": _controlled(wide, HALF),
+           "shared-bottleneck": _controlled(shared, bottleneck="rate=5mbit,delay=0ms,queue=50")}
+    s = _status(ctl)
+    assert s["lia"].startswith("unexplained, tried: the cross traffic at 0.5 times its rate")
+    assert "all subflows and the cross traffic through one 5 Mbit/s link (controlled run " \
+           "`controlled/shared-bottleneck`, shared variant, 6 pairs)" in s["lia"]
+    lia_half = la.controlled_ratio(wide, "lia", "static")
+    assert lia_half["lo"] <= 1.108 <= lia_half["hi"]  # 3 loose pairs hold everything
+    assert "but overlaps this reference's" in s["lia"] and "pairs would" in s["lia"]
+    dv = la.divergences(REFERENCE, ctl, {"cross": REF_CROSS})
+    coupled = dv[dv.algo == "coupled"].status.iloc[0]
+    assert "shared-bottleneck" in coupled and "cross-half" not in coupled  # the cross sweep ran without it
+
+
+def test_the_report_shows_each_controlled_run_with_what_it_changed(tmp_path):
+    tp = _runs("static", {"uncoupled": 12.0, "lia": 13.32, "cs218": 11.4}, 5, spread=0.05)
+    lines = "\n".join(la.controlled_section({"cross-1.5": _controlled(tp, MORE)}, {"cross": REF_CROSS}))
+    assert "## Controlled run `controlled/cross-1.5`" in lines
+    assert "**The cross traffic at 1.5 times its rate (p2 4.5mbit, p3 6mbit; this reference: p2 3mbit, p3 4mbit)**, " \
+           "static variant" in lines
+    assert "| CS218 ALGO | 11." in lines and "less than uncoupled" in lines
+
+
+def test_the_manifest_names_every_command_that_resumed_the_sweep(tmp_path):
+    for i, (cmd, started) in enumerate([(["mptcplab", "run", "lab2", "--set", "repetitions=6"], "10:00"),
+                                        (["mptcplab", "run", "lab2", "--set", "repetitions=6"], "10:01"),
+                                        (["mptcplab", "run", "lab2"], "11:00")]):
+        d = tmp_path / f"static-uncoupled-r{i + 1}"
+        d.mkdir()
+        (d / "manifest.json").write_text(json.dumps({"command": cmd, "started": f"2026-11-25T{started}",
+                                                     "git": {"commit": "a" * 40, "dirty": False}}))
+        (d / "summary.json").write_text("{}")
+    inv = la.invocations(tmp_path)
+    assert [(e["command"], e["runs"], e["commits"]) for e in inv] == [
+        ("mptcplab run lab2 --set repetitions=6", 2, ["a" * 12]), ("mptcplab run lab2", 1, ["a" * 12])]
+
+
+def test_the_shipped_report_is_what_the_analysis_makes_of_the_shipped_tables():
+    """solutions/results/lab2/paper-vs-this-run.md regenerates byte for byte from the committed
+    tables and controlled runs (`mptcplab notebooks reference lab2 solutions/results/lab2 --report-only`)."""
+    ref = Path(__file__).parents[2] / "solutions" / "results" / "lab2"
+    assert la.report(ref) == (ref / "paper-vs-this-run.md").read_text(), \
+        "stale: run `mptcplab notebooks reference lab2 solutions/results/lab2 --report-only` and commit"

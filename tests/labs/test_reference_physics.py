@@ -56,21 +56,7 @@ def test_no_report_or_notebook_output_shows_a_goodput_above_its_ceiling(where, t
     assert not over_the_ceiling(text), f"{where}: {over_the_ceiling(text)}"
 
 
-# A known finding, kept visible (strict: this fails as soon as the reference is fixed, so the mark
-# is removed then): Lab 2's committed fairness runs took the TCP flow and MPTCP's shared-path part
-# each over its own span, and 9 of 25 runs add up to 0.1-2.3% above the shared path's ceiling.
-# Re-measured over one common window in the VM place (results/lab2-fairness, 2026-11-25, commit
-# 525c0b0) 5 of 25 were still above it, one by 14% and one with MPTCP's part at 0: the byte shares
-# from `ss`, which samples 3 times in 10 s in the emulated CPU, are not good enough, so that run
-# was not committed. The split is now counted in the emulator's capture of the link
-# (lab2 measure.shared_link_rates): its controlled run (controlled/shared-bottleneck, 4 fairness
-# runs) is within; the shipped 25-run table stays until the reference is re-run.
-KNOWN = {"lab2": "fairness runs' shared-path split above the ceiling (measurement, see comment)"}
-
-
-@pytest.mark.parametrize("lab", [pytest.param(p.name, marks=pytest.mark.xfail(strict=True, reason=KNOWN[p.name]))
-                                 if p.name in KNOWN else p.name
-                                 for p in sorted(RESULTS.iterdir()) if p.is_dir()])
+@pytest.mark.parametrize("lab", [p.name for p in sorted(RESULTS.iterdir()) if p.is_dir()])
 def test_every_reference_table_is_within_its_ceilings(lab):
     verdicts = []
     for name in TABLES:

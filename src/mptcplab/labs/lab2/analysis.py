@@ -262,6 +262,7 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
                                                          "network")})
             manifest["parameters"] = {k: v for m in runs for k, v in (m.get("parameters") or {}).items()
                                       if k in SWEEP_PARAMETERS}
+    manifest["invocations"] = invocations(out)
     if replays:  # every recorded run's BPF windows against the Python reference (mptcplab.cctrace)
         manifest["bpf_vs_reference"] = replays
     if counters:  # summed over the runs that recorded them, per program
@@ -271,6 +272,22 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
     (out / "lab2-manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
     tables["manifest"] = manifest
     return tables
+
+
+def invocations(out: Path) -> list[dict]:
+    """The commands that made a sweep's runs, in the order they first ran, each with its run
+    directories (its setup check included) and commits: a sweep resumed by several commands (e.g. the first repetitions, then the rest) shows
+    each, where `command` and `parameters` above are the first's (its setup check)."""
+    seen: dict[str, dict] = {}
+    for d in results.Sweep(out).runs():
+        m = json.loads((d / "manifest.json").read_text())
+        cmd = " ".join(m.get("command") or []) or "?"
+        e = seen.setdefault(cmd, {"command": cmd, "first_started": m.get("started"), "runs": 0, "commits": []})
+        e["runs"] += 1
+        e["first_started"] = min(filter(None, [e["first_started"], m.get("started")]), default=None)
+        if (c := run_commit(d)) and c not in e["commits"]:
+            e["commits"].append(c)
+    return sorted(seen.values(), key=lambda e: e["first_started"] or "")
 
 
 def sum_counters(per_run: dict[str, list[dict]]) -> dict[str, dict]:
@@ -543,61 +560,118 @@ def _corrected(diff: float, half: float, level: float) -> str:
     return f"{_fmt(diff, half)} ({lv})"
 
 
-# What was done to find the cause of each divergence from the report, per algorithm, where no
-# controlled run kept beside the reference bears on it (`shared_bottleneck_cause` says what one does).
-CONTROLLED = {
-    "coupled": "unexplained, tried: nothing controlled yet. Runnable: the cross-traffic sweep and the "
-               "shared-bottleneck variant (experiment.toml)",
-    "lia": "unexplained, tried: nothing controlled yet. Runnable: the cross-traffic sweep and the "
-           "shared-bottleneck variant (experiment.toml)",
-    "cs218": "unexplained, tried: nothing controlled yet. Runnable: the cross-traffic sweep and the "
-             "shared-bottleneck variant (experiment.toml)",
-}
+# A divergence's cause where no controlled run kept beside the reference bears on it (`evidence`
+# says what one does).
+RUNNABLE = ("unexplained, tried: nothing controlled yet. Runnable: the cross-traffic sweep and the "
+            "shared-bottleneck variant (experiment.toml)")
+# Why a mechanism that holds the report's ratio would explain it, per kind of controlled run.
+WHY = {"shared": "on a path of its own each uncoupled subflow can take a link's worth, through one shared link all "
+                 "of them take one link's worth (the report's subflows shared one node's wireless medium)",
+       "cross": "the report's 15 UDP clients congested its links at another level than this lab's two on/off "
+                "sources"}
 
 
-def shared_ratio(tp: pd.DataFrame, algo: str) -> dict | None:
-    """`algo` ÷ uncoupled in the shared-bottleneck variant of a run's throughput table: the paired
-    difference's Holm-corrected interval (paired_table) as a ratio to uncoupled's mean there."""
-    sh = tp[tp.variant == "shared"]
-    pt = paired_table(sh)
-    row = pt[(pt.algo == algo) & (pt.vs == "uncoupled")]
-    base = sh[sh.algo == "uncoupled"].mbps.mean()
-    if row.empty or not base == base:
+def controlled_ratio(tp: pd.DataFrame, algo: str, variant: str) -> dict | None:
+    """`algo` ÷ uncoupled in one variant of a controlled run's throughput table: the paired
+    difference's Holm-corrected interval (paired_table over that run's comparisons: one family per
+    controlled run) as a ratio to uncoupled's mean there, with the spread and level behind it."""
+    part = tp[tp.variant == variant]
+    pt = paired_table(tp)
+    row = pt[(pt.variant == variant) & (pt.algo == algo) & (pt.vs == "uncoupled")]
+    base = part[part.algo == "uncoupled"].mbps.mean()
+    if row.empty or not base == base or not row.iloc[0].half == row.iloc[0].half:
         return None
     r = row.iloc[0]
     return {"ratio": 1 + r["diff"] / base, "lo": 1 + r.lo / base, "hi": 1 + r.hi / base, "pairs": int(r.pairs),
-            "level": r.level, "uncoupled_mbps": base, "algo_mbps": sh[sh.algo == algo].mbps.mean(),
+            "level": r.level, "sd": r.sd, "uncoupled_mbps": base, "algo_mbps": part[part.algo == algo].mbps.mean(),
             "verdict": r.verdict, "runs_needed": r.runs_needed}
 
 
-def shared_bottleneck_cause(div: dict, shared: dict, name: str) -> str:
-    """The divergence `div` (algo, variant, paper, run_lo, run_hi: this reference's ratio to
-    uncoupled on separate paths) against the shared-bottleneck controlled run's ratio `shared`
-    (shared_ratio): "cause measured" when the shared bottleneck's interval holds the report's ratio
-    and lies clear of the separate paths' one, "unexplained, tried" when it excludes the report's,
-    "not resolved" in between, with the pairs that would resolve it."""
-    lv = f"{shared['level'] * 100:.2f}".rstrip("0").rstrip(".")
-    link = f"one {shared['link_mbps']:g} Mbit/s link" if shared.get("link_mbps") else "one link"
-    measured = (f"all subflows and the cross traffic through {link} (controlled run "
-                f"`{CONTROLLED_DIR}/{name}`, static, {shared['pairs']} pairs): {TITLES.get(div['algo'], div['algo'])} "
-                f"{shared['algo_mbps']:.2f} against uncoupled {shared['uncoupled_mbps']:.2f} Mbit/s, "
-                f"{shared['lo']:.2f}–{shared['hi']:.2f} of uncoupled ({lv}%)")
-    if shared["lo"] <= div["paper"] <= shared["hi"] and shared["lo"] > div["run_hi"]:
-        return (f"cause measured: {measured}, which holds the report's {div['paper']:.3f} and lies above the "
-                f"{div['run_lo']:.2f}–{div['run_hi']:.2f} of separate paths: on a path of its own each uncoupled "
-                f"subflow can take a link's worth, through one shared link all of them take one link's worth "
-                f"(the report's subflows shared one node's wireless medium)")
-    if not shared["lo"] <= div["paper"] <= shared["hi"]:
-        return f"unexplained, tried: {measured}, which excludes the report's {div['paper']:.3f}"
-    return (f"not resolved: {measured}, which holds the report's {div['paper']:.3f} but overlaps the separate "
-            f"paths' {div['run_lo']:.2f}–{div['run_hi']:.2f}; {stats.fmt_runs(shared['runs_needed'])} pairs would "
-            f"resolve the shared run's difference")
+def _rate_bps(rate: str) -> float:
+    return LinkSpec.parse(f"rate={rate}").rate_bps
 
 
-def divergences(tp: pd.DataFrame, controlled: dict[str, dict] | None = None) -> pd.DataFrame:
+def cross_change(ref_cross: dict | None, cross: dict | None) -> str | None:
+    """A controlled run's cross traffic in words against the reference's ("the cross traffic at
+    1.5 times its rate (p2 4.5mbit, p3 6mbit)"), or None when it is the same (no controlled change)."""
+    ref_cross, cross = ref_cross or {}, cross or {}
+    if not ref_cross or set(cross) != set(ref_cross) or all(
+            _rate_bps(cross[p]["rate"]) == _rate_bps(ref_cross[p]["rate"]) for p in cross):
+        return None
+    factors = {round(_rate_bps(cross[p]["rate"]) / _rate_bps(ref_cross[p]["rate"]), 3) for p in cross}
+    rates = ", ".join(f"{p} {cross[p]['rate']}" for p in sorted(cross))
+    level = f"{factors.pop():g} times its rate" if len(factors) == 1 else "other rates"
+    return f"the cross traffic at {level} ({rates}; this reference: " + \
+        ", ".join(f"{p} {ref_cross[p]['rate']}" for p in sorted(ref_cross)) + ")"
+
+
+def mechanisms(c: dict, ref_params: dict) -> dict[str, tuple[str, str]]:
+    """What a controlled run changed, per variant it ran: variant -> (kind, words). The shared
+    variant is the shared bottleneck; a static or mobility variant counts only when its cross
+    traffic differs from the reference's (the cross-traffic sweep)."""
+    found = {}
+    variants = set(c["throughput"].variant) if not c["throughput"].empty else set()
+    if "shared" in variants:
+        link = ((c["manifest"].get("network") or {}).get("bottleneck") or {}).get("link")
+        mbps = LinkSpec.parse(link).rate_bps / 1e6 if link else None
+        found["shared"] = ("shared", "all subflows and the cross traffic through "
+                                     + (f"one {mbps:g} Mbit/s link" if mbps else "one link"))
+    change = cross_change(ref_params.get("cross"), (c["manifest"].get("parameters") or {}).get("cross"))
+    if change:
+        found.update({v: ("cross", change) for v in variants - {"shared"}})
+    return found
+
+
+def evidence(div: dict, ratio: dict, name: str, variant: str, words: str, kind: str) -> dict:
+    """One controlled run's bearing on the divergence `div` (algo, variant, paper, run_lo, run_hi:
+    this reference's corrected ratio to uncoupled): `outcome` "cause" when its corrected interval
+    holds the report's ratio and lies clear of the reference's on the report's side, "excluded"
+    when it excludes the report's ratio, "unresolved" in between (with the pairs that would
+    resolve it: to clear the reference's interval if its estimate lies beyond it, else to exclude
+    the report's ratio); `text` says so with the run's own numbers."""
+    lv = f"{ratio['level'] * 100:.2f}".rstrip("0").rstrip(".")
+    p, a, b = div["paper"], div["run_lo"], div["run_hi"]
+    above = p > b  # the report's ratio lies above this reference's interval (else below)
+    text = (f"{words} (controlled run `{CONTROLLED_DIR}/{name}`, {variant} variant, {ratio['pairs']} pairs): "
+            f"{TITLES.get(div['algo'], div['algo'])} {ratio['algo_mbps']:.2f} against uncoupled "
+            f"{ratio['uncoupled_mbps']:.2f} Mbit/s, {ratio['lo']:.2f}–{ratio['hi']:.2f} of uncoupled ({lv}%)")
+    if not ratio["lo"] <= p <= ratio["hi"]:
+        return {"outcome": "excluded", "text": f"{text}, which excludes the report's {p:.3f}"}
+    clear = ratio["lo"] > b if above else ratio["hi"] < a
+    if clear:
+        return {"outcome": "cause", "text": f"{text}, which holds the report's {p:.3f} and lies "
+                                            f"{'above' if above else 'below'} this reference's {a:.2f}–{b:.2f}: "
+                                            f"{WHY[kind]}"}
+    bound = b if above else a
+    beyond = ratio["ratio"] > bound if above else ratio["ratio"] < bound
+    gap = (ratio["ratio"] - bound) if beyond else (p - ratio["ratio"])
+    need = stats.runs_needed(gap * ratio["uncoupled_mbps"], ratio["sd"], ratio["level"])
+    return {"outcome": "unresolved",
+            "text": f"{text}, which holds the report's {p:.3f} but overlaps this reference's {a:.2f}–{b:.2f}: "
+                    f"not resolved; {stats.fmt_runs(need)} pairs would "
+                    f"{'clear the reference' if beyond else 'exclude the report'} at this spread"}
+
+
+def divergence_status(found: list[dict]) -> str:
+    """A divergence's cause in the report: "cause measured: ..." when a controlled run measured it
+    (the others tried named after it), else "unexplained, tried: ..." with each controlled run's
+    result, or what is runnable when none bears on it."""
+    if not found:
+        return RUNNABLE
+    causes = [e["text"] for e in found if e["outcome"] == "cause"]
+    others = [e["text"] for e in found if e["outcome"] != "cause"]
+    if causes:
+        return "cause measured: " + "; ".join(causes) + (". Also tried: " + "; ".join(others) if others else "")
+    return "unexplained, tried: " + "; ".join(others)
+
+
+def divergences(tp: pd.DataFrame, controlled: dict[str, dict] | None = None,
+                ref_params: dict | None = None) -> pd.DataFrame:
     """Each algorithm and variant whose ratio to uncoupled in the report lies outside this run's
     Holm-corrected interval of that ratio (the paired difference over uncoupled's mean, + 1), with
-    what a controlled run (`controlled`: controlled_runs) measured of its cause."""
+    what the controlled runs (`controlled`: controlled_runs; `ref_params`: the reference's
+    parameters, to tell what each changed) measured of its cause. The shared bottleneck bears on
+    both variants' rows, a cross-traffic level on the rows of the variant it ran."""
     pv = paper_vs_run(tp).set_index("algo")
     pt = paired_table(tp)
     rows = []
@@ -610,21 +684,23 @@ def divergences(tp: pd.DataFrame, controlled: dict[str, dict] | None = None) -> 
         lo, hi = 1 + r.lo / base, 1 + r.hi / base
         if lo <= paper <= hi:
             continue
-        row = {"algo": r.algo, "variant": r.variant, "paper": paper, "run_lo": lo, "run_hi": hi,
-               "status": CONTROLLED.get(r.algo, "unexplained, tried: nothing yet")}
+        row = {"algo": r.algo, "variant": r.variant, "paper": paper, "run_lo": lo, "run_hi": hi}
+        found = []
         for name, c in (controlled or {}).items():
-            shared = shared_ratio(c["throughput"], r.algo)
-            if shared is not None:
-                link = ((c["manifest"].get("network") or {}).get("bottleneck") or {}).get("link")
-                shared["link_mbps"] = LinkSpec.parse(link).rate_bps / 1e6 if link else None
-                row["status"] = shared_bottleneck_cause(row, shared, name)
-        rows.append(row)
+            for variant, (kind, words) in mechanisms(c, ref_params or {}).items():
+                if kind == "cross" and variant != r.variant:
+                    continue
+                ratio = controlled_ratio(c["throughput"], r.algo, variant)
+                if ratio is not None:
+                    found.append(evidence(row, ratio, name, variant, words, kind))
+        rows.append({**row, "status": divergence_status(found)})
     return pd.DataFrame(rows, columns=["algo", "variant", "paper", "run_lo", "run_hi", "status"])
 
 
-def controlled_section(controlled: dict[str, dict]) -> list[str]:
-    """The report's lines on each controlled run kept beside the reference: the shared-bottleneck
-    variant's throughput and its paired comparisons, and fairness runs measured on the link."""
+def controlled_section(controlled: dict[str, dict], ref_params: dict | None = None) -> list[str]:
+    """The report's lines on each controlled run kept beside the reference: per variant it ran,
+    what it changed and its throughput with each algorithm's corrected ratio to uncoupled, and
+    fairness runs measured on the link."""
     lines = []
     for name, c in controlled.items():
         tp, fair, man = c["throughput"], c["fairness"], c["manifest"]
@@ -632,15 +708,20 @@ def controlled_section(controlled: dict[str, dict]) -> list[str]:
         lines += [f"## Controlled run `{CONTROLLED_DIR}/{name}`", "",
                   f"Kernel {plat.get('kernel_release', '?')} ({plat.get('where', '?')}), "
                   f"commit {((man.get('git') or {}).get('commit') or '?')[:12]}; per-run provenance in its "
-                  "`runs-manifest.csv`.", ""]
-        sh = tp[tp.variant == "shared"]
-        if not sh.empty:
+                  "`runs-manifest.csv`. Its paired comparisons with uncoupled are one family (Holm), apart from the "
+                  "reference's.", ""]
+        changed = mechanisms(c, ref_params or {})
+        for variant in sorted(set(tp.variant)) if not tp.empty else []:
+            kind, words = changed.get(variant, (None, "the reference's setup"))
             link = ((man.get("network") or {}).get("bottleneck") or {}).get("link", "?")
-            lines += [f"**Shared bottleneck** (`variants = [\"shared\"]`): every subflow and the cross traffic "
-                      f"through one link ({link}), each path keeping its delay. Throughput, mean ± 95% CI:", "",
+            what = (f"**Shared bottleneck** (`variants = [\"shared\"]`): every subflow and the cross traffic through "
+                    f"one link ({link}), each path keeping its delay" if kind == "shared"
+                    else f"**{words[0].upper() + words[1:]}**, {variant} variant")
+            lines += [f"{what}. Throughput, mean ± 95% CI:", "",
                       "| algorithm | Mbit/s | runs | ÷ uncoupled (corrected interval) |", "|---|---|---|---|"]
-            for r in throughput_table(sh).itertuples():
-                ratio = shared_ratio(tp, r.algo) if r.algo != "uncoupled" else None
+            part = tp[tp.variant == variant]
+            for r in throughput_table(part).itertuples():
+                ratio = controlled_ratio(tp, r.algo, variant) if r.algo != "uncoupled" else None
                 cell = (f"{ratio['ratio']:.3f} ({ratio['lo']:.3f}–{ratio['hi']:.3f}, {ratio['verdict']})" if ratio
                         else "—")
                 lines.append(f"| {TITLES.get(r.algo, r.algo)} | {_fmt(r.mean_mbps, r.ci95_mbps)} | {r.runs} | {cell} |")
@@ -706,6 +787,12 @@ def report(out: Path) -> str:
     runs = tp.groupby(["algo", "variant"]).size()
     lines += ["", f"Runs per algorithm and variant: {int(runs.min()) if len(runs) else 0}"
               f"{'' if len(runs) == 0 or runs.min() == runs.max() else f' to {int(runs.max())}'}.", ""]
+    inv = man.get("invocations") or []
+    if len(inv) > 1:  # a sweep resumed by several commands: each, with its runs and commits
+        lines += [f"The runs were made by {len(inv)} commands resuming one sweep (`invocations` in "
+                  "lab2-manifest.json; per run: runs-manifest.csv): "
+                  + "; ".join(f"`{e['command']}` ({e['runs']} runs, commit {', '.join(e['commits']) or '?'})"
+                              for e in inv) + ".", ""]
     gb = tables.get("goodput-bins", pd.DataFrame())
     if not gb.empty:
         st = stalls(gb)
@@ -718,7 +805,8 @@ def report(out: Path) -> str:
         lines += ["Stalls: this run kept no per-interval goodput (`goodput-bins.csv`, written by runs since "
                   "the analysis keeps it), so none are counted here.", ""]
     controlled = controlled_runs(out)
-    dv = divergences(tp[tp.variant != "shared"], controlled)
+    ref_params = man.get("parameters") or {}
+    dv = divergences(tp[tp.variant != "shared"], controlled, ref_params)
     if not dv.empty:
         lines += ["## Divergences from the report, and what was done to explain them",
                   "",
@@ -726,7 +814,10 @@ def report(out: Path) -> str:
                   "the same ratio (the paired difference below, over uncoupled's mean). The report ran ns-3: "
                   "logical subflows over one node's interfaces, 15 UDP clients congesting 5 Mbit/s wireless "
                   "links; whether a shared bottleneck, the cross-traffic level or the coupled rule's definition "
-                  "explains a divergence is what a controlled run on this kernel can show.",
+                  "explains a divergence is what a controlled run on this kernel can show. A controlled run "
+                  "measures the cause when its interval of the same ratio (Holm-corrected over its own comparisons) "
+                  "holds the report's and lies clear of this run's; one that excludes the report's is tried, not the "
+                  "cause.",
                   "",
                   "| algorithm | variant | ÷ uncoupled, paper | ÷ uncoupled, this run (corrected) | cause |",
                   "|---|---|---|---|---|"]
@@ -734,7 +825,7 @@ def report(out: Path) -> str:
             lines.append(f"| {TITLES.get(r.algo, r.algo)} | {r.variant} | {r.paper:.3f} | {r.run_lo:.3f}–{r.run_hi:.3f} "
                          f"| {r.status} |")
         lines += [""]
-    lines += controlled_section(controlled)
+    lines += controlled_section(controlled, ref_params)
     dw = tables.get("delay-window", pd.DataFrame())
     if not dw.empty:
         lines += ["## What CS218's delay window did (run 1, from the recorded BPF callbacks)",

@@ -122,11 +122,11 @@ def plan(lab_id: str, quick: bool = False, out: Path | None = None, overrides: d
     out = Path(out or default_out(lab.id, quick, shard)).resolve()
     sweep = Sweep(out) if out.exists() else None
     points = share(lab, params, shard) if shard else lab.points(params, sweep)
+    todo = [p for p in points if not (sweep and sweep.done(p.key))]
+    left = {p.key for p in todo}
     groups: dict[str, list[int]] = {}  # setting -> [done, to do]
     for p in points:
-        done = bool(sweep and sweep.done(p.key))
-        groups.setdefault(re.sub(r"-r\d+$", "", p.key), [0, 0])[0 if done else 1] += 1
-    todo = [p for p in points if not (sweep and sweep.done(p.key))]
+        groups.setdefault(re.sub(r"-r\d+$", "", p.key), [0, 0])[1 if p.key in left else 0] += 1
     width = max((len(g) for g in groups), default=0)
     lines = [f"{lab.id}{' (quick)' if quick else ''}{f', shard {shard}' if shard else ''}: results in {out}"]
     lines += [f"  {g:<{width}}  {d + t:3d} run{'s' if d + t != 1 else ' '}  ({d} done)" for g, (d, t) in groups.items()]

@@ -30,9 +30,9 @@ def register(sub) -> None:
                    "fresh network; a table of every attempt in OUT/setup-checks.csv (how dependable is this place?)")
     p.add_argument("--dry-run", action="store_true", help="measure nothing and start no place: list the runs "
                    "this invocation would make (per setting: how many, how many already done in --out) and exit")
-    p.set_defaults(func=lambda a: _plan(a) if a.dry_run else run_lab(a.lab, a.quick, a.where, a.out, a.fresh, parse_overrides(a.overrides),
-                                          shard=a.shard and Shard.parse(a.shard), recheck=a.recheck,
-                                          check_setup=a.check_setup))
+    p.set_defaults(func=lambda a: _plan(a) if a.dry_run else run_lab(
+        a.lab, a.quick, a.where, a.out, a.fresh, parse_overrides(a.overrides), shard=a.shard and Shard.parse(a.shard),
+        recheck=a.recheck, check_setup=a.check_setup))
 
 
 def _plan(a) -> int:

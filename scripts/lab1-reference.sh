@@ -19,8 +19,9 @@
 #        scaled-vm            the same in the VM place, stock kernel under QEMU TCG (8 runs; not
 #                             timed yet: its setup check may refuse a busy host, then run it again)
 #        export               solutions/results/lab1 from the merged run, then each scaled run kept
-#                             beside it (--controlled); then re-execute the notebooks (the guide:
-#                             labs/01-send-buffer/README.md, section 6)
+#                             beside it (--controlled); then `mptcplab notebooks assign` (otter
+#                             assign runs the solution notebooks' tests against the new tables and
+#                             writes the student notebooks), the guide's tables by hand
 #
 # Results stay outside the checkout, in $LAB1_REF (default /work/results-lab1-reference): never
 # delete them; the export copies compact tables only. Needs root (namespaces), the UML kernel

@@ -11,19 +11,20 @@ command there with `--where native`. The setup check each run makes is recorded 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Callable
 
-from . import engine, kernel, log, places, state
+from . import engine, eta, kernel, log, places, state
 from .errors import ExperimentFailed
 from .lab import RunContext, check_params, get_lab
 from .places import guest, lifetime, records
 from .places.choice import Choice
 from .places.decide import decide
-from .results import clock_totals, experiment_lock, lock_taken, now, transfer_seconds
+from .results import Sweep, clock_totals, experiment_lock, lock_taken, now, transfer_seconds
 from .shards import Shard, share
 
 _log = log.get()
@@ -109,6 +110,34 @@ def _verbosity() -> list[str]:
 def default_out(lab_id: str, quick: bool, shard: Shard | None = None) -> Path:
     out = Path.cwd() / "results" / (f"{lab_id}-quick" if quick else lab_id)
     return out.with_name(f"{out.name}-{shard.name}") if shard else out
+
+
+def plan(lab_id: str, quick: bool = False, out: Path | None = None, overrides: dict | None = None,
+         shard: Shard | None = None) -> str:
+    """`mptcplab run LAB --dry-run`: the runs this invocation would make, from the same parameters
+    and points the engine uses, nothing measured and no place started: one line per setting
+    (its key without the repetition) with its runs done in `out` and to do, then the totals."""
+    lab = get_lab(lab_id)
+    params = lab.load_params(quick, overrides)  # bad parameters fail here, as in `run`
+    out = Path(out or default_out(lab.id, quick, shard)).resolve()
+    sweep = Sweep(out) if out.exists() else None
+    points = share(lab, params, shard) if shard else lab.points(params, sweep)
+    todo = [p for p in points if not (sweep and sweep.done(p.key))]
+    left = {p.key for p in todo}
+    groups: dict[str, list[int]] = {}  # setting -> [done, to do]
+    for p in points:
+        groups.setdefault(re.sub(r"-r\d+$", "", p.key), [0, 0])[1 if p.key in left else 0] += 1
+    width = max((len(g) for g in groups), default=0)
+    lines = [f"{lab.id}{' (quick)' if quick else ''}{f', shard {shard}' if shard else ''}: results in {out}"]
+    lines += [f"  {g:<{width}}  {d + t:3d} run{'s' if d + t != 1 else ' '}  ({d} done)" for g, (d, t) in groups.items()]
+    seconds = sum(float(p.values.get("duration_s", 0)) for p in todo)
+    lines.append(f"{len(points)} runs, {len(points) - len(todo)} done, {len(todo)} to do: "
+                 f"{eta.duration(seconds)} of transfers (a run costs more than its transfer: see each "
+                 "manifest's `timings`)")
+    lines.append("runs a lab adds once its whole sweep is done (Lab 1's detailed run at its most degraded buffer, "
+                 "and its controls) are listed once it is" + ("; no shard runs them: `mptcplab run` on the merged "
+                                                             "directory does" if shard else ""))
+    return "\n".join(lines)
 
 
 def conclude(lab, out: Path, summary: dict) -> None:

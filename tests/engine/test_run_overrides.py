@@ -16,3 +16,25 @@ def test_values_are_toml_and_keys_may_hold_dots():
 def test_bad_override():
     with pytest.raises(UsageError, match="KEY=VALUE"):
         parse_overrides(["repetitions"])
+
+
+def test_dry_run_lists_the_engines_points_per_setting_and_what_is_done(tmp_path):
+    """`mptcplab run --dry-run` plans from the lab's own points (nothing measured): every run is
+    counted once under its setting, and a run already done in --out is counted as done."""
+    from mptcplab.lab import get_lab
+    from mptcplab.runner import plan
+    from mptcplab.shards import Shard
+
+    lab = get_lab("lab1")
+    params = lab.load_params(True, {"sweep": {"repetitions": 2}})
+    points = lab.points(params, None)
+    done = tmp_path / points[0].key
+    done.mkdir(parents=True)
+    for name in ("manifest.json", "summary.json"):
+        (done / name).write_text("{}")
+    text = plan("lab1", quick=True, out=tmp_path, overrides={"sweep": {"repetitions": 2}})
+    assert f"{len(points)} runs, 1 done, {len(points) - 1} to do" in text
+    first = points[0].key.rsplit("-r", 1)[0]
+    assert any(line.split()[:4] == [first, "2", "runs", "(1"] for line in text.splitlines())
+    shard = plan("lab1", quick=True, out=tmp_path / "s", overrides={"sweep": {"repetitions": 2}}, shard=Shard(1, 2))
+    assert f"{len(points[::2])} runs, 0 done" in shard

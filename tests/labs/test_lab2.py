@@ -286,7 +286,7 @@ def _fake_link(seconds_each, rate=5e6, retransmit_every=0):
     full-size segments, the flows sharing the link round-robin while both send; every
     `retransmit_every`-th segment of a flow repeats an earlier one. Other-path segments go on a
     second link of their own."""
-    rows, nxt, clock = [], {}, {"shared": None, "other": None}
+    rows, nxt = [], {}
     flows = seconds_each
     t = min(f[5] for f in flows)
     end = max(f[6] for f in flows)

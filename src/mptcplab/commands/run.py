@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..lab import all_labs
-from ..runner import run_lab
+from ..runner import plan, run_lab
 from ..shards import Shard
 
 
@@ -28,9 +28,16 @@ def register(sub) -> None:
     p.add_argument("--check-setup", type=int, default=0, metavar="N",
                    help="measure nothing: build the lab's network and run its setup check N times, each on a "
                    "fresh network; a table of every attempt in OUT/setup-checks.csv (how dependable is this place?)")
-    p.set_defaults(func=lambda a: run_lab(a.lab, a.quick, a.where, a.out, a.fresh, parse_overrides(a.overrides),
-                                          shard=a.shard and Shard.parse(a.shard), recheck=a.recheck,
-                                          check_setup=a.check_setup))
+    p.add_argument("--dry-run", action="store_true", help="measure nothing and start no place: list the runs "
+                   "this invocation would make (per setting: how many, how many already done in --out) and exit")
+    p.set_defaults(func=lambda a: _plan(a) if a.dry_run else run_lab(
+        a.lab, a.quick, a.where, a.out, a.fresh, parse_overrides(a.overrides), shard=a.shard and Shard.parse(a.shard),
+        recheck=a.recheck, check_setup=a.check_setup))
+
+
+def _plan(a) -> int:
+    print(plan(a.lab, a.quick, a.out, parse_overrides(a.overrides), shard=a.shard and Shard.parse(a.shard)))
+    return 0
 
 
 def parse_overrides(items: list[str]) -> dict:

@@ -229,20 +229,33 @@ def paper_point_markdown(runs: pd.DataFrame, setting: str = "") -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _verdict_lines(v: pd.DataFrame) -> list[str]:
-    """A family's verdicts as a table: difference, its Holm-corrected interval, the verdict."""
+def verdict_lines(v: pd.DataFrame, intro: str, ratio: bool = False) -> list[str]:
+    """A family's verdicts as a table under `intro`: each comparison's difference in Mbit/s (with
+    `ratio`, its factor), the Holm-corrected interval and its level, the verdict, and the runs per
+    side that would resolve it. Lab 1's one renderer of verdicts (the paper point's tables here, the
+    second place's ratios in second_place.py)."""
     if v.empty:
         return []
-    out = [f"Verdicts (Welch, Holm-corrected over this table's {int(v['m'].iloc[0])} comparisons; "
-           "\"runs needed\": per side, for the corrected interval to exclude zero at the observed difference):", "",
-           "| comparison | difference Mbit/s | corrected interval | level | verdict | runs needed |",
-           "|---|---|---|---|---|---|"]
+    out = [intro, "", f"| comparison | {'factor' if ratio else 'difference Mbit/s'} | corrected interval | level | "
+           "verdict | runs needed |", "|---|---|---|---|---|---|"]
     for r in v.itertuples():
-        ci = f"[{r.lo:+.1f}, {r.hi:+.1f}]" if r.lo == r.lo else "-"
+        if ratio:
+            value, ci = f"{r.factor:.2f}", f"{r.lo:.2f}-{r.hi:.2f}" if r.lo == r.lo else "-"
+        else:
+            value, ci = f"{r.diff:+.1f}", f"[{r.lo:+.1f}, {r.hi:+.1f}]" if r.lo == r.lo else "-"
         level = f"{r.level:.1%}" if r.level == r.level else "-"
-        out.append(f"| {r.comparison} | {r.diff:+.1f} | {ci} | {level} | {r.verdict} | "
+        out.append(f"| {r.comparison} | {value} | {ci} | {level} | {r.verdict} | "
                    f"{'-' if r.resolved is True else stats.fmt_runs(r.runs_needed)} |")
-    return out + [""]
+    return out
+
+
+def _verdict_lines(v: pd.DataFrame) -> list[str]:
+    """A paper-point table's family of verdicts (differences in Mbit/s), then a blank line."""
+    if v.empty:
+        return []
+    return verdict_lines(v, f"Verdicts (Welch, Holm-corrected over this table's {int(v['m'].iloc[0])} comparisons; "
+                            "\"runs needed\": per side, for the corrected interval to exclude zero at the observed "
+                            "difference):") + [""]
 
 
 def _spread(r) -> str:

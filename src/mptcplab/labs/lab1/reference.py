@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from ...errors import UsageError
-from .detail import Detail, copy_run_tables, find_details, path_names
+from .detail import Detail, copy_run_tables, find_details
 from .figures import save_images
 from .paper_point import COMPACT_DIR, export_paper_point, load_paper_point
 from .report import report

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import nbformat
 
-from mptcplab.grading import autograder, batch, sandbox
+from mptcplab.grading import autograder, batch
 
 HERE = Path(__file__).resolve().parent
 BROKEN = {

@@ -99,7 +99,7 @@ def render(outcomes: list[LabOutcome], labs: dict, quick: bool) -> str:
         f"<tr><td>{html.escape(o.lab_id)}</td><td>{html.escape(o.title)}</td>"
         f"<td class='{o.status} badge'>{o.status}</td><td>{html.escape(o.where or '-')}</td>"
         f"<td>{html.escape(o.timing())}</td><td>{html.escape(o.detail)}</td></tr>" for o in outcomes)
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>mptcplab reproduce</title>",
+    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>mptcplab reproduce</title>",
              f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>",
              f"<h1>mptcplab reproduce{' --quick' if quick else ''}</h1>",
              f"<p>{now} on <code>{html.escape(platform.node())}</code>, kernel "

@@ -11,7 +11,6 @@ worker's fetch.
 """
 
 import tempfile
-from pathlib import Path
 
 import pytest
 

@@ -11,7 +11,6 @@ reference recorded before a measurement fix is reported there (see the lab's gui
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 

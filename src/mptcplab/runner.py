@@ -23,7 +23,7 @@ from .lab import RunContext, check_params, get_lab
 from .places import guest, lifetime, records
 from .places.choice import Choice
 from .places.decide import decide
-from .results import clock_totals, experiment_lock, lock_taken, now, transfer_seconds
+from .results import clock_totals, experiment_lock, lock_taken, now, tool_versions, transfer_seconds
 from .shards import Shard, share
 
 _log = log.get()
@@ -49,7 +49,8 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
         since, t0 = time.time(), time.monotonic()
         refused = None  # why the check refused the place: only a verdict is recorded, never an interrupt
         try:
-            handed = {"command": sys.argv, **({"params": params} if params is not None else {})}
+            handed = {"command": sys.argv, **({"params": params} if params is not None else {}),
+                      **({"tools": tool_versions()} if to_guest else {})}
             rc = here() if not to_guest else _in_guest(where, argv, out, handed)
             if rc == ExperimentFailed.exit_status:  # the guest's command refused the experiment
                 refused = f"exit status {rc}"

@@ -30,8 +30,12 @@ _log = log.get()
 
 
 def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | None = None,
-             lab: str = "example", params: dict | None = None, checked: str = "") -> int:
-    """Run `here()` natively, or `mptcplab ARGV --where native` in the guest place `where`.
+             lab: str = "example", params: dict | None = None, checked: str = "",
+             prepare: Callable[[], None] | None = None) -> int:
+    """Run `here()` natively, or `mptcplab ARGV --where native` in the guest place `where`
+    (after `prepare()`, the host's work for that guest, e.g. compiling its BPF objects: under the
+    lock, as CPU work beside another experiment's measurement would disturb it, and counted in
+    the lab's wall time, which starts when the lock is taken).
     `out` (the results directory) is written back from the guest and holds the setup check; the
     guest's command is handed the user's command line (for its manifests) and the lab's `params`
     as resolved here (places.hand), not re-parsed from --set. `checked` keys the recorded setup
@@ -51,6 +55,8 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
         try:
             handed = {"command": sys.argv, **({"params": params} if params is not None else {}),
                       **({"tools": tool_versions()} if to_guest else {})}
+            if to_guest and prepare is not None:
+                prepare()
             rc = here() if not to_guest else _in_guest(where, argv, out, handed)
             if rc == ExperimentFailed.exit_status:  # the guest's command refused the experiment
                 refused = f"exit status {rc}"
@@ -166,9 +172,8 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
             analyse(ctx, summary)
         return 0
 
-    if not places.inside_guest():
-        places.get(place).prepare(lab)
-    rc = in_place(place, argv, here, out=out, lab=lab.id, params=params, checked=records.params_key(overrides))
+    rc = in_place(place, argv, here, out=out, lab=lab.id, params=params, checked=records.params_key(overrides),
+                  prepare=lambda: places.get(place).prepare(lab))
     if check_setup or rc != 0 or places.inside_guest():
         return rc
     if places.get(place).GUEST and not shard:

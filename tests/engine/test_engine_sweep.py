@@ -185,6 +185,27 @@ def test_inside_the_test_place_the_manifest_carries_its_facts(fake_place, monkey
     assert m["command"] == ["mptcplab", "run", "lab1", "--set", "x=1"]  # what the user ran, not the guest's
 
 
+def test_the_host_prepares_a_guest_under_the_experiment_lock(fake_place, tmp_path, monkeypatch):
+    """The host's work for a guest (Lab 2: compiling its BPF objects) waits for the lock like the
+    experiment: beside another run's measurement it would disturb it. It counts in the lab's time."""
+    import contextlib
+
+    from mptcplab import runner
+
+    held = []
+
+    @contextlib.contextmanager
+    def lock():
+        held.append(True)
+        yield
+        held.append(False)
+
+    monkeypatch.setattr(runner, "experiment_lock", lock)
+    monkeypatch.setattr(fake_place, "prepare", lambda lab: fake_place.prepared.append((lab.id, held[-1:])))
+    assert runner.run_lab("lab1", quick=True, where="fake", out=tmp_path / "l1", overrides={"sweep": {"repetitions": 1}}) == 0
+    assert fake_place.prepared == [("lab1", [True])]
+
+
 def test_a_guest_records_the_tool_versions_the_host_handed_it(fake_place, monkeypatch, tmp_path):
     """In a guest the manifests carry the host's reading of the tools (the same files): the VM
     under software emulation ran `tshark --version` past its timeout and recorded None."""

@@ -164,6 +164,9 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
             return ExperimentFailed.exit_status if any(not r["passed"] for r in rows) else 0
         say.info("%s — %s run%s, %s, results in %s", lab.title, "quick" if quick else "full",
                  f", shard {shard}" if shard else "", where_now, out)
+        if places.inside_guest() and (up := guest.start_up()):
+            say.info("in the guest: its kernel started the kit %.0f s after booting; the kit took %.0f s "
+                     "to get here (Python's start and imports)", *up)
         ctx = RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now, shard=shard)
         # Inside a guest the runs only: the host analyses them once the guest has exited (below),
         # where Python runs ten times faster than on an emulated CPU (a shard records itself).

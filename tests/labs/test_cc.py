@@ -125,16 +125,16 @@ def test_counters_are_read_from_the_registered_programs_own_map(monkeypatch):
     calls = []
     maps = {"mlab_events": {"id": 7}, "mlab_ctl": {"id": 8}, "mlab_lia.bss": {"id": 9}}
     monkeypatch.setattr(loader, "_counter_maps", {"mlab_lia": 3})  # a stale id from an earlier registration
-    monkeypatch.setattr(loader, "_maps", lambda name: calls.append(name) or maps)
+    monkeypatch.setattr(loader, "_maps", lambda name, fresh=False: calls.append((name, fresh)) or maps)
 
     def run(argv, check=True):
         from types import SimpleNamespace
         return SimpleNamespace(stdout=BSS_DUMP if argv[-1] == "9" else "", returncode=0 if argv[-1] == "9" else 255)
     monkeypatch.setattr(loader, "_run", run)
-    assert cc.stats("mlab_lia")["sockets"] == 3 and calls == ["mlab_lia"]
-    assert cc.stats("mlab_lia")["acks"] == 5 and calls == ["mlab_lia"]  # cached: one bpftool call per reading
+    assert cc.stats("mlab_lia")["sockets"] == 3 and calls == [("mlab_lia", True)]
+    assert cc.stats("mlab_lia")["acks"] == 5 and calls == [("mlab_lia", True)]  # cached: one bpftool call per reading
 
-    def unregistered(name):
+    def unregistered(name, fresh=False):
         raise loader.EnvironmentProblem(f"{name} is not registered")
     monkeypatch.setattr(loader, "_maps", unregistered)
     monkeypatch.setattr(loader, "_counter_maps", {})

@@ -215,7 +215,8 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
     capture = Capture(net, EMULATOR, rd, name="links.pcap", snaplen=96, direction="out",
                       bpf_filter=f"tcp dst port {PORT} or tcp dst port {TCP_PORT}")
     with capture, SsSampler(net, "snd", rd, PORT, interval=0.25, name="ss-mptcp.txt") as s_m, \
-            SsSampler(net, "snd", rd, TCP_PORT, interval=0.25, name="ss-tcp.txt"), bpf_counted(rd, algo):
+            SsSampler(net, "snd", rd, TCP_PORT, interval=0.25, name="ss-tcp.txt"), bpf_counted(rd, algo), \
+            rd.timed("bulk"):  # the rest of `measure`: the capture's start and drain, the samplers, the counters
         res = together(net, flows, duration)
     m, t = res
     if m["subflows"] != 2 or m["cc_seen"] != algo.name or t["cc_seen"] != "reno":

@@ -18,10 +18,11 @@ apt_pkgs+=(
   shellcheck                                                               # CI lint of provisioning
   python3-pip
 )
-# The VM place (`--where vm`): QEMU, a static busybox for virtme-ng's init, and a stock kernel package.
+# The VM place (`--where vm`): QEMU, a static busybox for virtme-ng's init, and a stock kernel package;
+# zstd (amd64): Lab 2's BPF objects are compiled on the host from the stock kernel image's BTF (bzImage, zstd).
 case "$(dpkg --print-architecture 2>/dev/null || echo amd64)" in
   arm64) apt_pkgs+=(qemu-system-arm busybox-static) ;;
-  *) apt_pkgs+=(qemu-system-x86 busybox-static) ;;
+  *) apt_pkgs+=(qemu-system-x86 busybox-static zstd) ;;
 esac
 
 # The stock distribution kernel the VM place boots (its /boot/vmlinuz-* and /lib/modules/*).

@@ -292,28 +292,37 @@ def parse_ss(text: str):
 class QdiscSampler:
     """`tc -s -j qdisc show dev DEV` every `interval` seconds inside the host: the root qdisc's
     counters (packets and bytes sent, drops) as a table, so a rate or a loss rate can be taken over
-    any part of a run (e.g. its measurement window) rather than only over all of it."""
+    any part of a run (e.g. its measurement window) rather than only over all of it.
 
-    def __init__(self, net, host: str, rd, dev: str, interval: float = 0.2, name: str = "qdisc.txt") -> None:
+    `dev` a list: one `tc -s -j qdisc show` of the whole host per sample serves them all (as
+    cheap as one device: a sample costs its process starts), `tables[dev]` and one CSV each."""
+
+    def __init__(self, net, host: str, rd, dev: str | list[str], interval: float = 0.2,
+                 name: str = "qdisc.txt") -> None:
         self.net, self.host, self.rd, self.dev, self.interval = net, host, rd, dev, interval
         self.path = rd.file(name)
+        self.tables: dict = {}
 
     def __enter__(self):
         # the time after each read too: on a slow (emulated) CPU starting `tc` takes long enough to
         # matter, and a rate is then only known between bounds (qdisc_window)
-        self.loop = _Loop(self.net, self.host, self.path,
-                          f"tc -s -j qdisc show dev {self.dev}; echo \"= $(date +%s.%N)\"", self.interval,
+        show = f"tc -s -j qdisc show dev {self.dev}" if isinstance(self.dev, str) else "tc -s -j qdisc show"
+        self.loop = _Loop(self.net, self.host, self.path, f"{show}; echo \"= $(date +%s.%N)\"", self.interval,
                           "qdisc sampler")
         return self
 
     def __exit__(self, *exc):
         self.loop.stop()
-        self.table = parse_qdisc(self.path.read_text())
-        csv = self.path.with_suffix(".csv")
-        self.table.to_csv(csv, index=False)
-        self.path.unlink()  # the CSV keeps every counter of every sample
-        _note(self.rd, "qdisc", file=csv.name, host=self.host, dev=self.dev, interval_s=self.interval,
-              samples=len(self.table))
+        text = self.path.read_text()
+        for dev in [self.dev] if isinstance(self.dev, str) else self.dev:
+            table = self.tables[dev] = parse_qdisc(text, None if isinstance(self.dev, str) else dev)
+            csv = self.path.with_suffix(".csv") if isinstance(self.dev, str) else \
+                self.path.with_name(f"{self.path.stem}-{dev}.csv")
+            table.to_csv(csv, index=False)
+            _note(self.rd, "qdisc", file=csv.name, host=self.host, dev=dev, interval_s=self.interval,
+                  samples=len(table))
+        self.table = self.tables[self.dev] if isinstance(self.dev, str) else None
+        self.path.unlink()  # the CSVs keep every counter of every sample
         return False
 
 
@@ -350,8 +359,9 @@ def _rate_min(first, last) -> float | None:
 QDISC_COUNTERS = ("packets", "bytes", "drops", "backlog", "qlen")
 
 
-def parse_qdisc(text: str):
-    """The sampler's output -> one row per sample: time, kind and the root qdisc's counters."""
+def parse_qdisc(text: str, dev: str | None = None):
+    """The sampler's output -> one row per sample: time, kind and the root qdisc's counters (of
+    device `dev` when the samples list every device's)."""
     import pandas as pd
 
     rows, now = [], None
@@ -368,7 +378,8 @@ def parse_qdisc(text: str):
             qdiscs = json.loads(line)
         except ValueError:  # cut short when the sampler was stopped
             continue
-        root = next((q for q in qdiscs if q.get("root") or q.get("parent") in (None, "root")), None)
+        root = next((q for q in qdiscs if (q.get("root") or q.get("parent") in (None, "root"))
+                     and (dev is None or q.get("dev") == dev)), None)
         if root is not None:
             rows.append({"time": now, "kind": root.get("kind"), **{k: int(root.get(k, 0)) for k in QDISC_COUNTERS}})
         now = None

@@ -24,15 +24,19 @@ from .lab import RunContext, check_params, get_lab
 from .places import guest, lifetime, records
 from .places.choice import Choice
 from .places.decide import decide
-from .results import Sweep, clock_totals, experiment_lock, lock_taken, now, transfer_seconds
+from .results import Sweep, clock_totals, experiment_lock, lock_taken, now, tool_versions, transfer_seconds
 from .shards import Shard, share
 
 _log = log.get()
 
 
 def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | None = None,
-             lab: str = "example", params: dict | None = None, checked: str = "") -> int:
-    """Run `here()` natively, or `mptcplab ARGV --where native` in the guest place `where`.
+             lab: str = "example", params: dict | None = None, checked: str = "",
+             prepare: Callable[[], None] | None = None) -> int:
+    """Run `here()` natively, or `mptcplab ARGV --where native` in the guest place `where`
+    (after `prepare()`, the host's work for that guest, e.g. compiling its BPF objects: under the
+    lock, as CPU work beside another experiment's measurement would disturb it, and counted in
+    the lab's wall time, which starts when the lock is taken).
     `out` (the results directory) is written back from the guest and holds the setup check; the
     guest's command is handed the user's command line (for its manifests) and the lab's `params`
     as resolved here (places.hand), not re-parsed from --set. `checked` keys the recorded setup
@@ -50,7 +54,10 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
         since, t0 = time.time(), time.monotonic()
         refused = None  # why the check refused the place: only a verdict is recorded, never an interrupt
         try:
-            handed = {"command": sys.argv, **({"params": params} if params is not None else {})}
+            handed = {"command": sys.argv, **({"params": params} if params is not None else {}),
+                      **({"tools": tool_versions()} if to_guest else {})}
+            if to_guest and prepare is not None:
+                prepare()
             rc = here() if not to_guest else _in_guest(where, argv, out, handed)
             if rc == ExperimentFailed.exit_status:  # the guest's command refused the experiment
                 refused = f"exit status {rc}"
@@ -186,6 +193,9 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
             return ExperimentFailed.exit_status if any(not r["passed"] for r in rows) else 0
         say.info("%s — %s run%s, %s, results in %s", lab.title, "quick" if quick else "full",
                  f", shard {shard}" if shard else "", where_now, out)
+        if places.inside_guest() and (up := guest.start_up()):
+            say.info("in the guest: its kernel started the kit %.0f s after booting; the kit took %.0f s "
+                     "to get here (Python's start and imports)", *up)
         ctx = RunContext(lab=lab, params=params, out=out, quick=quick, where=where_now, shard=shard)
         # Inside a guest the runs only: the host analyses them once the guest has exited (below),
         # where Python runs ten times faster than on an emulated CPU (a shard records itself).
@@ -194,9 +204,8 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
             analyse(ctx, summary)
         return 0
 
-    if not places.inside_guest():
-        places.get(place).prepare(lab)
-    rc = in_place(place, argv, here, out=out, lab=lab.id, params=params, checked=records.params_key(overrides))
+    rc = in_place(place, argv, here, out=out, lab=lab.id, params=params, checked=records.params_key(overrides),
+                  prepare=lambda: places.get(place).prepare(lab))
     if check_setup or rc != 0 or places.inside_guest():
         return rc
     if places.get(place).GUEST and not shard:

@@ -10,7 +10,7 @@ from mptcplab import engine
 from mptcplab.cli import main
 from mptcplab.lab import Lab, Point, RunContext, get_lab
 from mptcplab.labs.lab1 import experiment as l1
-from mptcplab.results import Sweep
+from mptcplab.results import Sweep, tool_versions
 
 
 class FakeNet:
@@ -125,6 +125,7 @@ def test_the_runner_runs_a_lab_in_a_guest_place_it_knows_only_by_its_registry_en
     assert "--quick" in argv and not any(a.startswith("--set") for a in argv)  # parameters go as data:
     assert handed["params"]["sweep"]["repetitions"] == 1 and handed["params"]["paths"]  # resolved here
     assert handed["command"] == sys.argv  # the user's command line, for the guest's manifests
+    assert handed["tools"] == tool_versions()  # read here: the guest runs the same files, slower
     assert results == [out] and json.loads((out / "lab-summary.json").read_text())["argv"] == argv
     assert fake_place.prepared == ["lab1"]
     # the guest measured; the host analyses, as the place the runs came from
@@ -182,6 +183,44 @@ def test_inside_the_test_place_the_manifest_carries_its_facts(fake_place, monkey
     m = json.loads((tmp_path / "r1" / "manifest.json").read_text())
     assert m["platform"]["where"] == "fake" and m["platform"]["fake"] is True and "clock" in m
     assert m["command"] == ["mptcplab", "run", "lab1", "--set", "x=1"]  # what the user ran, not the guest's
+
+
+def test_the_host_prepares_a_guest_under_the_experiment_lock(fake_place, tmp_path, monkeypatch):
+    """The host's work for a guest (Lab 2: compiling its BPF objects) waits for the lock like the
+    experiment: beside another run's measurement it would disturb it. It counts in the lab's time."""
+    import contextlib
+
+    from mptcplab import runner
+
+    held = []
+
+    @contextlib.contextmanager
+    def lock():
+        held.append(True)
+        yield
+        held.append(False)
+
+    monkeypatch.setattr(runner, "experiment_lock", lock)
+    monkeypatch.setattr(fake_place, "prepare", lambda lab: fake_place.prepared.append((lab.id, held[-1:])))
+    assert runner.run_lab("lab1", quick=True, where="fake", out=tmp_path / "l1", overrides={"sweep": {"repetitions": 1}}) == 0
+    assert fake_place.prepared == [("lab1", [True])]
+
+
+def test_a_guest_records_the_tool_versions_the_host_handed_it(fake_place, monkeypatch, tmp_path):
+    """In a guest the manifests carry the host's reading of the tools (the same files): the VM
+    under software emulation ran `tshark --version` past its timeout and recorded None."""
+    from mptcplab import places, results
+
+    monkeypatch.setenv("MPTCPLAB_WHERE", "fake")
+    monkeypatch.setenv(*places.hand({"command": ["mptcplab"], "tools": {"tshark": "TShark 4.0.17"}}).popitem())
+    monkeypatch.setattr(results.process, "first_line", lambda argv: pytest.fail(f"ran {argv} in the guest"))
+    results.tool_versions.cache_clear()
+    try:
+        with results.Sweep(tmp_path).run("r1", {}):
+            pass
+    finally:
+        results.tool_versions.cache_clear()
+    assert json.loads((tmp_path / "r1" / "manifest.json").read_text())["tools"] == {"tshark": "TShark 4.0.17"}
 
 
 def test_check_setup_repeats_the_check_on_fresh_networks_and_tables_every_attempt(tmp_path, monkeypatch, caplog):

@@ -267,3 +267,42 @@ def test_a_place_that_got_faster_after_compensation_is_named_not_netem(tmp_path,
         verify.check_paths(net, rd, "snd", "rcv", mptcp=False)
     assert "and 1.20 ms now: it adds less than it did" in str(err.value)
     assert "is netem on the emulator" not in str(err.value)
+
+
+def test_paths_at_once_judges_each_path_as_alone_from_transfers_side_by_side(tmp_path, no_cache, monkeypatch):
+    """Lab 2's setup check: every path pinged alone first, then the single-path TCP transfers of all
+    paths side by side (traffic.concurrent, one per path), each judged against its own link."""
+    from mptcplab import traffic
+
+    asked = []
+
+    def side_by_side(net, transfers, duration):
+        asked.append([(t.src, t.dst, t.path, t.proto) for t in transfers])
+        mbps = {"p1": 4.7, "p2": 4.6}
+        return [SimpleNamespace(mbps=mbps[t.path], steady_mbps=lambda w, m=mbps[t.path]: m, reader_backlog_max=lambda: 0,
+                                t0=0.0, t_end=3.0, samples=[]) for t in transfers]
+
+    monkeypatch.setattr(traffic, "concurrent", side_by_side)
+    monkeypatch.setattr(verify, "bulk", lambda *a, **k: pytest.fail("a path's transfer ran alone"))
+    net = built(lab2_like("rate=5mbit,queue=25,delay=10ms", "rate=5mbit,queue=50,delay=20ms"))
+    with Sweep(tmp_path).run("v", {}) as rd:
+        checks = verify.check_paths(net, rd, "snd", "rcv", mptcp=False, paths_at_once=True, min_utilisation=0.9)
+    assert asked == [[("snd", "rcv", "p1", "tcp"), ("snd", "rcv", "p2", "tcp")]]
+    for name, mbps in (("p1", 4.7), ("p2", 4.6)):
+        row = checks["paths"][name]
+        assert row["rtt_ok"] and row["tcp_ok"] and row["tcp_steady_mbps"] == mbps and row["tcp_side_by_side"] == 2
+        assert row["link_utilisation"] == pytest.approx(mbps * 1e6 / verify.GOODPUT_SHARE / 5e6, abs=1e-4)
+    assert "2 paths side by side" in verify.describe(checks)
+    assert [line.split(":")[0] for line in checks["physics"]] == [
+        "lowest ping RTT on path p1", "lowest ping RTT on path p2", "single TCP fills path p1", "single TCP fills path p2"]
+
+
+def test_paths_at_once_refuses_the_path_that_falls_short_as_alone(tmp_path, no_cache, monkeypatch):
+    from mptcplab import traffic
+
+    monkeypatch.setattr(traffic, "concurrent", lambda net, transfers, duration: [
+        SimpleNamespace(mbps=m, steady_mbps=lambda w, m=m: m, reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0, samples=[])
+        for m in (4.7, 3.0)])
+    net = built(lab2_like("rate=5mbit,queue=25,delay=10ms", "rate=5mbit,queue=50,delay=20ms"))
+    with Sweep(tmp_path).run("v", {}) as rd, pytest.raises(ExperimentFailed, match="path p2"):
+        verify.check_paths(net, rd, "snd", "rcv", mptcp=False, paths_at_once=True, min_utilisation=0.9)

@@ -80,6 +80,22 @@ def test_qdisc_samples_keep_the_root_counters_and_skip_a_cut_line():
     assert set(q.kind) == {"netem"} and q.qlen.tolist() == [2, 0]
 
 
+def test_one_sample_of_every_device_gives_each_devices_root_counters():
+    """QdiscSampler with several devices samples the whole host at once (the setup check's paths)."""
+    from mptcplab.observe import parse_qdisc
+
+    sample = lambda t, a, b: (f"@ {t}\n"  # noqa: E731
+                              f'[{{"kind":"noqueue","handle":"0:","dev":"br-p1","root":true,"bytes":0,"packets":0}},'
+                              f'{{"kind":"netem","handle":"8001:","dev":"b-p1","root":true,"bytes":{a},"packets":{a // 100}}},'
+                              f'{{"kind":"netem","handle":"8002:","dev":"b-p2","root":true,"bytes":{b},"packets":{b // 100}}}]\n'
+                              f"= {t + 0.05}\n")
+    text = sample(1000.0, 1000, 5000) + sample(1000.2, 3000, 9000)
+    assert parse_qdisc(text, "b-p1").bytes.tolist() == [1000, 3000]
+    assert parse_qdisc(text, "b-p2").bytes.tolist() == [5000, 9000]
+    assert parse_qdisc(text, "b-p2").time_after.tolist() == [1000.05, 1000.25]
+    assert parse_qdisc(text, "b-p9").empty
+
+
 def test_a_sampler_leaves_by_itself_instead_of_being_signalled(tmp_path):
     # A signal landing while the sampler's shell forks made the UML kernel panic: stop() must end
     # the loop through its stop file, so the shell exits with status 0, not by SIGTERM (-15).

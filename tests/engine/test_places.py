@@ -401,3 +401,15 @@ def test_the_vms_cost_is_the_last_recorded_measurement_with_its_date(tmp_path, m
     (tmp_path / vm.TIME_RATIO).write_text(json.dumps(rows))
     assert vm.cost().endswith("(a quick Lab 2 took 14 min, 3.0x its 280 s of transfers, on 2026-11-25 on a 2-core "
                               "host: benchmarks/results/time_ratio.md)")
+
+
+def test_a_guest_says_when_its_kernel_started_the_kit_and_how_long_the_kit_took():
+    from mptcplab.places import guest
+
+    # /proc/self/stat: the name may hold spaces and ")"; starttime (field 22) 500 ticks after boot
+    stat = "123 (py (x) y) S " + " ".join(str(i) for i in range(4, 22)) + " 500 0 0"
+    ticks = __import__("os").sysconf("SC_CLK_TCK")
+    assert guest.start_up(stat, "45.50 3.00") == pytest.approx((500 / ticks, 45.5 - 500 / ticks))
+    assert guest.start_up("garbage", "1.0 1.0") is None
+    up = guest.start_up()  # this process, here
+    assert up is not None and up[0] > 0 and up[1] >= 0

@@ -37,7 +37,7 @@ def test_paired_drops_unpaired_runs_and_refuses_repeated_keys():
 
 def test_runs_needed_is_the_smallest_n():
     n = stats.runs_needed(0.675, 0.4)
-    power = lambda k: (stats.t975(k - 1) + stats.Z_POWER) * 0.4 / math.sqrt(k)  # noqa: E731
+    power = lambda k: (stats.t975(k - 1) + stats.z_power()) * 0.4 / math.sqrt(k)  # noqa: E731
     assert power(n) <= 0.675 < power(n - 1)
     assert stats.runs_needed(0.675, 0.4, level=0.995) > n  # a corrected level needs more
     assert stats.runs_needed(0.01, 1.0) == math.inf and math.isnan(stats.runs_needed(1.0, math.nan))
@@ -71,3 +71,16 @@ def test_welch():
     assert 2 < w["dof"] < 5
     few = stats.welch([0.5], [0.4, 0.5])
     assert math.isnan(few["ci95"]) and stats.verdict(stats.holm([few])[0], "up", "down") == "too few runs"
+
+
+def test_the_kit_and_its_labs_load_without_scipy_until_a_statistic_is_asked_for():
+    """A guest place only measures: the command it runs (the CLI with every lab loaded) does not
+    pay for scipy's import in an emulated CPU."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from mptcplab.cli import build_parser; build_parser(); from mptcplab import lab, runner; "
+            "[lab.get_lab(f'lab{i}') for i in (1, 2, 3)]; assert 'scipy' not in sys.modules, 'scipy imported'; "
+            "from mptcplab import stats; stats.t975(4); assert 'scipy' in sys.modules")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

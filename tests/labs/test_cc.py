@@ -125,17 +125,45 @@ def test_counters_are_read_from_the_registered_programs_own_map(monkeypatch):
     calls = []
     maps = {"mlab_events": {"id": 7}, "mlab_ctl": {"id": 8}, "mlab_lia.bss": {"id": 9}}
     monkeypatch.setattr(loader, "_counter_maps", {"mlab_lia": 3})  # a stale id from an earlier registration
-    monkeypatch.setattr(loader, "_maps", lambda name: calls.append(name) or maps)
+    monkeypatch.setattr(loader, "_maps", lambda name, fresh=False: calls.append((name, fresh)) or maps)
 
     def run(argv, check=True):
         from types import SimpleNamespace
         return SimpleNamespace(stdout=BSS_DUMP if argv[-1] == "9" else "", returncode=0 if argv[-1] == "9" else 255)
     monkeypatch.setattr(loader, "_run", run)
-    assert cc.stats("mlab_lia")["sockets"] == 3 and calls == ["mlab_lia"]
-    assert cc.stats("mlab_lia")["acks"] == 5 and calls == ["mlab_lia"]  # cached: one bpftool call per reading
+    assert cc.stats("mlab_lia")["sockets"] == 3 and calls == [("mlab_lia", True)]
+    assert cc.stats("mlab_lia")["acks"] == 5 and calls == [("mlab_lia", True)]  # cached: one bpftool call per reading
 
-    def unregistered(name):
+    def unregistered(name, fresh=False):
         raise loader.EnvironmentProblem(f"{name} is not registered")
     monkeypatch.setattr(loader, "_maps", unregistered)
     monkeypatch.setattr(loader, "_counter_maps", {})
     assert cc.stats("mlab_lia") == {}
+
+
+def test_a_registered_ccs_maps_are_looked_up_once_until_it_is_loaded_or_unloaded_again(monkeypatch):
+    """recording() opens the maps of a congestion control registered for the whole sweep: the four
+    bpftool runs that find them (about 2 s per recorded run in the emulated VM) happen once."""
+    import subprocess
+
+    calls = []
+
+    def bpftool(argv, check=True):
+        calls.append(argv[1:])
+        out = {("-j", "struct_ops", "list"): '[{"id": 7, "name": "mlab_lia", "kernel_struct_ops": "tcp_congestion_ops"}]',
+               ("-j", "struct_ops", "dump", "id", "7"): "prog_id:41 prog_id:42",
+               ("-j", "prog", "show"): '[{"id": 41, "map_ids": [3, 4]}, {"id": 42, "map_ids": [4]}]',
+               ("-j", "map", "show"): '[{"id": 3, "name": "mlab_ctl"}, {"id": 4, "name": "mlab_events"}, {"id": 5, "name": "x"}]',
+               ("struct_ops", "unregister", "name", "mlab_lia"): ""}[tuple(argv[1:])]
+        return subprocess.CompletedProcess(argv, 0, out, "")
+
+    monkeypatch.setattr(loader, "_run", bpftool)
+    monkeypatch.setattr(loader, "_maps_of", {})
+    first = loader._maps("mlab_lia")
+    assert set(first) == {"mlab_ctl", "mlab_events"} and len(calls) == 4
+    assert loader._maps("mlab_lia") == first and len(calls) == 4  # kept
+    assert loader._maps("mlab_lia", fresh=True) == first and len(calls) == 8  # asked again when told
+    loader.unload(["mlab_lia"])
+    calls.clear()
+    loader._maps("mlab_lia")
+    assert len(calls) == 4  # forgotten by the unload

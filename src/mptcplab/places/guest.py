@@ -56,6 +56,21 @@ def script(where: str, command: list[str], status: Path, env: dict[str, str] | N
         command=shlex.join(command), after=after.strip(), status=shlex.quote(str(status)), end=end.strip())
 
 
+def start_up(stat: str | None = None, uptime: str | None = None) -> tuple[float, float] | None:
+    """(seconds from the guest kernel's start to this process's, seconds since): where a guest's
+    time before its first line went, kernel and init or the kit's Python start (its imports cost
+    many times the host's under software emulation). On the guest's clock (UML's skips idle time).
+    None where /proc cannot say. `stat`, `uptime`: /proc/self/stat and /proc/uptime's text (tests)."""
+    try:
+        stat = stat if stat is not None else Path("/proc/self/stat").read_text()
+        uptime = uptime if uptime is not None else Path("/proc/uptime").read_text()
+        # field 22, starttime in clock ticks after boot; fields counted after the ")" closing the name
+        started = int(stat[stat.rindex(")") + 2:].split()[19]) / os.sysconf("SC_CLK_TCK")
+        return started, float(uptime.split()[0]) - started
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def panic_line(text: str) -> str | None:
     """The kernel's panic line in a guest's console output, if it panicked."""
     i = text.find(PANIC)

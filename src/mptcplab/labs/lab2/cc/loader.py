@@ -2,7 +2,9 @@
 
 `mlab_cc.bpf.c` is compiled once per algorithm with clang against a `vmlinux.h` dumped from
 the running kernel's BTF (`bpftool btf dump`); both are cached under
-`~/.cache/mptcplab/cc/<kernel>-<btf hash>/<source hash>/`, never in the repository.
+`~/.cache/mptcplab/cc/<kernel>-<btf hash>/<source hash>/`, never in the repository. For a guest's
+kernel (the VM place) the host writes that folder before the boot, from the kernel image's BTF
+(`prebuild_for`, `image_btf`): the guest finds its objects built.
 Registration is `bpftool struct_ops register`: the kernel then keeps the congestion control
 (it shows up in `net.ipv4.tcp_available_congestion_control`) until
 `bpftool struct_ops unregister name <name>`.
@@ -39,6 +41,7 @@ import pandas as pd
 from .... import paths, process
 from ....errors import EnvironmentProblem, UsageError
 from ....observe import ss_sockets
+from . import image_btf
 
 PREFIX = "mlab_"
 SOURCE = Path(__file__).with_name("mlab_cc.bpf.c")
@@ -143,21 +146,42 @@ def build(algos: list[Algorithm] | None = None, record: bool = False, kdir: Path
     return objects
 
 
+def guest_kernel_dir(image: Path) -> Path | None:
+    """The cache folder of the kernel in `image` (not running here), its vmlinux.h written from the
+    image's own BTF (image_btf): the folder a guest booted from it computes for itself (same
+    release, same BTF hash). None when the image cannot be read here (then the guest dumps it)."""
+    release = Path(image).name.removeprefix("vmlinuz-")
+    try:
+        btf = image_btf.btf(image)
+    except (OSError, EnvironmentProblem):
+        return None
+    kdir = paths.cache_dir("cc") / f"{release}-{hashlib.sha256(btf).hexdigest()[:12]}"
+    if not (kdir / "vmlinux.h").exists():
+        kdir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=kdir, suffix=".btf") as raw:
+            raw.write(btf)
+            raw.flush()
+            dump = _run(["bpftool", "btf", "dump", "file", raw.name, "format", "c"])
+        _atomic_write(kdir / "vmlinux.h", dump.stdout.encode())
+    return kdir
+
+
 def prebuild_for(release: str) -> list[Path]:
-    """Compile the objects (both builds) on this host for another kernel, a guest's, from the
-    vmlinux.h its first run dumped into the shared cache, before the guest boots: clang under
-    software emulation takes minutes per object, natively seconds, and the result is the same
-    file (same compiler, header, source and flags). Returns the folders filled; none before the
-    guest's first run (it then builds for itself) or without clang here."""
+    """Compile the objects (both builds) on this host for another kernel, a guest's, before the
+    guest boots: clang under software emulation took 54 s for them, natively a few seconds, and the
+    result is the same file (same compiler, header, source and flags). The header comes from the
+    guest kernel's image (/boot/vmlinuz-<release>, guest_kernel_dir), else from a vmlinux.h an
+    earlier guest dumped into the shared cache. Returns the folders filled; none without clang here."""
     if shutil.which("clang") is None:
         return []
-    done = []
-    for kdir in sorted(paths.cache_dir("cc").glob(f"{release}-*")):
-        if (kdir / "vmlinux.h").exists():
-            for record in (False, True):
-                build(record=record, kdir=kdir)
-            done.append(kdir)
-    return done
+    kdirs = {d for d in paths.cache_dir("cc").glob(f"{release}-*") if (d / "vmlinux.h").exists()}
+    from_image = guest_kernel_dir(Path("/boot") / f"vmlinuz-{release}")
+    if from_image is not None:
+        kdirs.add(from_image)
+    for kdir in sorted(kdirs):
+        for record in (False, True):
+            build(record=record, kdir=kdir)
+    return sorted(kdirs)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -196,13 +220,14 @@ def load(algos: list[Algorithm] | None = None, record: bool = False) -> list[str
     done = []
     for algo in algos:
         if algo.name in loaded:
-            if record and _maps(algo.name).get("mlab_events", {}).get("max_entries", 0) < RECORD_SLOTS:
+            if record and _maps(algo.name, fresh=True).get("mlab_events", {}).get("max_entries", 0) < RECORD_SLOTS:
                 raise UsageError(f"{algo.name} is registered without event slots: "
                                  f"`sudo mptcplab cc unload {algo.key}` first to record")
             continue
         if algo.name in available():  # a built-in or module with our name: refuse to shadow it
             unload(done)
             raise EnvironmentProblem(f"a congestion control named {algo.name} exists and is not the kit's")
+        _maps_of.pop(algo.name, None)
         try:
             _run(["bpftool", "struct_ops", "register", str(objects[algo.name])])
         except EnvironmentProblem:
@@ -225,6 +250,7 @@ def unload(names: list[str]) -> list[str]:
     for name in names:
         if not name.startswith(PREFIX):
             raise UsageError(f"{name} is not one of the kit's congestion controls (they start with {PREFIX})")
+        _maps_of.pop(name, None)
         if name in loaded and _run(["bpftool", "struct_ops", "unregister", "name", name], check=False).returncode == 0:
             removed.append(name)
     return removed
@@ -275,7 +301,7 @@ def stats(name: str) -> dict[str, int]:
         mid = _counter_maps.get(name)
         if mid is None or attempt:
             try:
-                bss = [m for n, m in _maps(name).items() if n.endswith(".bss")]
+                bss = [m for n, m in _maps(name, fresh=bool(attempt)).items() if n.endswith(".bss")]
             except EnvironmentProblem:  # not registered
                 return {}
             if not bss:
@@ -307,8 +333,16 @@ _NR_BPF = {"x86_64": 321, "aarch64": 280}
 _BPF_MAP_GET_FD_BY_ID = 14
 
 
-def _maps(name: str) -> dict[str, dict]:
-    """The maps of registered congestion control `name`, by map name (bpftool's JSON)."""
+_maps_of: dict[str, dict[str, dict]] = {}  # name -> its maps while registered (load/unload forget it)
+
+
+def _maps(name: str, fresh: bool = False) -> dict[str, dict]:
+    """The maps of registered congestion control `name`, by map name (bpftool's JSON). Kept per
+    name until this process loads or unloads it: four bpftool runs took about 2 s of every
+    recorded run in the VM under software emulation (a detailed run's steps 2.6 s short of its
+    `measure`); map ids are not reused, so a stale entry fails to open rather than open another map."""
+    if not fresh and name in _maps_of:
+        return _maps_of[name]
     so = [m for m in _struct_ops() if m.get("name") == name]
     if not so:
         raise EnvironmentProblem(f"{name} is not registered (sudo mptcplab cc load)")
@@ -316,7 +350,9 @@ def _maps(name: str) -> dict[str, dict]:
     prog_ids = {int(i) for i in re.findall(r"prog_id:(\d+)", dump)}
     progs = json.loads(_run(["bpftool", "-j", "prog", "show"]).stdout)
     map_ids = {m for p in progs if p["id"] in prog_ids for m in p.get("map_ids", [])}
-    return {m["name"]: m for m in json.loads(_run(["bpftool", "-j", "map", "show"]).stdout) if m["id"] in map_ids}
+    maps = _maps_of[name] = {m["name"]: m for m in json.loads(_run(["bpftool", "-j", "map", "show"]).stdout)
+                             if m["id"] in map_ids}
+    return maps
 
 
 def _map_mmap(info: dict) -> mmap.mmap:
@@ -379,7 +415,11 @@ def recording(name: str) -> Iterator[Recording]:
     maps = _maps(name)
     if maps.get("mlab_events", {}).get("max_entries", 0) < 2:
         raise UsageError(f"{name} was registered without event slots: load it with record=True")
-    ctl, ev = _map_mmap(maps["mlab_ctl"]), _map_mmap(maps["mlab_events"])
+    try:
+        ctl, ev = _map_mmap(maps["mlab_ctl"]), _map_mmap(maps["mlab_events"])
+    except EnvironmentProblem:  # registered again by another process since: its maps now
+        maps = _maps(name, fresh=True)
+        ctl, ev = _map_mmap(maps["mlab_ctl"]), _map_mmap(maps["mlab_events"])
     rec = Recording()
     struct.pack_into("<IIII", ctl, 0, 0, 0, 0, 0)
     struct.pack_into("<I", ctl, 0, 1)

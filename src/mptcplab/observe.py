@@ -300,13 +300,15 @@ class QdiscSampler:
     def __init__(self, net, host: str, rd, dev: str | list[str], interval: float = 0.2,
                  name: str = "qdisc.txt") -> None:
         self.net, self.host, self.rd, self.dev, self.interval = net, host, rd, dev, interval
+        self.one = isinstance(dev, str)  # one device: `tc ... dev DEV`, its table as `table`, NAME.csv
+        self.devs = [dev] if self.one else list(dev)
         self.path = rd.file(name)
         self.tables: dict = {}
 
     def __enter__(self):
         # the time after each read too: on a slow (emulated) CPU starting `tc` takes long enough to
         # matter, and a rate is then only known between bounds (qdisc_window)
-        show = f"tc -s -j qdisc show dev {self.dev}" if isinstance(self.dev, str) else "tc -s -j qdisc show"
+        show = f"tc -s -j qdisc show dev {self.dev}" if self.one else "tc -s -j qdisc show"
         self.loop = _Loop(self.net, self.host, self.path, f"{show}; echo \"= $(date +%s.%N)\"", self.interval,
                           "qdisc sampler")
         return self
@@ -314,14 +316,13 @@ class QdiscSampler:
     def __exit__(self, *exc):
         self.loop.stop()
         text = self.path.read_text()
-        for dev in [self.dev] if isinstance(self.dev, str) else self.dev:
-            table = self.tables[dev] = parse_qdisc(text, None if isinstance(self.dev, str) else dev)
-            csv = self.path.with_suffix(".csv") if isinstance(self.dev, str) else \
-                self.path.with_name(f"{self.path.stem}-{dev}.csv")
+        for dev in self.devs:
+            table = self.tables[dev] = parse_qdisc(text, None if self.one else dev)
+            csv = self.path.with_suffix(".csv") if self.one else self.path.with_name(f"{self.path.stem}-{dev}.csv")
             table.to_csv(csv, index=False)
             _note(self.rd, "qdisc", file=csv.name, host=self.host, dev=dev, interval_s=self.interval,
                   samples=len(table))
-        self.table = self.tables[self.dev] if isinstance(self.dev, str) else None
+        self.table = self.tables[self.dev] if self.one else None
         self.path.unlink()  # the CSVs keep every counter of every sample
         return False
 

@@ -303,7 +303,7 @@ def test_transfer_records_window_goodput_emulator_loss_and_kernel_rtts(tmp_path,
     monkeypatch.setattr(lm, "read_capture", lambda path, sender, port: pk)
     net = type("Net", (), {"address": lambda self, host, path: "10.1.0.1"})()
     point = {"key": "droptail-2mbit-n02-r1", "scenario": "droptail", "n": 2, "rep": 1, "loss_cfg": None,
-             "capacity_mbps": 2.0, "link": "rate=2mbit,delay=30ms,queue=10"}
+             "capacity_mbps": 2.0, "link": "rate=2mbit,delay=30ms,queue=10", "duration_s": warmup + steady + 1}
     s = l3.transfer(net, rd, point, {"warmup_s": warmup, "steady_s": steady, "cc": "reno", "model_b": 1})
     assert s["mbps"] == pytest.approx(1.76)  # both flows were still sending through the window
     assert s["mbps_transfer"] == pytest.approx(11000 * 280 * 8 / 15 / 1e6, abs=1e-3)  # rounded to kbit/s
@@ -441,3 +441,10 @@ def test_run_sysctls_are_set_for_each_run_after_the_setup_check():
     assert calls == [("snd", "net.ipv4.tcp_sack", "0")]
     with pytest.raises(UsageError, match="unknown host"):
         lab.load_params(False, {"run_sysctls": {"emu": {"net.ipv4.tcp_sack": "0"}}})
+
+
+def test_points_carry_their_transfer_time_for_the_dry_run():
+    """Each run transfers warm-up + window + 1 s; `run --dry-run` sums points' duration_s."""
+    params = {"flows": [1, 2], "repetitions": 1, "warmup_s": 10, "steady_s": 60, "paths": {"p1": {"delay": "30ms"}},
+              "random": {"loss": ["1%"]}, "droptail": {"capacity": ["4mbit"]}}
+    assert {p.values["duration_s"] for p in l3.points(params)} == {71.0}

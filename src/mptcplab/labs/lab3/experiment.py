@@ -42,7 +42,9 @@ def bdp_packets(rate_bps: float, rtt_s: float) -> int:
 def points(params: dict, sweep=None) -> list[Point]:
     """Every run of the sweep, in order: scenario, its link (data direction), n, repetition."""
     recorded = {k: v for k, v in params.items() if k not in ("random", "droptail", "quick")}
-    return [Point(p["key"], {**recorded, **p}) for p in sweep_points(params)]
+    # The whole transfer: warm-up, the measured window, and 1 s so the window ends before the flows.
+    duration = float(params["warmup_s"]) + float(params["steady_s"]) + 1.0
+    return [Point(p["key"], {**recorded, **p, "duration_s": duration}) for p in sweep_points(params)]
 
 
 def sweep_points(params: dict) -> list[dict]:
@@ -119,7 +121,7 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
             SsSampler(net, "snd", rd, PORT, interval=0.2) as ss, Counters(net, "snd", rd) as counters, \
             Counters(net, "rcv", rd, name="counters-rcv.json") as rcv_counters, \
             QdiscSampler(net, EMULATOR, rd, BOTTLENECK_DEV, interval=0.2) as qdisc, CpuTimes(rd) as cpu:
-        r = bulk(net, "snd", "rcv", "p1", "tcp", duration=warmup + steady + 1.0, flows=n, cc=params["cc"], port=PORT)
+        r = bulk(net, "snd", "rcv", "p1", "tcp", duration=point["duration_s"], flows=n, cc=params["cc"], port=PORT)
     ccs = sorted({f["cc"] for f in r.flows})
     if ccs != [params["cc"]]:
         raise ExperimentFailed(f"{point['key']}: flows ran {ccs}, expected {params['cc']}")

@@ -580,3 +580,18 @@ def test_the_shipped_report_is_what_the_analysis_makes_of_the_shipped_tables():
     ref = Path(__file__).parents[2] / "solutions" / "results" / "lab2"
     assert la.report(ref) == (ref / "paper-vs-this-run.md").read_text(), \
         "stale: run `mptcplab notebooks reference lab2 solutions/results/lab2 --report-only` and commit"
+
+
+def test_a_re_made_reference_reports_the_controlled_runs_kept_beside_it(tmp_path, monkeypatch):
+    """`notebooks reference lab2 SWEEP` into a reference that keeps controlled/: its report is made
+    there, so the divergence rows keep their controlled runs (the sweep has none of its own)."""
+    import shutil
+
+    monkeypatch.setattr(la, "compact", lambda sweep: None)  # the stand-in sweep holds compact tables only
+
+    shipped = Path(__file__).parents[2] / "solutions" / "results" / "lab2"
+    sweep, ref = tmp_path / "sweep", tmp_path / "ref"
+    shutil.copytree(shipped, sweep, ignore=shutil.ignore_patterns(la.CONTROLLED_DIR))
+    shutil.copytree(shipped / la.CONTROLLED_DIR, ref / la.CONTROLLED_DIR)
+    la.export_reference(sweep, ref)
+    assert (ref / "paper-vs-this-run.md").read_text() == (shipped / "paper-vs-this-run.md").read_text()

@@ -404,6 +404,8 @@ def test_a_control_exported_under_controls_is_read_by_the_reference_report(sweep
     text = la.report(ref)
     assert "### Controlled run: the models' Reno recovery (reno_recovery)" in text
     assert "| Reno-like recovery (all four off) |" in text
+    la.export_reference(sweep, ref)  # the reference re-made: its report still reads the controls kept in it
+    assert "### Controlled run: the models' Reno recovery (reno_recovery)" in (ref / "paper-vs-this-run.md").read_text()
 
 
 def test_queued_runs_at_the_setup_checks_rate_are_blamed_on_it():

@@ -347,10 +347,11 @@ def export_reference(sweep: Path, dest: Path, tables: tuple[str, ...] | None = N
     then names that sweep (`replaced_by`: table -> its started, commit, kernel, place and runs),
     every row keeps the commit that made it, and the report is made again from the result."""
     compact(sweep)
-    if not tables:
-        (Path(sweep) / "paper-vs-this-run.md").write_text(report(sweep))
-        return results.copy_compact(sweep, dest, COMPACT)
     dest = Path(dest)
+    if not tables:  # the report is made in dest: it reads the controlled runs kept there (controlled/)
+        copied = results.copy_compact(sweep, dest, [n for n in COMPACT if not n.endswith(".md")])
+        (dest / "paper-vs-this-run.md").write_text(report(dest))
+        return [*copied, dest / "paper-vs-this-run.md"]
     man = json.loads((dest / "lab2-manifest.json").read_text())
     new = json.loads((Path(sweep) / "lab2-manifest.json").read_text())
     copied = results.copy_compact(sweep, dest, [f"{t}.csv" for t in tables])

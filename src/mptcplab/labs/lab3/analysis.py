@@ -252,10 +252,13 @@ def export_reference(sweep: Path, dest: Path) -> list[Path]:
     A controlled run exported into a reference's controls/NAME/ keeps its tables only: the
     reference's own report reads them (see `load_controls`)."""
     compact(sweep)
+    copied = results.copy_compact(sweep, dest, [n for n in COMPACT if not n.endswith(".md")])
     if Path(dest).parent.name == CONTROLS:
-        return results.copy_compact(sweep, dest, [n for n in COMPACT if not n.endswith(".md")])
-    (Path(sweep) / "paper-vs-this-run.md").write_text(report(sweep))
-    return results.copy_compact(sweep, dest, COMPACT)
+        return copied
+    # The report is made in dest, from the copied tables and the controlled runs kept there
+    # (controls/), which a re-made reference keeps; the sweep has none of its own.
+    (Path(dest) / "paper-vs-this-run.md").write_text(report(dest))
+    return [*copied, Path(dest) / "paper-vs-this-run.md"]
 
 
 # ---------------------------------------------------------------- controlled runs

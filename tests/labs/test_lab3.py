@@ -450,3 +450,17 @@ def test_points_carry_their_transfer_time_for_the_dry_run():
     params = {"flows": [1, 2], "repetitions": 1, "warmup_s": 10, "steady_s": 60, "paths": {"p1": {"delay": "30ms"}},
               "random": {"loss": ["1%"]}, "droptail": {"capacity": ["4mbit"]}}
     assert {p.values["duration_s"] for p in l3.points(params)} == {71.0}
+
+
+def test_the_reference_says_whether_its_random_loss_runs_had_a_rate_from_their_qdiscs():
+    """The ACK-ratio row names the reference's own random-loss runs' links as the kernel listed them."""
+    bursts = _ack_arm(8.0, 0.13, -0.15, 1)
+    ref = bursts["runs"].assign(base_rtt=0.06)
+    netem = "qdisc netem 8002: dev b-p1 root refcnt 2 limit 10000 delay 30ms loss 2%"
+    rm = pd.DataFrame({"run": ref.run, "qdiscs": [json.dumps([netem])] * 3 + [json.dumps([netem + " rate 20Mbit"])]})
+    assert la.rated_runs(rm, ref.run) == 1 and la.rated_runs(None, ref.run) is None
+    row = la.ack_ratio_row(ref, {"linux_recovery": bursts}, rm)
+    assert "random loss in this reference (1 of 4 runs behind a rate on the link): b 8.0" in row[1]
+    clean = rm.assign(qdiscs=json.dumps([netem]))
+    assert "(4 runs, netem without a rate)" in la.ack_ratio_row(ref, {"linux_recovery": bursts}, clean)[1]
+    assert "their links' qdiscs not kept" in la.ack_ratio_row(ref, {"linux_recovery": bursts})[1]

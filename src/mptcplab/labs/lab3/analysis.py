@@ -370,6 +370,12 @@ def link_rate(control: dict) -> float | None:
     return None
 
 
+def _rated_words(rated: int | None, runs: int) -> str:
+    if rated is None:
+        return f"{runs} runs, their links' qdiscs not kept"
+    return f"{runs} runs, netem without a rate" if rated == 0 else f"{rated} of {runs} runs behind a rate on the link"
+
+
 def paced_controls(controls: dict) -> list[tuple[str, dict]]:
     """The paced* controls, fastest rate first."""
     named = [(k, c) for k, c in controls.items() if k.startswith("paced")]
@@ -444,7 +450,17 @@ def offloads_off(manifest: dict) -> bool:
 ACK_DIVERGENCE = "ACK ratio b at random loss well above the delayed-ACK 2 the models assume"
 
 
-def ack_ratio_row(r: pd.DataFrame, controls: dict) -> tuple[str, str, str] | None:
+def rated_runs(runs_manifest: pd.DataFrame | None, runs) -> int | None:
+    """How many of `runs` had a rate on the data direction's netem as the kernel listed it (their
+    runs-manifest `qdiscs`); None where no per-run qdiscs were kept."""
+    if runs_manifest is None or "qdiscs" not in runs_manifest or "run" not in runs_manifest:
+        return None
+    rm = runs_manifest[runs_manifest.run.isin(list(runs))]
+    return int(sum("rate" in _data_netem(q) for q in rm.qdiscs.dropna())) if len(rm) else None
+
+
+def ack_ratio_row(r: pd.DataFrame, controls: dict, runs_manifest: pd.DataFrame | None = None
+                  ) -> tuple[str, str, str] | None:
     """The divergence row of the ACK ratio: b at random loss without a rate (the linux_recovery
     control) against the delayed-ACK value, and what the paced* controls changed. 'cause measured'
     only where a rate brings b to <= 3 with every offload read back off."""
@@ -458,8 +474,8 @@ def ack_ratio_row(r: pd.DataFrame, controls: dict) -> tuple[str, str, str] | Non
     ref = _random_points(r) if "model1" in r else r.iloc[0:0]
     seen = (f"random loss, netem without a rate (control linux_recovery, {len(rnd)} runs): b {rnd.b.median():.1f} "
             f"(median; {rnd.b.min():.1f}–{rnd.b.max():.1f})"
-            + (f"; random loss in this reference (made behind the setup check's rate, see below): b "
-               f"{ref.b.median():.1f}" if len(ref) else "")
+            + (f"; random loss in this reference ({_rated_words(rated_runs(runs_manifest, ref.run), len(ref))}): "
+               f"b {ref.b.median():.1f} (median; {ref.b.min():.1f}–{ref.b.max():.1f})" if len(ref) else "")
             + (f"; DropTail (this reference, its rate spacing the packets): b {dt.b.median():.1f}" if len(dt) else ""))
     paced = paced_controls(controls)
     tbl = ack_ratio_table(base["runs"], paced) if paced else pd.DataFrame()
@@ -825,7 +841,8 @@ def _recovery_section(r: pd.DataFrame, control: dict, linux: dict | None = None)
     ]
 
 
-def divergences(r: pd.DataFrame, controls: dict | None = None, manifest: dict | None = None) -> list[tuple[str, str, str]]:
+def divergences(r: pd.DataFrame, controls: dict | None = None, manifest: dict | None = None,
+                runs_manifest: pd.DataFrame | None = None) -> list[tuple[str, str, str]]:
     """(divergence, this run's figures, cause) for each way this run departs from the paper: Fig.
     16's ranking where the Holm-corrected comparison resolves it against the paper (with the
     reno_recovery control's result if it was run), and the queued random-loss runs (with what held
@@ -838,7 +855,7 @@ def divergences(r: pd.DataFrame, controls: dict | None = None, manifest: dict | 
         rows.append(("n × Padhye(p) closer to the measurement than model 1 (the paper's Fig. 16: model 1 closer)",
                      "; ".join(f"{t.runs}: |error| {t.n_pftk_p:.0%} vs {t.model1:.0%}" for t in against.itertuples()),
                      recovery_cause(r, controls.get("reno_recovery"), controls.get("linux_recovery"))))
-    ack = ack_ratio_row(r, controls)
+    ack = ack_ratio_row(r, controls, runs_manifest)
     if ack:
         rows.append(ack)
     queued = r[r.queued.astype(bool) & (r.scenario == "random")]
@@ -910,6 +927,8 @@ def report(out: Path) -> str:
     controls = load_controls(out)
     r, man = tables["runs"], tables["manifest"]
     r = r.dropna(subset=["model1"])
+    per_run = Path(out) / "runs-manifest.csv"  # each run's qdiscs as listed (none in older references)
+    diverged = divergences(r, controls, man, pd.read_csv(per_run) if per_run.exists() else None)
     queued = r[r.queued.astype(bool)]
     rnd = r[(r.scenario == "random") & ~r.queued.astype(bool)]
     low, high = rnd[rnd["loss"] <= GRADED_MAX_LOSS + 1e-12], rnd[rnd["loss"] > GRADED_MAX_LOSS + 1e-12]
@@ -976,8 +995,8 @@ def report(out: Path) -> str:
         "",
         *(["## Divergences from the paper, and what was done to explain them", "",
            "| divergence | this run | cause |", "|---|---|---|",
-           *[f"| {_cell(a)} | {_cell(b)} | {_cell(c)} |" for a, b, c in divergences(r, controls, man)], ""]
-          if divergences(r, controls, man) else []),
+           *[f"| {_cell(a)} | {_cell(b)} | {_cell(c)} |" for a, b, c in diverged], ""]
+          if diverged else []),
         "Median |relative error| per model:",
         "",
         "| runs | count | " + " | ".join(MODELS.values()) + " |",

@@ -24,7 +24,8 @@ from .lab import RunContext, check_params, get_lab
 from .places import guest, lifetime, records
 from .places.choice import Choice
 from .places.decide import decide
-from .results import Sweep, clock_totals, experiment_lock, lock_taken, now, tool_versions, transfer_seconds
+from .results import (Sweep, clock_totals, experiment_lock, git_commit, lock_taken, now, tool_versions,
+                      transfer_seconds)
 from .shards import Shard, share
 
 _log = log.get()
@@ -38,8 +39,9 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
     lock, as CPU work beside another experiment's measurement would disturb it, and counted in
     the lab's wall time, which starts when the lock is taken).
     `out` (the results directory) is written back from the guest and holds the setup check; the
-    guest's command is handed the user's command line (for its manifests) and the lab's `params`
-    as resolved here (places.hand), not re-parsed from --set. `checked` keys the recorded setup
+    guest's command is handed the user's command line, the tool versions and the checkout's commit
+    (for its manifests: read here, where they cost no emulated CPU) and the lab's `params` as
+    resolved here (places.hand), not re-parsed from --set. `checked` keys the recorded setup
     check by the `--set` overrides it ran with (records.params_key)."""
     to_guest = places.get(where).GUEST and not places.inside_guest()
     if not to_guest:
@@ -55,7 +57,7 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
         refused = None  # why the check refused the place: only a verdict is recorded, never an interrupt
         try:
             handed = {"command": sys.argv, **({"params": params} if params is not None else {}),
-                      **({"tools": tool_versions()} if to_guest else {})}
+                      **({"tools": tool_versions(), "git": git_commit()} if to_guest else {})}
             if to_guest and prepare is not None:
                 prepare()
             rc = here() if not to_guest else _in_guest(where, argv, out, handed)

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import engine, eta, kernel, log, places, state
+from . import engine, eta, kernel, log, paths, places, state
 from .errors import ExperimentFailed
 from .lab import RunContext, check_params, get_lab
 from .places import guest, lifetime, records
@@ -35,7 +35,8 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
              lab: str = "example", params: dict | None = None, checked: str = "",
              prepare: Callable[[], None] | None = None) -> int:
     """Run `here()` natively, or `mptcplab ARGV --where native` in the guest place `where`
-    (after `prepare()`, the host's work for that guest, e.g. compiling its BPF objects: under the
+    (after the kit's bytecode, guest.byte_compile, and `prepare()`, the host's work for that
+    guest, e.g. compiling its BPF objects: under the
     lock, as CPU work beside another experiment's measurement would disturb it, and counted in
     the lab's wall time, which starts when the lock is taken).
     `out` (the results directory) is written back from the guest and holds the setup check; the
@@ -58,6 +59,8 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
         try:
             handed = {"command": sys.argv, **({"params": params} if params is not None else {}),
                       **({"tools": tool_versions(), "git": git_commit()} if to_guest else {})}
+            if to_guest:
+                guest.byte_compile(paths.PACKAGE)
             if to_guest and prepare is not None:
                 prepare()
             rc = here() if not to_guest else _in_guest(where, argv, out, handed)

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from mptcplab import engine
+from mptcplab import engine, paths
 from mptcplab.cli import main
 from mptcplab.lab import Lab, Point, RunContext, get_lab
 from mptcplab.labs.lab1 import experiment as l1
@@ -129,6 +129,7 @@ def test_the_runner_runs_a_lab_in_a_guest_place_it_knows_only_by_its_registry_en
     assert handed["git"] == git_commit()  # likewise: `git status` over 9p took ~8 s in the VM
     assert results == [out] and json.loads((out / "lab-summary.json").read_text())["argv"] == argv
     assert fake_place.prepared == ["lab1"]
+    assert fake_place.compiled == [paths.PACKAGE]  # the guest reads the kit's bytecode, compiled here
     # the guest measured; the host analyses, as the place the runs came from
     (ctx,) = fake_place.analysed
     assert (ctx.lab.id, ctx.out, ctx.where, ctx.shard) == ("lab1", out, "fake", None)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import pcap as pcap_reader, process
+from . import pcap as pcap_reader
 from .bulk import STARTED
 from .errors import EnvironmentProblem, ExperimentFailed, UsageError
 

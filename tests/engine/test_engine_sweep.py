@@ -78,6 +78,17 @@ def test_sweep_checks_once_and_resumes(tmp_path, monkeypatch):
     assert measured == ["p0", "p2"] and checks == [1]  # nothing left, no second check
 
 
+def test_the_setup_checks_timings_count_building_its_network_and_the_own_latency_pings_in_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(engine, "check_paths", lambda net, rd, a, b, **kw: rd.summary.setdefault("checks", {}))
+    monkeypatch.setattr(engine, "describe", lambda checks: "")
+    net = FakeNet()
+    net.up_s, net.own_latency_s = 27.0, 16.4  # Topology.up: the whole, and the pings of the place's own latency
+    lab = _toy_lab([], [])
+    engine.setup_check(net, {}, RunContext(lab=lab, params={}, out=tmp_path, quick=True, where="native"))
+    timings = json.loads((tmp_path / engine.VERIFY / "manifest.json").read_text())["timings"]
+    assert (timings["network_up"], timings["network_own_latency"]) == (27.0, 16.4)
+
+
 def test_time_left_counts_the_runs_not_the_setup(tmp_path, monkeypatch, caplog):
     """A setup check of 100 s and runs of 10 s: after the first run, 2 runs are about 20 s left."""
     clock = [0.0]

@@ -35,10 +35,10 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
              lab: str = "example", params: dict | None = None, checked: str = "",
              prepare: Callable[[], None] | None = None) -> int:
     """Run `here()` natively, or `mptcplab ARGV --where native` in the guest place `where`
-    (after the kit's bytecode, guest.byte_compile, and `prepare()`, the host's work for that
-    guest, e.g. compiling its BPF objects: under the
-    lock, as CPU work beside another experiment's measurement would disturb it, and counted in
-    the lab's wall time, which starts when the lock is taken).
+    (after the host's work for that guest: the kit's bytecode, guest.byte_compile, and
+    `prepare()`, e.g. compiling its BPF objects; under the lock, as CPU work beside another
+    experiment's measurement would disturb it, and counted in the lab's wall time, which starts
+    when the lock is taken).
     `out` (the results directory) is written back from the guest and holds the setup check; the
     guest's command is handed the user's command line, the tool versions and the checkout's commit
     (for its manifests: read here, where they cost no emulated CPU) and the lab's `params` as
@@ -61,8 +61,8 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
                       **({"tools": tool_versions(), "git": git_commit()} if to_guest else {})}
             if to_guest:
                 guest.byte_compile(paths.PACKAGE)
-            if to_guest and prepare is not None:
-                prepare()
+                if prepare is not None:
+                    prepare()
             rc = here() if not to_guest else _in_guest(where, argv, out, handed)
             if rc == ExperimentFailed.exit_status:  # the guest's command refused the experiment
                 refused = f"exit status {rc}"

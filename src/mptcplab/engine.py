@@ -44,6 +44,8 @@ def setup_check(net, params: dict, ctx: RunContext) -> None:
     with sweep.run(VERIFY, {"what": "verify the setup", **params}) as rd:
         if getattr(net, "up_s", None) is not None:  # building the network it checks came first (Topology.up)
             rd.manifest.setdefault("timings", {})["network_up"] = round(net.up_s, 3)
+            if getattr(net, "own_latency_s", None) is not None:  # of which the place's own latency's pings
+                rd.manifest["timings"]["network_own_latency"] = round(net.own_latency_s, 3)
         with rd.timed("record"):
             net.record(rd)
         # Minutes in an emulated CPU, with nothing to count: its progress against the last time.

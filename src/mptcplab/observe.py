@@ -46,28 +46,30 @@ class Capture:
                      "-B", "32768", "-U", "-n", "-Z", "root", "-w", str(self.path), *bpf_filter.split()]
 
     def __enter__(self):
-        self.proc = self.net.popen(self.host, self.argv, what="tcpdump", stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True)
-        # tcpdump prints "listening on any" once the socket is open; packets before that are lost.
-        seen = ""
-        for _ in range(5):
-            line = self.proc.stderr.readline()
-            seen += line
-            if "listening" in line or not line:
-                break
+        with self.rd.timed("capture_start"):  # tcpdump's start, until it listens (timings: where a run's time went)
+            self.proc = self.net.popen(self.host, self.argv, what="tcpdump", stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE, text=True)
+            # tcpdump prints "listening on any" once the socket is open; packets before that are lost.
+            seen = ""
+            for _ in range(5):
+                line = self.proc.stderr.readline()
+                seen += line
+                if "listening" in line or not line:
+                    break
         if "listening" not in seen:
             raise EnvironmentProblem(f"tcpdump in {self.host} did not start: {seen.strip()}")
         return self
 
     def __exit__(self, *exc):
-        time.sleep(0.2)  # let the last ACKs arrive
-        drained = self.drain()
-        self.proc.send_signal(2)  # SIGINT: tcpdump flushes and prints its drop counts
-        try:
-            _, err = self.proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            err = ""
-        self.net.stop(self.proc)
+        with self.rd.timed("capture_stop"):
+            time.sleep(0.2)  # let the last ACKs arrive
+            drained = self.drain()
+            self.proc.send_signal(2)  # SIGINT: tcpdump flushes and prints its drop counts
+            try:
+                _, err = self.proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                err = ""
+            self.net.stop(self.proc)
         stats = dict((k, int(v)) for v, k in re.findall(r"(\d+) packets? (captured|received by filter|dropped by kernel)",
                                                        err or ""))
         _note(self.rd, "capture", file=self.path.name, host=self.host, command=" ".join(self.argv),
@@ -105,11 +107,13 @@ class Counters:
         self.net, self.host, self.rd, self.name = net, host, rd, name
 
     def __enter__(self):
-        self.before = read_counters(self.net, self.host)
+        with self.rd.timed("counters"):
+            self.before = read_counters(self.net, self.host)
         return self
 
     def __exit__(self, *exc):
-        after = read_counters(self.net, self.host)
+        with self.rd.timed("counters"):
+            after = read_counters(self.net, self.host)
         delta = {k: after[k] - self.before.get(k, 0) for k in after if after[k] != self.before.get(k, 0)}
         self.delta = delta
         self.rd.write_json(self.name, {"host": self.host, "before": self.before, "after": after, "delta": delta})

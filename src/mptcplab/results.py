@@ -23,9 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, log, places, process
+from . import __version__, log, paths, places, process
 from .places import guest
-from .paths import git_commit
 
 LOCK_FILE = Path(os.environ.get("MPTCPLAB_LOCK", "/run/mptcplab/experiment.lock"))
 
@@ -53,6 +52,14 @@ def tool_versions() -> dict:
         "mptcpd (mptcpize)": deb("mptcpd"),
         "ethtool": _first_line(["ethtool", "--version"]),
     }
+
+
+def git_commit() -> dict:
+    """The checkout's commit and whether it has uncommitted changes (paths.git_commit). In a guest
+    place, the host's reading (handed, see runner.in_place): the guest runs the host's checkout
+    read-only, and under software emulation its first `git status` over 9p took ~8 s of the setup
+    check (benchmarks/results/vm_run_overhead.md)."""
+    return places.handed().get("git") or paths.git_commit()
 
 
 def platform_info() -> dict:

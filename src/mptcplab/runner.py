@@ -18,13 +18,14 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import engine, eta, kernel, log, places, state
+from . import engine, eta, kernel, log, paths, places, state
 from .errors import ExperimentFailed
 from .lab import RunContext, check_params, get_lab
 from .places import guest, lifetime, records
 from .places.choice import Choice
 from .places.decide import decide
-from .results import Sweep, clock_totals, experiment_lock, lock_taken, now, tool_versions, transfer_seconds
+from .results import (Sweep, clock_totals, experiment_lock, git_commit, lock_taken, now, tool_versions,
+                      transfer_seconds)
 from .shards import Shard, share
 
 _log = log.get()
@@ -34,12 +35,14 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
              lab: str = "example", params: dict | None = None, checked: str = "",
              prepare: Callable[[], None] | None = None) -> int:
     """Run `here()` natively, or `mptcplab ARGV --where native` in the guest place `where`
-    (after `prepare()`, the host's work for that guest, e.g. compiling its BPF objects: under the
-    lock, as CPU work beside another experiment's measurement would disturb it, and counted in
-    the lab's wall time, which starts when the lock is taken).
+    (after the host's work for that guest: the kit's bytecode, guest.byte_compile, and
+    `prepare()`, e.g. compiling its BPF objects; under the lock, as CPU work beside another
+    experiment's measurement would disturb it, and counted in the lab's wall time, which starts
+    when the lock is taken).
     `out` (the results directory) is written back from the guest and holds the setup check; the
-    guest's command is handed the user's command line (for its manifests) and the lab's `params`
-    as resolved here (places.hand), not re-parsed from --set. `checked` keys the recorded setup
+    guest's command is handed the user's command line, the tool versions and the checkout's commit
+    (for its manifests: read here, where they cost no emulated CPU) and the lab's `params` as
+    resolved here (places.hand), not re-parsed from --set. `checked` keys the recorded setup
     check by the `--set` overrides it ran with (records.params_key)."""
     to_guest = places.get(where).GUEST and not places.inside_guest()
     if not to_guest:
@@ -55,9 +58,11 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
         refused = None  # why the check refused the place: only a verdict is recorded, never an interrupt
         try:
             handed = {"command": sys.argv, **({"params": params} if params is not None else {}),
-                      **({"tools": tool_versions()} if to_guest else {})}
-            if to_guest and prepare is not None:
-                prepare()
+                      **({"tools": tool_versions(), "git": git_commit()} if to_guest else {})}
+            if to_guest:
+                guest.byte_compile(paths.PACKAGE)
+                if prepare is not None:
+                    prepare()
             rc = here() if not to_guest else _in_guest(where, argv, out, handed)
             if rc == ExperimentFailed.exit_status:  # the guest's command refused the experiment
                 refused = f"exit status {rc}"

@@ -397,8 +397,9 @@ class Topology:
                 if c.argv[:3] == ["ip", "netns", "add"]:
                     TRACKER.add("netns", name=c.argv[3])
             net.check_all(cmds)
+            t1 = time.monotonic()
             net.measure_own_latency()
-            net.up_s = time.monotonic() - t0
+            net.up_s, net.own_latency_s = time.monotonic() - t0, time.monotonic() - t1
             _log.debug("network %s up in %.1f s (the place's own latency measured)", self.name, net.up_s)
             if rundir is not None:
                 net.record(rundir)
@@ -427,6 +428,7 @@ class Network:
         self.sender_start_s: float | None = None  # traffic.start_time: one sender's start-up, measured once
         self.spawners: dict[str, object] = {}  # traffic.spawn: per host, its spawner's socket
         self.up_s: float | None = None  # how long Topology.up took to build it
+        self.own_latency_s: float | None = None  # the part of up_s that measured the place's own latency
         self._offloads: dict | None = None  # offloads_all, read once
 
     def address(self, host: str, path: str) -> str:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import process
+from . import pcap as pcap_reader
 from .bulk import STARTED
 from .errors import EnvironmentProblem, ExperimentFailed, UsageError
 
@@ -416,33 +416,20 @@ def bulk_result(client: dict, srv: dict, addr: str, port: int, proto: str, durat
 def verify_capture(pcap: Path, expect_subflows: int) -> dict:
     """Prove from a capture that MPTCP ran with `expect_subflows` subflows carrying data.
 
-    Counts MP_CAPABLE and MP_JOIN SYNs and the TCP streams that carry DSS-mapped data of the
-    largest MPTCP connection. Raises ExperimentFailed otherwise.
+    Counts MP_CAPABLE and MP_JOIN SYNs and the TCP streams that carry data of the largest MPTCP
+    connection (read by mptcplab.pcap, which says why not tshark). Raises ExperimentFailed otherwise.
     """
-    fields = ["tcp.stream", "mptcp.stream", "ip.src", "ip.dst", "tcp.len", "tcp.options.mptcp.subtype",
-              "tcp.flags.syn", "tcp.flags.ack"]
-    cmd = ["tshark", "-r", str(pcap), "-o", "mptcp.analyze_mappings:TRUE", "-Y", "mptcp", "-T", "fields",
-           "-E", "separator=/t", *[a for f in fields for a in ("-e", f)]]
-    out = process.run(cmd, what=f"tshark on {pcap}")
-    conns: dict[str, dict] = {}
-    capable = join = 0
-    for line in out.stdout.splitlines():
-        tcp_stream, mptcp_stream, src, dst, tlen, subtypes, syn, ack = (line.split("\t") + [""] * 8)[:8]
-        subs = set(subtypes.split(","))
-        if syn in ("1", "True") and ack in ("0", "False"):
-            capable += "0" in subs
-            join += "1" in subs
-        if mptcp_stream and tlen and int(tlen) > 0:
-            c = conns.setdefault(mptcp_stream, {"bytes": 0, "subflows": {}})
-            c["bytes"] += int(tlen)
-            sf = c["subflows"].setdefault(tcp_stream, {"src": src, "dst": dst, "bytes": 0})
-            sf["bytes"] += int(tlen)
+    seen = pcap_reader.read(pcap)
+    conns: dict[int, list] = {}
+    for s in seen.subflows:
+        if s.bytes > 0:
+            conns.setdefault(s.connection, []).append(s)
     if not conns:
         raise ExperimentFailed(f"{pcap.name}: no MPTCP data in the capture: the transfer was plain TCP")
-    main = max(conns.values(), key=lambda c: c["bytes"])
-    sub = [s for s in main["subflows"].values() if s["bytes"] > 0]
-    result = {"mp_capable_syns": capable, "mp_join_syns": join, "subflows_with_data": len(sub),
-              "subflows": sorted(({"src": s["src"], "dst": s["dst"], "bytes": s["bytes"]} for s in sub),
+    sub = max(conns.values(), key=lambda c: sum(s.bytes for s in c))
+    result = {"mp_capable_syns": seen.mp_capable_syns, "mp_join_syns": seen.mp_join_syns,
+              "subflows_with_data": len(sub),
+              "subflows": sorted(({"src": s.src, "dst": s.dst, "bytes": s.bytes} for s in sub),
                                  key=lambda s: s["src"])}
     if len(sub) != expect_subflows:
         raise ExperimentFailed(f"{pcap.name}: MPTCP carried data on {len(sub)} subflow(s), expected "

@@ -21,6 +21,9 @@ def fake_place(monkeypatch, tmp_path):
     monkeypatch.setattr(runner.lifetime, "reap_orphan_guests", lambda: [])
     # what the guest measured is analysed here afterwards: the double measures nothing, so only recorded
     monkeypatch.setattr(runner, "analyse", lambda ctx, summary=None: fake.analysed.append(ctx))
+    # the kit's bytecode before a guest starts: recorded, not written into the checkout by a test
+    monkeypatch.setattr(runner.guest, "byte_compile", lambda package: fake.compiled.append(package))
+    fake.compiled.clear()
     fake.calls.clear()
     fake.analysed.clear()
     fake.prepared.clear()

@@ -23,6 +23,7 @@ MARKER = "mlab-fake-"  # no process carries it: this place starts none
 calls: list[tuple[list[str], list[Path], dict]] = []  # every run(): (argv, results, handed)
 prepared: list[str] = []  # the labs prepare() was asked for
 analysed: list = []  # the RunContexts the runner analysed on the host after run() (conftest.fake_place)
+compiled: list[Path] = []  # the packages byte-compiled before a guest started (conftest.fake_place)
 
 
 def available() -> tuple[bool, str]:

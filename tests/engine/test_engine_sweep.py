@@ -6,11 +6,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from mptcplab import engine
+from mptcplab import engine, paths
 from mptcplab.cli import main
 from mptcplab.lab import Lab, Point, RunContext, get_lab
 from mptcplab.labs.lab1 import experiment as l1
-from mptcplab.results import Sweep, tool_versions
+from mptcplab.results import Sweep, git_commit, tool_versions
 
 
 class FakeNet:
@@ -78,6 +78,17 @@ def test_sweep_checks_once_and_resumes(tmp_path, monkeypatch):
     assert measured == ["p0", "p2"] and checks == [1]  # nothing left, no second check
 
 
+def test_the_setup_checks_timings_count_building_its_network_and_the_own_latency_pings_in_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(engine, "check_paths", lambda net, rd, a, b, **kw: rd.summary.setdefault("checks", {}))
+    monkeypatch.setattr(engine, "describe", lambda checks: "")
+    net = FakeNet()
+    net.up_s, net.own_latency_s = 27.0, 16.4  # Topology.up: the whole, and the pings of the place's own latency
+    lab = _toy_lab([], [])
+    engine.setup_check(net, {}, RunContext(lab=lab, params={}, out=tmp_path, quick=True, where="native"))
+    timings = json.loads((tmp_path / engine.VERIFY / "manifest.json").read_text())["timings"]
+    assert (timings["network_up"], timings["network_own_latency"]) == (27.0, 16.4)
+
+
 def test_time_left_counts_the_runs_not_the_setup(tmp_path, monkeypatch, caplog):
     """A setup check of 100 s and runs of 10 s: after the first run, 2 runs are about 20 s left."""
     clock = [0.0]
@@ -126,8 +137,10 @@ def test_the_runner_runs_a_lab_in_a_guest_place_it_knows_only_by_its_registry_en
     assert handed["params"]["sweep"]["repetitions"] == 1 and handed["params"]["paths"]  # resolved here
     assert handed["command"] == sys.argv  # the user's command line, for the guest's manifests
     assert handed["tools"] == tool_versions()  # read here: the guest runs the same files, slower
+    assert handed["git"] == git_commit()  # likewise: `git status` over 9p took ~8 s in the VM
     assert results == [out] and json.loads((out / "lab-summary.json").read_text())["argv"] == argv
     assert fake_place.prepared == ["lab1"]
+    assert fake_place.compiled == [paths.PACKAGE]  # the guest reads the kit's bytecode, compiled here
     # the guest measured; the host analyses, as the place the runs came from
     (ctx,) = fake_place.analysed
     assert (ctx.lab.id, ctx.out, ctx.where, ctx.shard) == ("lab1", out, "fake", None)
@@ -206,21 +219,27 @@ def test_the_host_prepares_a_guest_under_the_experiment_lock(fake_place, tmp_pat
     assert fake_place.prepared == [("lab1", [True])]
 
 
-def test_a_guest_records_the_tool_versions_the_host_handed_it(fake_place, monkeypatch, tmp_path):
-    """In a guest the manifests carry the host's reading of the tools (the same files): the VM
-    under software emulation ran `tshark --version` past its timeout and recorded None."""
-    from mptcplab import places, results
+def test_a_guest_records_the_tool_versions_and_commit_the_host_handed_it(fake_place, monkeypatch, tmp_path):
+    """In a guest the manifests carry the host's reading of the tools and the checkout (the same
+    files): the VM under software emulation ran `tshark --version` past its timeout and recorded
+    None, and its first `git status` over 9p took ~8 s of the setup check."""
+    from mptcplab import paths, places, process, results
 
+    commit = {"commit": "0123abc", "dirty": False}
     monkeypatch.setenv("MPTCPLAB_WHERE", "fake")
-    monkeypatch.setenv(*places.hand({"command": ["mptcplab"], "tools": {"tshark": "TShark 4.0.17"}}).popitem())
-    monkeypatch.setattr(results.process, "first_line", lambda argv: pytest.fail(f"ran {argv} in the guest"))
+    monkeypatch.setenv(*places.hand({"command": ["mptcplab"], "tools": {"tshark": "TShark 4.0.17"},
+                                     "git": commit}).popitem())
+    monkeypatch.setattr(process, "first_line", lambda argv, *a, **k: pytest.fail(f"ran {argv} in the guest"))
+    monkeypatch.setattr(process, "run", lambda argv, *a, **k: pytest.fail(f"ran {argv} in the guest"))
+    paths.git_commit.cache_clear()
     results.tool_versions.cache_clear()
     try:
         with results.Sweep(tmp_path).run("r1", {}):
             pass
     finally:
         results.tool_versions.cache_clear()
-    assert json.loads((tmp_path / "r1" / "manifest.json").read_text())["tools"] == {"tshark": "TShark 4.0.17"}
+    manifest = json.loads((tmp_path / "r1" / "manifest.json").read_text())
+    assert manifest["tools"] == {"tshark": "TShark 4.0.17"} and manifest["git"] == commit
 
 
 def test_check_setup_repeats_the_check_on_fresh_networks_and_tables_every_attempt(tmp_path, monkeypatch, caplog):

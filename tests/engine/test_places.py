@@ -413,3 +413,26 @@ def test_a_guest_says_when_its_kernel_started_the_kit_and_how_long_the_kit_took(
     assert guest.start_up("garbage", "1.0 1.0") is None
     up = guest.start_up()  # this process, here
     assert up is not None and up[0] > 0 and up[1] >= 0
+
+
+def test_the_kits_bytecode_is_written_before_a_guest_starts_whatever_the_environment_says(tmp_path, monkeypatch):
+    """The VM's guest reads the host's files read-only: a module without current bytecode is
+    compiled from source by every guest process, on every boot (seconds under TCG)."""
+    import importlib.util
+
+    from mptcplab.places import guest
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # as on the reference host
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("X = 1\n")
+    (pkg / "sub" / "m.py").write_text("Y = 2\n")
+    guest.byte_compile(pkg)
+    pycs = [Path(importlib.util.cache_from_source(str(pkg / f))) for f in ("__init__.py", "sub/m.py")]
+    for source, pyc in zip((pkg / "__init__.py", pkg / "sub" / "m.py"), pycs):
+        head = pyc.read_bytes()[:16]  # magic, flags 0 (checked by the source's mtime), mtime, size
+        assert head[:4] == importlib.util.MAGIC_NUMBER and int.from_bytes(head[4:8], "little") == 0
+        assert int.from_bytes(head[8:12], "little") == int(source.stat().st_mtime)
+    before = [p.stat().st_mtime_ns for p in pycs]
+    guest.byte_compile(pkg)  # current: left alone
+    assert [p.stat().st_mtime_ns for p in pycs] == before

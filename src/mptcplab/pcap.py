@@ -4,7 +4,9 @@ capture check needs (traffic.verify_capture), without tshark.
 Why not tshark here, the kit's tool for captures (mptcplab.tshark): the check runs inside the
 place before every lab, and in the VM under software emulation tshark's start-up alone (it
 registers every dissector) took most of the check's 22 s (benchmarks/results/vm_run_overhead.md);
-this reader needs a few struct reads per packet. It reads what tshark's `tcp.stream`,
+this reader needs a few struct reads per packet. Not dpkt, the pure-Python pcap library, either:
+`import dpkt` loads 208 of its modules (45 ms natively; tens of times that
+under TCG), and the MPTCP option fields and Wireshark's grouping below would be written here anyway. It reads what tshark's `tcp.stream`,
 `mptcp.stream`, `ip.src`, `ip.dst`, `tcp.len`, `tcp.options.mptcp.subtype` and the SYN/ACK flags
 gave the check, and groups subflows into MPTCP connections as Wireshark does (packet-tcp.c): an
 MP_CAPABLE key registers its token (RFC 8684: the most significant 32 bits of the key's SHA-256;

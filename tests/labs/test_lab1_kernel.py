@@ -553,6 +553,14 @@ def test_q11_grades_the_buffers_derived_against_what_the_kernel_gave_the_runs():
     # runs without the held point judge the tcp_wmem point alone
     runs = env["paper_runs"][env["paper_runs"]["group"] != "held"]
     exec(cells["80042777"], {**env, "paper_runs": runs, "sndbuf_predicted": {"schedulers": 3 * mib, "held": 7}})
+    # runs held at another size (the guide's "going further": SO_SNDBUF 256K) are judged at theirs
+    runs = env["paper_runs"].copy()
+    held = (runs["group"] == "held") & (runs["config"] == "mptcp")
+    runs.loc[held, "sndbuf_effective"] = runs.loc[held, "sk_sndbuf_slow"] = 524288.0
+    runs["buffer_bytes"] = np.where(runs["group"] == "held", 262144.0, 1048576.0)
+    exec(cells["80042777"], {**env, "paper_runs": runs, "sndbuf_predicted": {"schedulers": 3 * mib, "held": 524288}})
+    with pytest.raises(AssertionError, match="at SO_SNDBUF 262,144 B .*doubles"):
+        exec(cells["80042777"], {**env, "paper_runs": runs, "sndbuf_predicted": {"schedulers": 3 * mib, "held": 262144}})
 
 
 def test_q12_grades_the_computation_whatever_the_runs_measured():

@@ -517,6 +517,78 @@ def test_q2_accepts_an_empty_region_and_says_how_to_find_one():
         exec(cells["a5aaeada"], {"pd": pd, "np": np, "sweep": sweep, "degraded": [262144]})
 
 
+def _paper_runs(held_minrtt_mbps=120.0):
+    """Made-up paper-point runs: two groups, TCP at 95, MPTCP well above it unless told otherwise."""
+    rows = []
+    for group, buf, slow_buf, slow_inflight in (("schedulers", 3145728, 1048576, 1040000),
+                                                ("held", 1048576, 1048576, 900000)):
+        for rep in (1, 2):
+            rows.append({"group": group, "config": "tcp-fast", "scheduler": np.nan, "mbps": 95.0 + rep,
+                         "sndbuf_effective": 1048576.0, "sk_sndbuf_slow": np.nan, "inflight_max_slow": np.nan,
+                         "inflight_max_fast": 140000.0, "wmem_queued_max": 1.06e6})
+            for sched, mbps in (("default", 150.0), ("minrtt", held_minrtt_mbps if group == "held" else 170.0)):
+                rows.append({"group": group, "config": "mptcp", "scheduler": sched, "mbps": mbps + rep,
+                             "sndbuf_effective": float(buf), "sk_sndbuf_slow": float(slow_buf),
+                             "inflight_max_slow": slow_inflight + 1000.0 * rep, "inflight_max_fast": 140000.0,
+                             "wmem_queued_max": buf + 10000.0})
+    rows.append({"group": "tso", "config": "tcp-fast", "scheduler": np.nan, "mbps": 10.0, "sndbuf_effective": 131072.0})
+    return pd.DataFrame(rows)
+
+
+def test_q11_grades_the_buffers_derived_against_what_the_kernel_gave_the_runs():
+    cells = _master_cells()
+    env = {"pd": pd, "np": np, "paper_runs": _paper_runs()}
+    exec(cells["e2708bf6"].split('""" # BEGIN PROMPT')[0], env)  # the model answer
+    for case in ("493493cd", "80042777", "c16d5b69"):
+        exec(cells[case], dict(env))
+    mib = 1 << 20
+    with pytest.raises(AssertionError, match="the paper's out-of-tree kernel"):
+        exec(cells["80042777"], {**env, "sndbuf_predicted": {"schedulers": mib, "held": mib}})
+    with pytest.raises(AssertionError, match="doubles"):
+        exec(cells["80042777"], {**env, "sndbuf_predicted": {"schedulers": 3 * mib, "held": mib // 2}})
+    with pytest.raises(AssertionError, match="subtract what the slow subflow may keep"):
+        exec(cells["c16d5b69"], {**env, "left_predicted": {"schedulers": 3 * mib, "held": mib}})
+    with pytest.raises(AssertionError, match="as a Python int"):
+        exec(cells["493493cd"], {**env, "left_predicted": {"schedulers": 2.0 * mib, "held": 0}})
+    # runs without the held point judge the tcp_wmem point alone
+    runs = env["paper_runs"][env["paper_runs"]["group"] != "held"]
+    exec(cells["80042777"], {**env, "paper_runs": runs, "sndbuf_predicted": {"schedulers": 3 * mib, "held": 7}})
+    # runs held at another size (the guide's "going further": SO_SNDBUF 256K) are judged at theirs
+    runs = env["paper_runs"].copy()
+    held = (runs["group"] == "held") & (runs["config"] == "mptcp")
+    runs.loc[held, "sndbuf_effective"] = runs.loc[held, "sk_sndbuf_slow"] = 524288.0
+    runs["buffer_bytes"] = np.where(runs["group"] == "held", 262144.0, 1048576.0)
+    exec(cells["80042777"], {**env, "paper_runs": runs, "sndbuf_predicted": {"schedulers": 3 * mib, "held": 524288}})
+    with pytest.raises(AssertionError, match="at SO_SNDBUF 262,144 B .*doubles"):
+        exec(cells["80042777"], {**env, "paper_runs": runs, "sndbuf_predicted": {"schedulers": 3 * mib, "held": 262144}})
+
+
+def test_q12_grades_the_computation_whatever_the_runs_measured():
+    cells = _master_cells()
+    for held_minrtt, below in ((120.0, []), (60.0, [("held", "minrtt")])):
+        env = {"pd": pd, "np": np, "paper_runs": _paper_runs(held_minrtt)}
+        exec(cells["89460a38"].split('""" # BEGIN PROMPT')[0], env)  # the model answer
+        assert env["below_tcp"] == below
+        for case in ("3368b568", "64277946", "26b6508e", "9525e7e8", "bfb3ac23"):
+            exec(cells[case], dict(env))
+    runs, answer = env["paper_runs"], env["starvation"]
+    pooled = answer.assign(vs_tcp=answer["mbps"] - runs[runs["config"] == "tcp-fast"]["mbps"].mean())
+    with pytest.raises(AssertionError, match="mean over every group"):
+        exec(cells["26b6508e"], {**env, "starvation": pooled})
+    with pytest.raises(AssertionError, match="the sign is reversed"):
+        exec(cells["26b6508e"], {**env, "starvation": answer.assign(vs_tcp=-answer["vs_tcp"])})
+    m = runs[runs["config"] == "mptcp"]
+    buffers = (m["sndbuf_effective"] - m["sk_sndbuf_slow"]).groupby([m["group"], m["scheduler"]]).mean()
+    with pytest.raises(AssertionError, match="the buffers' difference"):
+        exec(cells["9525e7e8"], {**env, "starvation": answer.assign(left_for_fast=buffers)})
+    with_tso = pd.concat([answer, pd.DataFrame({"mbps": [10.0]}, index=pd.MultiIndex.from_tuples(
+        [("tso", "default")], names=["group", "scheduler"]))])
+    with pytest.raises(AssertionError, match="the tso control is another question"):
+        exec(cells["64277946"], {**env, "starvation": with_tso})
+    with pytest.raises(AssertionError, match="1 pair"):
+        exec(cells["bfb3ac23"], {**env, "below_tcp": []})
+
+
 def test_compact_copy_of_a_control_run_loads_without_packets(tmp_path):
     run = _detail_copy(tmp_path / "run", "detail-wmem-64K-tcp-fast",
                        {"config": "tcp-fast", "buffer": "64K", "buffer_bytes": 65536, "mbps": 90.0,

@@ -27,11 +27,24 @@
 # delete them; the export copies compact tables only. Needs root (namespaces), the UML kernel
 # built from this checkout's vagrant/uml/ (`mptcplab uml build`; its cache key is in each
 # manifest's platform.uml_kernel), and nothing else measuring (the kit's lock serialises runs).
+#
+# Across sessions on fresh machines: `mptcplab merge` refuses shards of different kit commits, so
+# the first measuring step pins the commit it ran at (a clean tree) in $STASH/commit, and every
+# step runs the kit of that commit from a worktree ($LAB1_WT) with its own copy of the venv. After
+# each measuring step its results are packed into $STASH/STEP.tar.xz (in the checkout: commit it;
+# ~3 KB per sweep run: manifest and summary only, which is all merge and the analysis read; the
+# detailed runs whole but pcaps), and `next`/`status` unpack what the results directory lacks.
+#
+#   scripts/lab1-reference.sh stash STEP  pack a done step again (each measuring step packs itself)
+#   scripts/lab1-reference.sh pair        the next two shards at once, one UML kernel each (2 cores;
+#                                         each shard runs its own setup check under the other's load)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-MPTCPLAB=${MPTCPLAB:-.venv/bin/mptcplab}
+CHECKOUT=$PWD
 REF=${LAB1_REF:-/work/results-lab1-reference}
+STASH=${LAB1_STASH:-$CHECKOUT/solutions/in-progress/lab1}
+WT=${LAB1_WT:-/work/lab1-reference-kit}
 SHARDS=10
 # The second place's point: the commands of labs/01-send-buffer/experiment.toml ([paper_point] scale).
 SCALED=(--set paper_point.only=true --set paper_point.scale=20 --set 'paper_point.schedulers=["default"]'
@@ -43,8 +56,54 @@ STEPS+=(merge complete scaled-uml scaled-vm export)
 
 done_mark() { echo "$REF/.done-$1"; }
 
+# The kit at the pinned commit: a worktree with a copy of this checkout's venv pointed at it
+# (the guest runs the host's interpreter, so PYTHONPATH would not reach it).
+kit() {
+    local commit
+    if [[ ! -e $STASH/commit ]]; then
+        [[ -z $(git status --porcelain --untracked-files=no) ]] || { echo "lab1 reference: commit first (the runs record the commit they ran at)" >&2; exit 2; }
+        mkdir -p "$STASH"; git rev-parse HEAD > "$STASH/commit"
+    fi
+    commit=$(cat "$STASH/commit")
+    if [[ ! -e $WT/.venv/bin/mptcplab ]]; then
+        git worktree add --detach "$WT" "$commit" >&2
+        cp -a "$CHECKOUT/.venv" "$WT/.venv"
+        echo "$WT/src" > "$(echo "$WT"/.venv/lib/python3*/site-packages)/__editable__.mptcplab-0.1.0.pth"
+        grep -l "^#!$CHECKOUT/.venv" "$WT"/.venv/bin/* 2>/dev/null | while read -r f; do
+            sed -i "1s|^#!$CHECKOUT/.venv|#!$WT/.venv|" "$f"; done
+    fi
+    [[ $(git -C "$WT" rev-parse HEAD) == "$commit" ]] || { echo "lab1 reference: $WT is not at the pinned $commit" >&2; exit 2; }
+    echo "$WT/.venv/bin/mptcplab"
+}
+
+# A measuring step's results into the checkout (sweep runs: manifest and summary; detailed runs whole).
+stash() {
+    local step=$1 dir=$1 files
+    case $step in merge|complete) dir=merged ;; esac
+    mkdir -p "$STASH"
+    mapfile -t files < <(cd "$REF" && { find "$dir" -maxdepth 1 -name '*.json'; find "$dir" -mindepth 2 -maxdepth 2 \
+        \( -name manifest.json -o -name summary.json -o \( -path '*detail*' ! -name '*.pcap' \) \); } | grep -v '\.partial/')
+    (cd "$REF" && tar -cJf "$STASH/$step.tar.xz" "${files[@]}" .done-"$step")
+    echo "lab1 reference: $step packed into $STASH/$step.tar.xz ($(du -h "$STASH/$step.tar.xz" | cut -f1)); commit it"
+}
+
+unstash() {
+    local t step
+    for t in "$STASH"/*.tar.xz; do
+        [[ -e $t ]] || continue
+        step=$(basename "$t" .tar.xz)
+        [[ -e $(done_mark "$step") ]] && continue
+        mkdir -p "$REF"; tar -xJf "$t" -C "$REF"
+        echo "lab1 reference: $step unpacked from $t"
+    done
+}
+
+# The steps packed into the checkout: every one that measures, and the merge the detailed runs join.
+stashed() { case $1 in shard-*|merge|complete|scaled-uml|scaled-vm) return 0;; *) return 1;; esac; }
+
 run_step() {
-    local step=$1
+    local step=$1 MPTCPLAB
+    MPTCPLAB=$(kit)
     case $step in
     shard-*)
         local k=${step#shard-}
@@ -71,10 +130,12 @@ run_step() {
     esac
     mkdir -p "$REF"
     date -u +%FT%TZ > "$(done_mark "$step")"
+    if stashed "$step"; then stash "$step"; fi
 }
 
 plan_step() {
-    local step=$1
+    local step=$1 MPTCPLAB
+    MPTCPLAB=$(kit)
     case $step in
     shard-*) "$MPTCPLAB" run lab1 --where uml --shard "${step#shard-}/$SHARDS" --out "$REF/$step" --dry-run ;;
     complete) "$MPTCPLAB" run lab1 --where uml --out "$REF/merged" --dry-run ;;
@@ -84,7 +145,24 @@ plan_step() {
     esac
 }
 
+unstash
 case ${1:-status} in
+pair)
+    todo=()
+    for s in "${STEPS[@]}"; do
+        [[ $s == shard-* && ! -e $(done_mark "$s") ]] && todo+=("$s")
+    done
+    (( ${#todo[@]} )) || { echo "lab1 reference: every shard is done"; exit 0; }
+    kit > /dev/null  # the worktree, once, before two steps would make it at the same time
+    mkdir -p "$REF"; pids=()
+    for s in "${todo[@]:0:2}"; do
+        echo "lab1 reference: step $s (results in $REF, log $REF/$s.log)"
+        MPTCPLAB_LOCK=/run/mptcplab/lab1-reference-$s.lock "$0" "$s" > "$REF/$s.log" 2>&1 & pids+=($!)
+    done
+    rc=0; for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    exit $rc ;;
+stash)
+    stash "${2:?which step}" ;;
 plan)
     for s in "${STEPS[@]}"; do echo "== $s"; plan_step "$s"; done ;;
 status)

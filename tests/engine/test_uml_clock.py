@@ -19,11 +19,13 @@ def test_default_and_chosen_clock(monkeypatch):
 
 
 def test_the_kernel_is_patched_and_the_patch_keys_the_cache(monkeypatch, tmp_path):
-    """The stale-alarm fix (and the minrtt scheduler) are applied to every build, and editing a
-    patch means a new kernel."""
+    """The stale-alarm fix, the AMX hosts' XSAVE fix (and the minrtt scheduler) are applied to
+    every build, and editing a patch means a new kernel."""
     names = {p.name: p for p in uml.PATCHES}
-    assert set(names) == {"time-travel-stale-alarm.patch", "mptcp-minrtt-scheduler.patch"}
+    assert set(names) == {"time-travel-stale-alarm.patch", "mptcp-minrtt-scheduler.patch", "host-xstate-size.patch"}
     assert "+\tif (time_travel_next_event >= time_travel_time)" in names["time-travel-stale-alarm.patch"].read_text()
+    # SETREGSET gets the host's whole XSAVE size, never 6.12's fixed 2,696 bytes alone
+    assert "+\t\t\tiov.iov_len = host_xstate_bytes;" in names["host-xstate-size.patch"].read_text()
     monkeypatch.setattr(uml, "find_source", lambda: (tmp_path / "linux-source-6.12.tar.xz", "6.12.117-1"))
     before = uml.kernel_dir()
     edited = tmp_path / "edited.patch"

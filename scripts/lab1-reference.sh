@@ -134,8 +134,8 @@ run_step() {
 }
 
 plan_step() {
-    local step=$1 MPTCPLAB
-    MPTCPLAB=$(kit)
+    local step=$1 MPTCPLAB=.venv/bin/mptcplab
+    [[ -e $STASH/commit ]] && MPTCPLAB=$(kit)  # planning pins nothing
     case $step in
     shard-*) "$MPTCPLAB" run lab1 --where uml --shard "${step#shard-}/$SHARDS" --out "$REF/$step" --dry-run ;;
     complete) "$MPTCPLAB" run lab1 --where uml --out "$REF/merged" --dry-run ;;

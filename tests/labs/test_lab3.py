@@ -408,6 +408,19 @@ def test_a_control_exported_under_controls_is_read_by_the_reference_report(sweep
     assert "### Controlled run: the models' Reno recovery (reno_recovery)" in (ref / "paper-vs-this-run.md").read_text()
 
 
+def test_the_report_says_whether_any_run_was_queued(sweep):
+    """A DropTail bottleneck that sent under 90% of its rate is named as queued; when none is, the
+    report says every run is held against its band (a re-made reference must not go silent)."""
+    summary = sweep / "droptail-4mbit-n04-r1" / "summary.json"
+    for wire in (1.0, 3.9):  # Mbit/s the 4 Mbit/s bottleneck sent in the window
+        summary.write_text(json.dumps({**json.loads(summary.read_text()), "emulator_wire_mbps": wire}))
+        la.compact(sweep)
+        if wire == 1.0:
+            assert "1 run(s) (droptail-4mbit-n04-r1) were `queued`" in la.report(sweep)
+    text = la.report(sweep)
+    assert "No run was `queued`" in text and "were `queued`" not in text
+
+
 def test_queued_runs_at_the_setup_checks_rate_are_blamed_on_it():
     man = {"network": {"paths": [{"link": "rate=20mbit,delay=30ms,queue=auto"}]}}
     queued = pd.DataFrame({"emulator_wire_mbps": [19.99, 20.0, 19.5], "scenario": "random"})

@@ -970,7 +970,10 @@ def report(out: Path) -> str:
     note = (f" {len(queued)} run(s) ({', '.join(queued.run)}) were `queued`: not limited by the scenario alone "
             f"(random loss with an RTT above {QUEUE_LIMIT} x the base RTT, or a DropTail bottleneck that sent under "
             f"{FILL_MIN:.0%} of its rate), so they are reported separately and not held against the bands; the "
-            "Divergences table says what held them." if len(queued) else "")
+            "Divergences table says what held them." if len(queued) else
+            f" No run was `queued`: every random-loss run kept its RTT within {QUEUE_LIMIT} x the base RTT and every "
+            f"DropTail bottleneck sent at least {FILL_MIN:.0%} of its rate, so every run is held against the bands "
+            "its loss puts it in.")
     to = timeouts_vs_model1(r)
     to_groups = [(name, to[to.run.isin(g.run)]) for name, g in groups(r, everything=False)]
     sens = rtt_sensitivity(r)

@@ -33,7 +33,8 @@
 # step runs the kit of that commit from a worktree ($LAB1_WT) with its own copy of the venv. After
 # each measuring step its results are packed into $STASH/STEP.tar.xz (in the checkout: commit it;
 # ~3 KB per sweep run: manifest and summary only, which is all merge and the analysis read; the
-# detailed runs whole but pcaps), and `next`/`status` unpack what the results directory lacks.
+# detailed runs but their pcaps and the raw traces the export drops too, mptcp_events.csv and
+# ss.txt), and `next`/`status` unpack what the results directory lacks.
 #
 #   scripts/lab1-reference.sh stash STEP  pack a done step again (each measuring step packs itself)
 #   scripts/lab1-reference.sh pair        the next two shards at once, one UML kernel each (2 cores;
@@ -82,7 +83,8 @@ stash() {
     case $step in merge|complete) dir=merged ;; esac
     mkdir -p "$STASH"
     mapfile -t files < <(cd "$REF" && { find "$dir" -maxdepth 1 -name '*.json'; find "$dir" -mindepth 2 -maxdepth 2 \
-        \( -name manifest.json -o -name summary.json -o \( -path '*detail*' ! -name '*.pcap' \) \); } | grep -v '\.partial/')
+        \( -name manifest.json -o -name summary.json -o \( -path '*detail*' ! -name '*.pcap' ! -name mptcp_events.csv \
+        ! -name ss.txt \) \); } | grep -v '\.partial/')
     (cd "$REF" && tar -cJf "$STASH/$step.tar.xz" "${files[@]}" .done-"$step")
     echo "lab1 reference: $step packed into $STASH/$step.tar.xz ($(du -h "$STASH/$step.tar.xz" | cut -f1)); commit it"
 }

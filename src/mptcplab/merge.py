@@ -200,11 +200,12 @@ def write(p: Plan, out: Path) -> dict:
                      started=time.monotonic())
     later = [q.key for q in p.lab.points(p.params, Sweep(out)) if not Sweep(out).done(q.key)]
     summary = p.lab.finish(ctx)
-    conclude(p.lab, out, summary)
+    if not later:  # the report reads every run (Lab 1's reads its detailed run): `run` concludes the rest
+        conclude(p.lab, out, summary)
     say = log.get(p.lab.id)
     say.info("merged %d shards (%d runs) into %s", len(p.sources), sum(len(s.runs) for s in p.sources), out)
     if later:
         say.warning("%d runs need the whole sweep (%s): add them on one host with `mptcplab run %s%s --out %s` "
-                    "and the shards' --set options (it resumes: only those run), which rebuilds the tables",
-                    len(later), _names(later, 3), p.lab.id, " --quick" if p.quick else "", out)
+                    "and the shards' --set options (it resumes: only those run), which rebuilds the tables "
+                    "and writes the report", len(later), _names(later, 3), p.lab.id, " --quick" if p.quick else "", out)
     return summary

@@ -203,6 +203,29 @@ def test_merge_lays_the_runs_out_as_one_host_would_and_builds_the_same_tables(tm
         merge.write(merge.plan(shards), out)
 
 
+def test_a_merge_that_needs_runs_of_the_whole_sweep_writes_no_report_yet(tmp_path, monkeypatch, caplog):
+    """Lab 1's report reads its detailed run, which only `mptcplab run` on the merged directory adds:
+    the merge builds the tables and leaves the report to that run (it crashed on the missing run)."""
+    p = params()
+    shards = [fake_shard(tmp_path, k, 2, p) for k in (1, 2)]
+    lab = get_lab("lab3")
+
+    def points(params, sweep):
+        base = lab.points(params, None)
+        return base + [Point("detail", {})] if sweep is not None else base
+
+    def report(out):
+        raise FileNotFoundError("no detailed run")
+
+    toy = Lab(**{**vars(lab), "points": points, "finish": lambda ctx: {"runs": 3},
+                 "analysis": type("A", (), {"report": staticmethod(report)})})
+    monkeypatch.setattr(merge, "get_lab", lambda lab_id: toy)
+    out = tmp_path / "merged"
+    assert merge.write(merge.plan(shards), out) == {"runs": 3}
+    assert (out / "merge.json").exists() and not (out / "paper-vs-this-run.md").exists()
+    assert "1 runs need the whole sweep (detail)" in caplog.text and "writes the report" in caplog.text
+
+
 def test_slurm_dry_run_writes_a_job_array_of_shards_and_a_merge_that_waits_for_it(tmp_path, capsys):
     out = tmp_path / "sweep"
     assert main(["slurm", "lab3", "--array", "3", "--quick", "--set", "flows=[1,2,4]", "--out", str(out),

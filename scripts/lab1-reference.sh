@@ -124,9 +124,10 @@ run_step() {
         # The tcp_min_tso_segs 2 control's tcp-slow runs at 128K break physics by design (the kernel's
         # overrun the kit's 64 fixes), each with its cause measured: read every line before committing.
         "$MPTCPLAB" check "$REF/merged" | tee "$REF/check.txt" || echo "check: verdicts outside physics above"
-        "$MPTCPLAB" notebooks reference lab1 "$REF/merged"
-        "$MPTCPLAB" notebooks reference lab1 "$REF/scaled-uml" --controlled scaled-uml
-        "$MPTCPLAB" notebooks reference lab1 "$REF/scaled-vm" --controlled scaled-vm ;;
+        # into this checkout (the pinned kit's own default would be its worktree's copy)
+        "$MPTCPLAB" notebooks reference lab1 "$REF/merged" --dest "$CHECKOUT/solutions/results/lab1"
+        "$MPTCPLAB" notebooks reference lab1 "$REF/scaled-uml" --controlled scaled-uml --dest "$CHECKOUT/solutions/results/lab1"
+        "$MPTCPLAB" notebooks reference lab1 "$REF/scaled-vm" --controlled scaled-vm --dest "$CHECKOUT/solutions/results/lab1" ;;
     *)
         echo "unknown step: $step (steps: ${STEPS[*]})" >&2; return 2 ;;
     esac

@@ -5,7 +5,7 @@
   pages in site/) or to plain repo paths.
 - `notebooks/NN-name.ipynb` (the Otter student notebook) is executed on the shipped reference
   results (`solutions/results/labN/`, via MPTCPLAB_LABn_RESULTS), cached under build/site-notebooks/,
-  and rendered by mkdocs-jupyter. Error outputs and bare `Ellipsis` results (the unanswered `...`
+  and rendered by mkdocs-jupyter. Error outputs and `Ellipsis` results or prints (the unanswered `...`
   cells), the outputs of Otter cells and of cells tagged `mlab-answers` (they show the kit's own
   answers to graded questions, e.g. Lab 3's model predictions) are dropped; the build machine's
   checkout path is cut from every output (it would reach pages and the search index). Plotly
@@ -28,7 +28,9 @@ from mkdocs.structure.files import File
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / "build" / "site-notebooks"
 PLOTLY_JS = "assets/javascripts/plotly.min.js"
-ELLIPSIS = re.compile(r"[\s(\[]*Ellipsis(\s*,\s*Ellipsis)*[\s,)\]]*")  # `...`, `(..., ...)`: unanswered cells
+# An unanswered cell's result or print: `...`, `(..., ...)`, or dicts of them (`{"held": ...}`, Lab 1's Q11)
+_KEY = r"(?:'[^']*'|\"[^\"]*\")\s*:\s*"
+ELLIPSIS = re.compile(rf"[\s(\[{{]*(?:{_KEY})?Ellipsis(?:[\s,}}{{]*(?:{_KEY})?Ellipsis)*[\s,)\]}}]*")
 LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)([^)]*)\)")
 
 
@@ -151,7 +153,8 @@ def clean(node) -> None:
         outs = []
         for o in [] if answers else cell.outputs:
             data = o.get("data", {})
-            if o.output_type == "error" or ELLIPSIS.fullmatch(data.get("text/plain", "-")):
+            printed = o.get("text", "-") if o.output_type == "stream" else "-"  # `print(x)` of an unanswered x
+            if o.output_type == "error" or ELLIPSIS.fullmatch(data.get("text/plain", "-")) or ELLIPSIS.fullmatch(printed):
                 continue
             if "application/vnd.plotly.v1+json" in data:
                 o.data = {"text/html": plotly_div(data["application/vnd.plotly.v1+json"])}

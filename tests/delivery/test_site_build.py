@@ -159,3 +159,18 @@ def test_no_graded_answers_or_ellipsis_in_notebook_pages(built):
         text = page.read_text()
         assert not [a for a in answers if a in text], page
         assert "Ellipsis" not in html.unescape(re.sub(r"<[^>]+>", "", text)), page
+
+
+def test_an_unanswered_cells_result_is_recognised_in_every_shape():
+    """`...`, tuples of them and dicts of them (Lab 1's Q11 asks for {"schedulers": ..., "held": ...})
+    are left out of a notebook page; a result with any real value is kept."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("site_hooks", REPO / "site" / "_hooks" / "site_hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    unanswered = ["Ellipsis", "(Ellipsis, Ellipsis)", "[Ellipsis]",
+                  "({'schedulers': Ellipsis, 'held': Ellipsis}, {'schedulers': Ellipsis, 'held': Ellipsis})"]
+    answered = ["{'schedulers': 3145728, 'held': Ellipsis}", "12.5", "'Ellipsis'"]
+    assert all(hooks.ELLIPSIS.fullmatch(t) for t in unanswered)
+    assert not any(hooks.ELLIPSIS.fullmatch(t) for t in answered)

@@ -77,7 +77,8 @@ kit() {
     echo "$WT/.venv/bin/mptcplab"
 }
 
-# A measuring step's results into the checkout (sweep runs: manifest and summary; detailed runs but their raw captures and traces).
+# A measuring step's results into the checkout (sweep runs: manifest and summary; detailed runs
+# without their raw captures and traces).
 stash() {
     local step=$1 dir=$1 files
     case $step in merge|complete) dir=merged ;; esac

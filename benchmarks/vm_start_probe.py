@@ -5,7 +5,7 @@ kit's Python start and imports), and whether the paths' pings read the same side
 
 One boot with the kit's own command line (places.vm.boot, as a lab's). Writes into DIR: timeline.txt
 (the host's clock per line the guest printed), dmesg.txt (the guest kernel's log: virtme-ng-init's
-steps and the drivers udev loaded, with kernel timestamps), importtime-guest.txt (python -X
+steps and the drivers udev loaded, with kernel timestamps), modules.txt (what was loaded then), importtime-guest.txt (python -X
 importtime of the kit's start in the guest), pings.json (vm_pings_probe.py, run in the guest).
 Results: benchmarks/results/vm_run_overhead/vmspeed3-probe.md."""
 
@@ -25,6 +25,7 @@ imports = ("import mptcplab.cli as c; c.build_parser(); from mptcplab import lab
 script = f"""
 echo "guest uptime at the script's start: $(cut -d' ' -f1 /proc/uptime)"
 dmesg > {out}/dmesg.txt
+cat /proc/modules > {out}/modules.txt
 t=$(cut -d' ' -f1 /proc/uptime); {py} -c pass; echo "a bare python: from $t to $(cut -d' ' -f1 /proc/uptime)"
 t=$(cut -d' ' -f1 /proc/uptime); {py} -X importtime -c "{imports}" 2> {out}/importtime-guest.txt
 echo "the kit's imports under -X importtime: from $t to $(cut -d' ' -f1 /proc/uptime)"

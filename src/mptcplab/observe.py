@@ -14,8 +14,10 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import shutil
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 from .errors import EnvironmentProblem
@@ -31,6 +33,9 @@ def _note(rd, what: str, **info) -> None:
 
 # ---------------------------------------------------------------- capture
 
+CAPTURES = Path("/run/mptcplab/captures")  # /run: a tmpfs natively and in UML and the VM (traffic.SPAWNERS)
+
+
 class Capture:
     """Headers-only packet capture on every interface of one host (tcpdump -i any), or on one.
 
@@ -42,10 +47,16 @@ class Capture:
                  bpf_filter: str = "tcp or udp", interface: str = "any", direction: str | None = None) -> None:
         self.net, self.host, self.rd = net, host, rd
         self.path = rd.file(name)
+        # tcpdump writes each packet (-U) into memory (CAPTURES, a tmpfs), and the file is moved into
+        # the run directory once it stops: in the VM the run directory is 9p, where a per-packet write
+        # cost the emulated CPU enough that the setup check's 3 s capture took 6.2 s to drain.
+        self.writing = CAPTURES / uuid.uuid4().hex[:8] / name
         self.argv = ["tcpdump", "-i", interface, *(["-Q", direction] if direction else []), "-s", str(snaplen),
-                     "-B", "32768", "-U", "-n", "-Z", "root", "-w", str(self.path), *bpf_filter.split()]
+                     "-B", "32768", "-U", "-n", "-Z", "root", "-w", str(self.writing), *bpf_filter.split()]
 
     def __enter__(self):
+        self._memory = TRACKER.add("dir", path=str(self.writing.parent))  # `mptcplab clean` removes it if stopped
+        self.writing.parent.mkdir(parents=True)
         with self.rd.timed("capture_start"):  # tcpdump's start, until it listens (timings: where a run's time went)
             self.proc = self.net.popen(self.host, self.argv, what="tcpdump", stdout=subprocess.DEVNULL,
                                        stderr=subprocess.PIPE, text=True)
@@ -70,6 +81,10 @@ class Capture:
             except subprocess.TimeoutExpired:
                 err = ""
             self.net.stop(self.proc)
+            if self.writing.exists():
+                shutil.move(self.writing, self.path)
+            shutil.rmtree(self.writing.parent, ignore_errors=True)
+            TRACKER.discard(self._memory)
         stats = dict((k, int(v)) for v, k in re.findall(r"(\d+) packets? (captured|received by filter|dropped by kernel)",
                                                        err or ""))
         _note(self.rd, "capture", file=self.path.name, host=self.host, command=" ".join(self.argv),
@@ -84,7 +99,7 @@ class Capture:
         wrote, e.g. 15,755 for 7,304, since `-i any` sees each forwarded packet in and out)."""
         t0, size, still = time.monotonic(), -1, time.monotonic()
         while time.monotonic() - t0 < limit_s:
-            now = self.path.stat().st_size if self.path.exists() else 0
+            now = self.writing.stat().st_size if self.writing.exists() else 0
             if now != size:
                 size, still = now, time.monotonic()
             elif time.monotonic() - still >= settle_s:

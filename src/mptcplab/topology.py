@@ -488,19 +488,26 @@ class Network:
         """Measure what this place adds to each path's round trip and re-apply the paths' links
         with it taken out of netem's delay where it is more than the RTT check's slack.
 
-        Each path is pinged without its loss or jitter (latency.py says why), then gets its full
-        link back, compensated or not.
+        Every path is pinged without its loss or jitter (latency.py says why), all side by side,
+        then gets its full link back, compensated or not.
         """
         netem = self.topo._netem()
-        for p in self.topo.paths:
+        paths = self.topo.paths
+        bare = {p.name: (latency.measuring_link(p.link), latency.measuring_link(p.reverse)) for p in paths}
+        why = "no loss or jitter, to measure the place's own latency"
+        cmds = []
+        for p in paths:
+            previous = self.topo.netem_links(p)
             self.topo.own_latency.pop(p.name, None)
-            bare = (latency.measuring_link(p.link), latency.measuring_link(p.reverse))
-            why = "no loss or jitter, to measure the place's own latency"
-            self.check_all(self.topo._link_cmds(p, netem, bare, why=why, previous=self.topo.netem_links(p)))
-            ping = latency.ping_rtt(self, p.a, p.b, p.name)
+            cmds += self.topo._link_cmds(p, netem, bare[p.name], why=why, previous=previous)
+        self.check_all(cmds)
+        pings = latency.ping_paths(self, paths)
+        for p in paths:
             expected = p.rtt_s * 1e3 + latency.ping_wire_ms(p.link, p.reverse, netem)
-            own = self.topo.own_latency[p.name] = latency.OwnLatency(p.name, ping, expected)
-            self.check_all(self.topo._link_cmds(p, netem, previous=bare))
+            self.topo.own_latency[p.name] = latency.OwnLatency(p.name, pings[p.name], expected)
+        self.check_all([c for p in paths for c in self.topo._link_cmds(p, netem, previous=bare[p.name])])
+        for p in paths:
+            own = self.topo.own_latency[p.name]
             r = own.record(p.link, p.reverse)
             say = (_log.warning if r["uncompensated_ms"] > r["slack_ms"] else
                    _log.info if r["compensated"] else _log.debug)

@@ -28,9 +28,9 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
                 paths_at_once: bool = False) -> dict:
     """Check every path src -> dst, and (with mptcp) one MPTCP transfer across all of them.
 
-    `paths_at_once`: the single-path TCP transfers of all paths side by side (after every path's
-    ping, each alone), each judged on its own path exactly as one alone is. For a lab whose own
-    runs load every path at once (Lab 2's MPTCP over four 5 Mbit/s paths): the check then asks
+    Every path's pings side by side (latency.ping_paths), then each path's RTT judged.
+    `paths_at_once`: the single-path TCP transfers of all paths side by side too, each judged on
+    its own path exactly as one alone is. For a lab whose own runs load every path at once (Lab 2's MPTCP over four 5 Mbit/s paths): the check then asks
     no more of the place than the runs do, and takes one transfer's time instead of one per path.
 
     Writes the evidence into rd.summary["checks"]; raises ExperimentFailed on the first mismatch.
@@ -84,11 +84,12 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
                                            "below: the machine may be too busy, above: the place is wrong)")
 
     paths = [p for p in net.topo.paths if (p.a, p.b) == (src, dst)]
+    with rd.timed("ping"):  # every path side by side, as the place's own latency was measured (latency.py)
+        pings = latency.ping_paths(net, paths)
     for p in paths:
         row: dict = {"link": str(p.link), "configured_rtt_ms": p.rtt_s * 1e3}
         checks["paths"][p.name] = row
-        with rd.timed("ping"):
-            row["ping"] = latency.ping_rtt(net, src, dst, p.name)
+        row["ping"] = pings[p.name]
         # Queueing is empty during ping, so the lowest RTT is the configured one plus the ping's own
         # transmission at the path's rate, plus microseconds, plus the floor of what the place adds
         # where that could not be taken out of netem's delay (latency.py). The lowest, not the

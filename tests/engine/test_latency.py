@@ -8,6 +8,7 @@ than on an undelayed one, plus the ping's own transmission at netem's rate.
 """
 
 import json
+import time
 import re
 import subprocess
 from types import SimpleNamespace
@@ -306,3 +307,29 @@ def test_paths_at_once_refuses_the_path_that_falls_short_as_alone(tmp_path, no_c
     net = built(lab2_like("rate=5mbit,queue=25,delay=10ms", "rate=5mbit,queue=50,delay=20ms"))
     with Sweep(tmp_path).run("v", {}) as rd, pytest.raises(ExperimentFailed, match="path p2"):
         verify.check_paths(net, rd, "snd", "rcv", mptcp=False, paths_at_once=True, min_utilisation=0.9)
+
+
+def test_the_paths_are_pinged_side_by_side_with_every_path_measurable():
+    """Four paths' own latency in about one path's time: each ping starts while the others run,
+    and each path is pinged over its delay and rate only (no path's loss left on during any ping)."""
+    class Slow(FakePlace):
+        def run(self, host, argv, check=True, timeout=None, **kw):
+            lossy = [c for c in self.tc[-8:] if "loss" in c]  # the last command per port: what is applied
+            t0 = time.monotonic()
+            time.sleep(0.3)
+            self.spans.append((t0, time.monotonic(), bool(lossy)))
+            return super().run(host, argv, check, timeout, **kw)
+
+    topo = lab2_like(*[f"rate=5mbit,delay={d}ms,loss=1%" for d in (10, 20, 30, 40)])
+    net = Slow(topo)
+    net.spans = []
+    for c in topo.commands():
+        net.check(c.argv)
+    t0 = time.monotonic()
+    net.measure_own_latency()
+    took = time.monotonic() - t0
+    assert len(net.spans) == 4 and not any(lossy for *_, lossy in net.spans)
+    assert max(s for s, _, _ in net.spans) < min(e for _, e, _ in net.spans)  # all four overlap
+    assert took < 4 * 0.3
+    assert {p: round(o.rtt_ms, 3) for p, o in net.topo.own_latency.items()} == {f"p{i}": 2.0 for i in range(1, 5)}
+    assert all("loss" in c for c in net.tc[-8:])  # every path's full link is back

@@ -1,5 +1,7 @@
 """Parsers of the observation sources, on text in the kernel's own formats."""
 
+from pathlib import Path
+
 from mptcplab import observe
 from mptcplab.observe import parse_ss, parse_trace, sndbuf_waits
 
@@ -137,11 +139,11 @@ def test_a_capture_is_stopped_only_once_tcpdump_has_written_what_it_holds(tmp_pa
     import time
 
     cap = observe.Capture.__new__(observe.Capture)
-    cap.path = tmp_path / "links.pcap"
+    cap.writing = tmp_path / "links.pcap"
 
     def tcpdump_catching_up():
         for _ in range(12):  # 1.2 s more of writing after the transfer ended
-            with open(cap.path, "ab") as f:
+            with open(cap.writing, "ab") as f:
                 f.write(b"x" * 100)
             time.sleep(0.1)
 
@@ -149,13 +151,14 @@ def test_a_capture_is_stopped_only_once_tcpdump_has_written_what_it_holds(tmp_pa
     writer.start()
     took = cap.drain(settle_s=0.3)
     writer.join()
-    assert cap.path.stat().st_size == 1200 and 1.2 <= took < 3
+    assert cap.writing.stat().st_size == 1200 and 1.2 <= took < 3
     assert cap.drain(settle_s=0.3, limit_s=5) < 1  # nothing more to write: stops after settle_s
 
 
 def test_a_capture_and_counters_say_where_their_time_went(tmp_path, monkeypatch):
     """tcpdump's start and stop and the nstat reads are steps of the run's `timings`: the setup
-    check's MPTCP step took 14.7 s for a 3 s transfer in the VM, with nothing saying where."""
+    check's MPTCP step took 14.7 s for a 3 s transfer in the VM, with nothing saying where. tcpdump
+    writes into memory (observe.CAPTURES), and the capture lands in the run directory when it stops."""
     import io
     import json
     import subprocess
@@ -174,7 +177,7 @@ def test_a_capture_and_counters_say_where_their_time_went(tmp_path, monkeypatch)
 
     class Net:
         def popen(self, host, argv, **kw):
-            (tmp_path / "r.partial" / "c.pcap").write_bytes(b"x")
+            Path(argv[argv.index("-w") + 1]).write_bytes(b"pcap")
             return Tcpdump()
 
         def stop(self, proc):
@@ -184,8 +187,10 @@ def test_a_capture_and_counters_say_where_their_time_went(tmp_path, monkeypatch)
             return subprocess.CompletedProcess(argv, 0, json.dumps({"kernel": {"TcpExtX": 1}}), "")
 
     monkeypatch.setattr(observe.Capture, "drain", lambda self, **kw: 0.0)
+    monkeypatch.setattr(observe, "CAPTURES", tmp_path / "memory")
     rd = RunDir(tmp_path / "r", {})
-    with observe.Capture(Net(), "a", rd, name="c.pcap"), observe.Counters(Net(), "a", rd):
-        pass
+    with observe.Capture(Net(), "a", rd, name="c.pcap") as cap, observe.Counters(Net(), "a", rd):
+        assert cap.writing.parent.parent == tmp_path / "memory" and not cap.path.exists()
+    assert cap.path.read_bytes() == b"pcap" and not cap.writing.parent.exists()
     assert {"capture_start", "capture_stop", "counters"} <= set(rd.manifest["timings"])
     assert rd.manifest["observation"]["capture"]["captured"] == 10

@@ -112,6 +112,9 @@ def test_vng_command_line(monkeypatch):
     assert "--rw" not in argv  # the host's filesystem stays read-only
     assert argv[-2:] == ["--exec", "sh /c/run.sh"]
     assert "--qemu-opts=-cpu max,avx2=off" in argv  # TCG's AVX2 sorted wrongly (vm.TCG_CPU)
+    # udev does not load the emulated PC's disk, watchdog and input drivers (vm.UNUSED_DRIVERS)
+    append = argv[argv.index("--append") + 1]
+    assert "modprobe.blacklist=ahci," in append and "virtio" not in append and "loglevel=4" in append
     kvm = vm.vng_argv(Path("/k"), Path("/s"), "n", [], "kvm", 1, "1G")
     assert "--disable-kvm" not in kvm and not any(a.startswith("--qemu-opts") for a in kvm)
     # the whole tree lives in a PID namespace that dies with its first process

@@ -125,6 +125,20 @@ AFTER = """[ "$rc" -gt 128 ] && dmesg | grep -E "segfault|general protection|tra
 
 TCG_CPU = "-cpu max,avx2=off"
 
+# Drivers for the emulated PC's hardware that udev would load and probe at every boot, and that
+# no lab uses: disks, CD-ROM and SCSI (the guest's root is the host's, over 9p), watchdogs, LPC and
+# SMBus, PC speaker, mouse and power button, firmware config, accelerated AES, CRC and SHA (the
+# kernel's generic code serves any caller), nested KVM and CPU frequency. Under TCG (QEMU's q35
+# machine: vng takes `microvm` only with KVM) they cost 8.8 s of udev's settle, 11.6 s with its
+# coldplug (benchmarks/results/vm_run_overhead/vmspeed3-probe.md). `modprobe.blacklist` stops only
+# loading by alias, as udev loads; an absent name is ignored. Not here: virtio (the console's
+# ports, 9p).
+UNUSED_DRIVERS = ("ahci", "libahci", "libata", "sr_mod", "cdrom", "sd_mod", "sg", "scsi_mod", "i6300esb",
+                  "iTCO_wdt", "iTCO_vendor_support", "lpc_ich", "i2c_i801", "i2c_smbus", "pcspkr", "psmouse",
+                  "serio_raw", "evdev", "joydev", "aesni_intel", "cryptd", "crypto_simd", "ghash_clmulni_intel",
+                  "kvm_amd", "kvm_intel", "kvm", "powernow_k8", "button", "qemu_fw_cfg", "crct10dif_pclmul",
+                  "crc32_pclmul", "crc32c_intel", "sha1_ssse3", "sha256_ssse3", "sha512_ssse3")
+
 
 def vng_argv(kimg: Path, script: Path, name: str, writable: list[Path], accel: str, cpus: int,
              memory: str) -> list[str]:
@@ -141,7 +155,8 @@ def vng_argv(kimg: Path, script: Path, name: str, writable: list[Path], accel: s
     # The command's output comes back on vng's stdout, with the kernel's warnings and worse
     # (loglevel 4: soft lockups, RCU stalls, hung tasks, WARN_ON): the terminal drops kernel lines
     # (_quiet), the console log keeps them.
-    argv += ["--append", "quiet loglevel=4", "--exec", f"sh {shlex.quote(str(script))}"]
+    argv += ["--append", f"quiet loglevel=4 modprobe.blacklist={','.join(UNUSED_DRIVERS)}",
+             "--exec", f"sh {shlex.quote(str(script))}"]
     return argv
 
 

@@ -17,7 +17,7 @@ stamp() { while IFS= read -r line; do printf '%s %s\n' "$(date -u +%H:%M:%S)" "$
          "load $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "cache before: $(cd "$OUT/cache" && find . -type f | sort | tr '\n' ' ')"
     { CI=true XDG_CACHE_HOME="$OUT/cache" "$HERE/.venv/bin/mptcplab" reproduce --quick --labs lab2 --where vm \
-        --out "$OUT/reproduce" < /dev/null 2>&1; echo $? > "$OUT/status"; } | tr '\r' '\n'
+        --out "$OUT/reproduce" < /dev/null 2>&1; echo $? > "$OUT/status"; } | stdbuf -oL tr '\r' '\n'
     echo "reproduce's exit status $(cat "$OUT/status"), load $(cut -d' ' -f1-3 /proc/loadavg)"
 } 2>&1 | stamp > "$OUT/run.log"
 tail -n 5 "$OUT/run.log"

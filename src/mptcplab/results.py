@@ -30,7 +30,11 @@ LOCK_FILE = Path(os.environ.get("MPTCPLAB_LOCK", "/run/mptcplab/experiment.lock"
 
 
 def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+    return stamp(time.time())
+
+
+def stamp(epoch_s: float) -> str:
+    return dt.datetime.fromtimestamp(epoch_s, dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
 @functools.cache
@@ -92,7 +96,7 @@ class RunDir:
         self.summary: dict = {}
         self.manifest: dict = {
             "run": self.final.name,
-            "started": now(),
+            "started": self._wall(),
             "command": places.handed().get("command", sys.argv),  # the user's, also inside a guest
             "parameters": params,
             "platform": platform_info(),
@@ -125,18 +129,23 @@ class RunDir:
             timings = self.manifest.setdefault("timings", {})
             timings[step] = round(timings.get(step, 0.0) + time.monotonic() - t, 3)
 
+    def _wall(self) -> str:
+        """Now on the host's wall clock (wall_clock): a UML guest's own clock skips idle time, and
+        Lab 3's runs there were stamped 40 min after they ran."""
+        return stamp(wall_clock(self.path))
+
     def _read_clocks(self) -> tuple[float, float]:
         return time.time(), guest.host_time(self.path)
 
     def keep_evidence(self, exc: BaseException) -> None:
         """A run that failed: what it had measured and why it stopped, in <key>.partial/failed.json
         (never summary.json: a partial run must not look done)."""
-        self.manifest["failed"] = now()
+        self.manifest["failed"] = self._wall()
         self.write_json("failed.json", {"error": f"{type(exc).__name__}: {exc}", "summary": self.summary,
                                         "manifest": self.manifest})
 
     def finish(self) -> Path:
-        self.manifest["finished"] = now()
+        self.manifest["finished"] = self._wall()
         if self._clocks:
             (guest0, host0), (guest1, host1) = self._clocks, self._read_clocks()
             self.manifest["clock"] = {"guest_s": round(guest1 - guest0, 3), "host_wall_s": round(host1 - host0, 3)}
@@ -203,10 +212,16 @@ def transfer_s(summary: dict) -> float | None:
     return float(summary["duration_s"]) if summary.get("duration_s") is not None else None
 
 
-def transfer_seconds(sweep: Path | str) -> float:
+def transfer_seconds(sweep: Path | str, excluding: set[str] = frozenset()) -> float:
     """How long a sweep's completed runs spent transferring (transfer_s of each): what a lab's
-    wall-clock time is divided by (`run`'s last line, `reproduce`'s time ratio)."""
-    return sum(t for _, s in completed(sweep) if (t := transfer_s(s)) is not None)
+    wall-clock time is divided by (`run`'s last line, `reproduce`'s time ratio). `excluding`: the
+    runs already complete when this invocation started (completed_names): a resumed sweep's time is
+    divided by the transfers it made, not by every run's."""
+    return sum(t for d, s in completed(sweep) if d.name not in excluding and (t := transfer_s(s)) is not None)
+
+
+def completed_names(sweep: Path | str) -> set[str]:
+    return {d.name for d, _ in completed(sweep)} if Path(sweep).exists() else set()
 
 
 _lock_taken: list[float] = []  # time.monotonic() when this process last took the experiment lock

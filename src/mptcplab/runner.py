@@ -25,7 +25,7 @@ from .places import guest, lifetime, records
 from .places.choice import Choice
 from .places.decide import decide
 from .results import (Sweep, clock_totals, experiment_lock, git_commit, lock_taken, now, tool_versions,
-                      transfer_seconds)
+                      transfer_seconds, completed_names)
 from .shards import Shard, share
 
 _log = log.get()
@@ -186,7 +186,7 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
     argv += [f"--shard={shard}"] if shard else []
     argv += [f"--check-setup={check_setup}"] if check_setup else []
 
-    started = time.monotonic()
+    started, done_before = time.monotonic(), completed_names(out)
 
     def here() -> int:
         out.mkdir(parents=True, exist_ok=True)
@@ -215,7 +215,7 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
         return rc
     if places.get(place).GUEST and not shard:
         analyse(RunContext(lab=lab, params=params, out=out, quick=quick, where=place, started=started))
-    wall, moving = time.monotonic() - (lock_taken() or started), transfer_seconds(out)
+    wall, moving = time.monotonic() - (lock_taken() or started), transfer_seconds(out, excluding=done_before)
     log.get(lab.id).info("%s: %.0f s of wall-clock time for %.0f s of transfers (%s; where it went: each run's "
                          "manifest `timings`)", place, wall, moving, f"{wall / moving:.1f}x" if moving else "none")
     return rc

@@ -310,19 +310,21 @@ def test_paths_at_once_refuses_the_path_that_falls_short_as_alone(tmp_path, no_c
 
 
 def test_the_paths_are_pinged_side_by_side_with_every_path_measurable():
-    """Four paths' own latency in about one path's time: each ping starts while the others run,
-    and each path is pinged over its delay and rate only (no path's loss left on during any ping)."""
+    """Four paths' own latency in about one path's time: each ping starts while the others run, at
+    an interval of its own, and each path is pinged over its delay and rate only (no path's loss
+    left on during any ping)."""
     class Slow(FakePlace):
         def run(self, host, argv, check=True, timeout=None, **kw):
             lossy = [c for c in self.tc[-8:] if "loss" in c]  # the last command per port: what is applied
             t0 = time.monotonic()
             time.sleep(0.3)
             self.spans.append((t0, time.monotonic(), bool(lossy)))
+            self.intervals.append(float(argv[argv.index("-i") + 1]))
             return super().run(host, argv, check, timeout, **kw)
 
     topo = lab2_like(*[f"rate=5mbit,delay={d}ms,loss=1%" for d in (10, 20, 30, 40)])
     net = Slow(topo)
-    net.spans = []
+    net.spans, net.intervals = [], []
     for c in topo.commands():
         net.check(c.argv)
     t0 = time.monotonic()
@@ -331,5 +333,7 @@ def test_the_paths_are_pinged_side_by_side_with_every_path_measurable():
     assert len(net.spans) == 4 and not any(lossy for *_, lossy in net.spans)
     assert max(s for s, _, _ in net.spans) < min(e for _, e, _ in net.spans)  # all four overlap
     assert took < 4 * 0.3
+    # each path at its own interval, so that their phases drift through each other (latency.py)
+    assert sorted(net.intervals) == [0.2, 0.213, 0.226, 0.239]
     assert {p: round(o.rtt_ms, 3) for p, o in net.topo.own_latency.items()} == {f"p{i}": 2.0 for i in range(1, 5)}
     assert all("loss" in c for c in net.tc[-8:])  # every path's full link is back

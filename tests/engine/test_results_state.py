@@ -6,7 +6,7 @@ import os
 import pytest
 
 from mptcplab import state
-from mptcplab.results import Sweep, clock_totals, transfer_seconds
+from mptcplab.results import Sweep, clock_totals, completed_names, transfer_seconds
 
 
 def test_run_dir_is_atomic_and_has_provenance(tmp_path):
@@ -72,6 +72,12 @@ def test_transfer_seconds_sums_what_each_run_recorded_of_its_transfer(tmp_path):
     run("crashed", {"span_s": 99.0}, done=False)
     assert transfer_seconds(tmp_path) == pytest.approx(10.093 + 8.5 + 6.0 + 25.4)
     assert transfer_seconds(tmp_path / "absent") == 0.0
+    # A resumed sweep: its wall time is divided by what this invocation transferred ("0.0x" before).
+    done = completed_names(tmp_path)
+    assert "crashed" not in done and "crashed.partial" not in done and "verify" in done
+    run("r2-static-lia", {"duration_s": 8.0, "span_s": 8.25})
+    assert transfer_seconds(tmp_path, excluding=done) == pytest.approx(8.25)
+    assert completed_names(tmp_path / "absent") == set()
 
 
 def test_state_file_records_and_clean_removes_dead_owner(tmp_path, monkeypatch):
@@ -88,3 +94,18 @@ def test_state_file_records_and_clean_removes_dead_owner(tmp_path, monkeypatch):
     assert t.path.exists()  # our own (live) state is left alone
     t.discard(item)
     assert not t.path.exists()
+
+
+def test_a_runs_stamps_are_the_hosts_wall_clock(tmp_path, monkeypatch):
+    """In UML the guest's clock skips idle time (Lab 3's runs were stamped 40 min late): `started`,
+    `finished` and `failed` come from the place's reading of the host's clock (results.wall_clock)."""
+    from mptcplab import results
+
+    clock = iter([1795000000.0, 1795000042.5, 1795000050.0])
+    monkeypatch.setattr(results, "wall_clock", lambda directory: next(clock))
+    rd = results.RunDir(tmp_path / "r1", {})
+    rd.keep_evidence(RuntimeError("x"))
+    rd.finish()
+    m = json.loads((tmp_path / "r1" / "manifest.json").read_text())
+    assert (m["started"], m["failed"], m["finished"]) == (
+        "2026-11-18T11:06:40.000+00:00", "2026-11-18T11:07:22.500+00:00", "2026-11-18T11:07:30.000+00:00")

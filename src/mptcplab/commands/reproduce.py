@@ -65,7 +65,7 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
             outcomes.append(o)
             continue
         _log.info("== %s: %s (%s, %s)", lab.id, lab.title, "quick" if quick else "full", o.where)
-        started, restarts_before = time.monotonic(), len(restarts(sweep))
+        started, restarts_before, done_before = time.monotonic(), len(restarts(sweep)), results.completed_names(sweep)
         tail = io.StringIO()
         try:
             with contextlib.redirect_stderr(_Tee(sys.stderr, tail)):
@@ -78,7 +78,7 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
             o.status, o.detail = "failed", f"{type(exc).__name__}: {exc}"
         # From when the lab took the experiment lock: a wait behind another run is not the lab's time.
         o.seconds = time.monotonic() - max(started, results.lock_taken() or started)
-        o.transfer_s = results.transfer_seconds(sweep)
+        o.transfer_s = results.transfer_seconds(sweep, excluding=done_before)
         o.log_tail = tail.getvalue()[-4000:]
         o.extra["restarts"] = len(restarts(sweep)) - restarts_before
         _log.info("== %s: %s%s", lab.id, o.status, ": " + o.detail if o.detail else "")

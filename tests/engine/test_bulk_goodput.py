@@ -181,3 +181,25 @@ def test_the_whole_transfers_goodput_never_counts_bytes_from_before_the_first_re
                     "tcp", 10.0, IV)
     assert r.mbps * 1e6 > CEILING * 1.04
     assert r.transfer_mbps * 1e6 == pytest.approx(CEILING, rel=1e-6)
+
+
+def test_a_tail_repaired_by_timeout_does_not_count_as_the_links_pace():
+    """The setup check's single TCP on Lab 2's 40 ms path in the VM (2026-11-28, the receiver's own
+    samples): 4.78 Mbit/s until 4.87 s, then the last 6.5 KB at 5.36 s (lost at the end, repaired by
+    timeout). To the last byte the window read 4.28 Mbit/s, 89.5% of the ceiling, and the check
+    refused the place; ended where the tail's stall began it reads the link's pace, not above it."""
+    import json
+    from pathlib import Path
+
+    from mptcplab.traffic import BulkResult
+
+    d = json.loads((Path(__file__).parent / "fixtures" / "goodput" / "vm-lab2-p2-tail-timeout.json").read_text())
+    r = BulkResult("kit", "tcp", 3.0, d["t0"], d["t_end"], [], None, samples=d["samples"])
+    naive = r.window_mbps(d["t0"] + 1.0, d["t_end"])
+    assert naive == pytest.approx(4.28, abs=0.01)
+    assert r.tail_start(d["t_end"]) == pytest.approx(d["t0"] + 4.87, abs=0.01)
+    assert r.steady_mbps(1.0) == pytest.approx(4.787, abs=1e-3)  # the ceiling is 4.782: within its 1%
+    assert physics.judge_link("p2", r.steady_mbps(1.0) * 1e6, 5e6, 0.9).ok
+    assert not physics.judge_link("p2", naive * 1e6, 5e6, 0.9).ok  # the refusal it replaced
+    # a transfer moving at its pace to the end keeps its end
+    assert r.tail_start(d["t0"] + 4.5) == pytest.approx(d["t0"] + 4.5)

@@ -489,7 +489,8 @@ class Network:
         with it taken out of netem's delay where it is more than the RTT check's slack.
 
         Every path is pinged without its loss or jitter (latency.py says why), all side by side,
-        then gets its full link back, compensated or not.
+        then gets its full link back, compensated or not: by the place's floor over its paths
+        (latency.place_floors).
         """
         netem = self.topo._netem()
         paths = self.topo.paths
@@ -502,9 +503,10 @@ class Network:
             cmds += self.topo._link_cmds(p, netem, bare[p.name], why=why, previous=previous)
         self.check_all(cmds)
         pings = latency.ping_paths(self, paths)
-        for p in paths:
-            expected = p.rtt_s * 1e3 + latency.ping_wire_ms(p.link, p.reverse, netem)
-            self.topo.own_latency[p.name] = latency.OwnLatency(p.name, pings[p.name], expected)
+        measured = {p.name: latency.OwnLatency(p.name, pings[p.name],
+                                               p.rtt_s * 1e3 + latency.ping_wire_ms(p.link, p.reverse, netem))
+                    for p in paths}
+        self.topo.own_latency.update(latency.place_floors(measured, {p.name: p.rtt_s > 0 for p in paths}))
         self.check_all([c for p in paths for c in self.topo._link_cmds(p, netem, previous=bare[p.name])])
         for p in paths:
             own = self.topo.own_latency[p.name]

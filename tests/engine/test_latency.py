@@ -337,3 +337,44 @@ def test_the_paths_are_pinged_side_by_side_with_every_path_measurable():
     assert sorted(net.intervals) == [0.2, 0.213, 0.226, 0.239]
     assert {p: round(o.rtt_ms, 3) for p, o in net.topo.own_latency.items()} == {f"p{i}": 2.0 for i in range(1, 5)}
     assert all("loss" in c for c in net.tc[-8:])  # every path's full link is back
+
+
+def test_a_path_drawn_high_while_measured_has_the_places_floor_taken_out():
+    """Idle, Lab 2 in the VM (2026-11-28): the 20 ms path's 20 pings all read 0.7 ms above the place's
+    floor while the other paths read it, and 0.7 ms too many came out of its netem delay: its RTT
+    check then saw 19.6 ms and refused. The place's floor over its delayed paths is what comes out."""
+    class HighDraw(FakePlace):
+        def run(self, host, argv, check=True, timeout=None, **kw):
+            out = super().run(host, argv, check, timeout, **kw)
+            if self.high and argv[-1] == self.address("rcv", "p1"):
+                self.high = False
+                out.stdout = re.sub(r"time=([\d.]+)", lambda m: f"time={float(m.group(1)) + 0.7:.3f}", out.stdout)
+            return out
+
+    topo = lab2_like(*[f"rate=5mbit,delay={d}ms" for d in (10, 20, 30, 40)])
+    net = HighDraw(topo)
+    net.high = True
+    for c in topo.commands():
+        net.check(c.argv)
+    net.measure_own_latency()
+    own = net.topo.own_latency
+    assert own["p1"].rtt_ms == pytest.approx(2.7, abs=1e-3) and own["p2"].rtt_ms == pytest.approx(2.0, abs=1e-3)
+    assert {p: round(o.taken_ms, 3) for p, o in own.items()} == {f"p{i}": 2.0 for i in range(1, 5)}
+    assert net.applied("p1") == (9.0, 9.0)  # not 8.65 each way
+    rec = net.snapshot()["paths"][0]["own_latency"]
+    assert rec["own_rtt_ms"] == pytest.approx(2.7) and rec["taken_out_ms"] == pytest.approx(2.0)
+    got = latency.ping_paths(net, net.topo.paths)
+    assert all(physics.judge_rtt(p, got[p]["min_ms"], 20.0 * i, wire_ms=0.3136).ok
+               for i, p in enumerate(["p1", "p2", "p3", "p4"], 1))
+
+
+def test_the_places_floor_is_taken_over_paths_of_the_same_kind():
+    """An undelayed path's packets leave netem at once, a delayed one's from a timer: each kind has
+    its own floor."""
+    def own(name, floor):
+        return latency.OwnLatency(name, {"min_ms": 20.0 + floor, "median_ms": 20.0 + floor}, 20.0)
+
+    got = latency.place_floors({"a": own("a", 1.6), "b": own("b", 0.9), "z": own("z", 1.1)},
+                               {"a": True, "b": True, "z": False})
+    assert {k: round(v.taken_ms, 3) for k, v in got.items()} == {"a": 0.9, "b": 0.9, "z": 1.1}
+    assert round(got["a"].rtt_ms, 3) == 1.6  # what was measured stays recorded

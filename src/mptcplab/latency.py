@@ -79,12 +79,23 @@ PING_FRAME_BYTES = 98  # ping's 56 data bytes + ICMP 8 + IPv4 20 + Ethernet 14, 
 
 
 def ping_rtt(net, src: str, dst: str, path: str, count: int = PING_COUNT, interval: float = 0.2) -> dict:
-    """Ping dst's address on `path` from src: min, median and max RTT in ms, and the replies."""
+    """Ping dst's address on `path` from src: min, median and max RTT in ms, the replies, and every
+    reply's RTT (`rtts`, in order)."""
     out = net.run(src, ["ping", "-n", "-c", str(count), "-i", f"{interval:g}", "-W", "2", net.address(dst, path)])
     rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", out.stdout)]
     if not rtts:
         raise ExperimentFailed(f"ping over path {path} got no replies:\n{out.stdout}")
-    return {"min_ms": min(rtts), "median_ms": statistics.median(rtts), "max_ms": max(rtts), "replies": len(rtts)}
+    return _ping_summary(rtts)
+
+
+def _ping_summary(rtts: list[float], sets: int = 1) -> dict:
+    return {"min_ms": min(rtts), "median_ms": statistics.median(rtts), "max_ms": max(rtts), "replies": len(rtts),
+            "sets": sets, "rtts": rtts}
+
+
+def more_pings(first: dict, then: dict) -> dict:
+    """Two sets of one path's pings as one sample (the RTT check's second set: verify.check_paths)."""
+    return _ping_summary(first["rtts"] + then["rtts"], first.get("sets", 1) + then.get("sets", 1))
 
 
 def ping_paths(net, paths, count: int = PING_COUNT, interval: float = 0.2) -> dict[str, dict]:
@@ -166,7 +177,7 @@ class OwnLatency:
         configured, applied = rtt_ms(link, reverse), rtt_ms(net_link, net_reverse)
         slack = physics.rtt_slack_ms(configured, tolerance)
         return {
-            "ping_ms": {k: round(v, 3) for k, v in self.ping.items()},
+            "ping_ms": {k: round(v, 3) for k, v in self.ping.items() if k in ("min_ms", "median_ms", "max_ms", "replies")},
             "measured_over_ms": round(self.measured_over_ms, 3),
             "own_rtt_ms": round(self.rtt_ms, 3),
             "taken_out_ms": round(self.taken_ms, 3),  # the place's floor over its paths (place_floors)

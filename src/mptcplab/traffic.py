@@ -30,6 +30,9 @@ from . import pcap as pcap_reader
 from .bulk import STARTED
 from .errors import EnvironmentProblem, ExperimentFailed, UsageError
 
+TCP_RTO_MIN_S = 0.2  # the kernel's TCP_RTO_MIN: no timeout repairs a loss sooner
+
+
 @dataclass
 class BulkResult:
     tool: str
@@ -146,14 +149,15 @@ class BulkResult:
         return times, counts, float(np.median(moving)) if len(moving) else 0.0
 
     def tail_start(self, t: float) -> float:
-        """Where a last stall before `t` began (t itself if the count was moving at its usual pace up
-        to it): going back from `t` through the sample intervals that moved at less than half the
-        transfer's typical pace. The last segments lost have no later ones to signal it, so TCP
-        repairs them by timeout: the setup check's single TCP on Lab 2's 40 ms path in the VM
-        (2026-11-28) carried 4.78 Mbit/s to 4.87 s, then its last 6.5 KB came at 5.36 s, and the
-        window to the last byte read 4.28 (89.5%: refused). Ending the window there leaves out
-        that time and the bytes counted in it, which by then had all crossed the link: a reading
-        can only fall short of what the link carried, never exceed it."""
+        """Where a last stall before `t` began, if it lasted at least TCP's least retransmission
+        timeout (t itself otherwise): going back from `t` through the sample intervals that moved
+        at less than half the transfer's typical pace. The last segments lost have no later ones
+        to signal it, so TCP repairs them by timeout: the setup check's single TCP on Lab 2's 40 ms
+        path in the VM (2026-11-28) carried 4.78 Mbit/s to 4.87 s, then its last 6.5 KB came at
+        5.36 s, and the window to the last byte read 4.28 (89.5%: refused). Ending the window there
+        leaves out that time and the bytes counted in it. A shorter slow end is only the last
+        sample interval, which the last byte ends early: cut, it left a release of held bytes at
+        the window's end (8.4 Mbit/s for 0.09 s, then 11 KB in 0.13 s) and read 4.87 of 4.78."""
         pace = self._pace()
         if pace is None:
             return t
@@ -163,7 +167,7 @@ class BulkResult:
             if not (count - before) / (end - u) < typical / 2:
                 break
             end, count = float(u), before
-        return end
+        return end if t - end >= TCP_RTO_MIN_S else t
 
     def steady_mbps(self, warmup_s: float) -> float:
         """Goodput after the first `warmup_s` seconds (slow start excluded) to the last byte, or to

@@ -70,8 +70,9 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
             row["tcp_steady_mbps"] = round(r.steady_mbps(warmup), 2)
             row["steady_after_s"] = round(warmup, 3)
             row["reader_backlog_max"] = r.reader_backlog_max()  # bytes received but not yet read (a late reader)
-            emu = qdisc_window(q.tables[f"b-{p.name}"], (r.t0 + warmup, r.t_end))
+            emu = qdisc_window(q.tables[f"b-{p.name}"], (r.t0 + warmup, r.t_end), bracket=True)
             row["emulator_wire_mbps"], row["emulator_wire_mbps_min"] = emu["wire_mbps"], emu["wire_mbps_min"]
+            row["emulator_window_bracketed"] = emu.get("bracketed", False)  # its samples fell around the window
             if p.link.rate_bps:
                 # Goodput counts only TCP payload; the link also carries 66 bytes of headers per segment.
                 util = row["tcp_steady_mbps"] * 1e6 / GOODPUT_SHARE / p.link.rate_bps
@@ -86,6 +87,17 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
     paths = [p for p in net.topo.paths if (p.a, p.b) == (src, dst)]
     with rd.timed("ping"):  # every path side by side, as the place's own latency was measured (latency.py)
         pings = latency.ping_paths(net, paths)
+        # A path whose lowest RTT is above its band is pinged once more, side by side with any other
+        # such path, and judged on the lowest of both sets: the lowest RTT is the path's floor, and a
+        # busy stretch of the host's can hold a whole set above it. Under a load of 2 (2026-11-28) the
+        # 20 ms path's set read 21.5-37.9 ms (median 23.8) where the sets before and after it read
+        # 0.4 ms above its configured RTT, and refused the place. Never below the band: a ping can be
+        # late for the host's reasons, but one faster than configured is the emulation's fault.
+        high = [p for p in paths if pings[p.name]["min_ms"] - p.rtt_s * 1e3 - latency.ping_wire_ms(
+            p.link, p.reverse, net.topo._netem()) > physics.rtt_slack_ms(p.rtt_s * 1e3, rtt_tolerance)]
+        if high:
+            again = latency.ping_paths(net, high)
+            pings.update({p.name: latency.more_pings(pings[p.name], again[p.name]) for p in high})
     for p in paths:
         row: dict = {"link": str(p.link), "configured_rtt_ms": p.rtt_s * 1e3}
         checks["paths"][p.name] = row
@@ -149,10 +161,11 @@ def describe(checks: dict) -> str:
             util += (f" (in order; the emulator sent at most {row['emulator_wire_mbps_min']:.2f} Mbit/s of "
                      f"{LinkSpec.parse(row['link']).rate_bps / 1e6:g}: a loss repaired at the window's start)")
         own = row.get("own_latency") or {}
-        took = (f", {own['own_rtt_ms']:.2f} ms of the place's own taken out of netem's delay"
+        took = (f", {own.get('taken_out_ms', own['own_rtt_ms']):.2f} ms of the place's own taken out of netem's delay"
                 if own.get("compensated") else "")
         ping = row["ping"]
-        lines.append(f"  path {name}: ping RTT lowest {ping['min_ms']:.2f} ms, median {ping['median_ms']:.2f} (configured "
+        again = f" of {ping['replies']} in {ping['sets']} sets (the first above its band)" if ping.get("sets", 1) > 1 else ""
+        lines.append(f"  path {name}: ping RTT lowest {ping['min_ms']:.2f} ms{again}, median {ping['median_ms']:.2f} (configured "
                      f"{row['configured_rtt_ms']:.1f}{took}), TCP {row['tcp_steady_mbps']:.1f} Mbit/s after "
                      f"slow start{util} ({row['tcp_mbps']:.1f} over the whole transfer"
                      + (f", {row['tcp_side_by_side']} paths side by side" if row.get("tcp_side_by_side", 1) > 1 else "")

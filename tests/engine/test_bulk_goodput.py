@@ -203,3 +203,20 @@ def test_a_tail_repaired_by_timeout_does_not_count_as_the_links_pace():
     assert not physics.judge_link("p2", naive * 1e6, 5e6, 0.9).ok  # the refusal it replaced
     # a transfer moving at its pace to the end keeps its end
     assert r.tail_start(d["t0"] + 4.5) == pytest.approx(d["t0"] + 4.5)
+
+
+def test_a_short_slow_end_is_the_last_interval_not_a_tail_to_cut():
+    """Under a load of 2 (2026-11-28), the 20 ms path's last samples: held bytes released at 8.4 Mbit/s
+    for 0.09 s, then the last 11 KB in 0.13 s. Shorter than any retransmission timeout, that slow
+    end is the last byte ending the last interval early: cut, the window kept the release and read
+    4.87 Mbit/s of a 4.78 ceiling (refused); kept, it reads 4.70."""
+    import json
+    from pathlib import Path
+
+    from mptcplab.traffic import BulkResult
+
+    d = json.loads((Path(__file__).parent / "fixtures" / "goodput" / "vm-lab2-p1-release-at-the-end.json").read_text())
+    r = BulkResult("kit", "tcp", 3.0, d["t0"], d["t_end"], [], None, samples=d["samples"])
+    assert r.tail_start(d["t_end"]) == d["t_end"]
+    assert r.steady_mbps(1.0) == pytest.approx(4.70, abs=0.01)
+    assert physics.judge_link("p1", r.steady_mbps(1.0) * 1e6, 5e6, 0.9).ok

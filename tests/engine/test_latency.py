@@ -378,3 +378,37 @@ def test_the_places_floor_is_taken_over_paths_of_the_same_kind():
                                {"a": True, "b": True, "z": False})
     assert {k: round(v.taken_ms, 3) for k, v in got.items()} == {"a": 0.9, "b": 0.9, "z": 1.1}
     assert round(got["a"].rtt_ms, 3) == 1.6  # what was measured stays recorded
+
+
+def test_a_set_held_high_by_the_host_is_pinged_again_and_a_fast_one_is_not(tmp_path, no_cache, monkeypatch):
+    """The RTT check's lowest ping is the path's floor: a set held above the band by a busy host is
+    followed by a second set, judged on the lowest of both (sets: 2). A set below the band is not:
+    a path faster than configured is refused at once."""
+    result = SimpleNamespace(mbps=4.7, transfer_mbps=4.7, steady_mbps=lambda w: 4.7, reader_backlog_max=lambda: 0,
+                             t0=0.0, t_end=3.0, samples=[])
+    monkeypatch.setattr(verify, "bulk", lambda *a, **k: result)
+
+    class Busy(FakePlace):
+        def run(self, host, argv, check=True, timeout=None, **kw):
+            out = super().run(host, argv, check, timeout, **kw)
+            self.calls += 1
+            if self.calls == 2:  # the check's first set: 1.2 ms late throughout
+                out.stdout = re.sub(r"time=([\d.]+)", lambda m: f"time={float(m.group(1)) + self.late:.3f}", out.stdout)
+            return out
+
+    for late, sets, passes in ((1.2, 2, True), (-0.8, 1, False)):
+        topo = lab2_like("rate=5mbit,queue=25,delay=10ms")
+        net = Busy(topo)
+        net.calls, net.late = 0, late
+        for c in topo.commands():
+            net.check(c.argv)
+        net.measure_own_latency()
+        with Sweep(tmp_path / str(late)).run("v", {}) as rd:
+            if passes:
+                row = verify.check_paths(net, rd, "snd", "rcv", mptcp=False)["paths"]["p1"]
+                assert row["rtt_ok"] and row["ping"]["sets"] == sets and row["ping"]["replies"] == 40
+                assert row["ping"]["min_ms"] == pytest.approx(20.314, abs=1e-3)
+            else:
+                with pytest.raises(ExperimentFailed):
+                    verify.check_paths(net, rd, "snd", "rcv", mptcp=False)
+                assert net.calls == 2  # no second set

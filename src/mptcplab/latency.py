@@ -35,8 +35,9 @@ labs' flows will cross it. Why not ping with the delay set to 0: netem sends an 
 at once but a delayed one from a timer, and an emulated guest's timers fire late, so a place may
 add more on a delayed path than at 0 ms (TCG here: 1.1 ms at 0 ms on a quiet host, 1-2 ms on a
 20 ms path, ~2 ms on an 80 ms one). Loss and jitter are left out: they only blur the figure.
-One measurement per path, no retries: the RTT check that follows judges the lowest RTT of its
-own pings against the configured RTT and refuses if the host's load has moved the floor.
+One measurement per network: the RTT check that follows judges the lowest RTT of its own pings
+against the configured RTT, and refuses if the host's load has moved the floor (a path's set
+above its band is pinged once more first: verify.check_paths says why).
 
 Every path is pinged side by side with the others (ping_paths), here and in the RTT check alike:
 the paths are separate links, so one path's pings do not queue behind another's, and in an
@@ -44,12 +45,13 @@ emulated guest four paths one after another cost 16 s twice per network. Side by
 that finds the vCPU awake (another path's packet just handled) is answered sooner: -0.37 +- 0.12 ms
 against the same path alone under TCG (n = 16, 2026-11-28), which is what the labs' packets see,
 every path loaded at once. Each path pings at its own interval (0.2 s, then PING_DRIFT_S shorter
-per path, so that the measurement takes no longer than one path's): with one interval for all, the paths' pings kept the phase they started with for all
-20 pings, so whether a path's pings found the vCPU awake was one draw per measurement, and the
-lowest of 20 drew it too (Lab 2's setup check, ten attempts side by side at 0.2 s: the 40 ms
-path's floor 0.89-1.69 ms, one refusal at -1.01 ms against the RTT taken out). Drifting apart,
-each path's 20 pings meet the others at every phase. Results:
-benchmarks/results/vm_run_overhead.md ("vmspeed4").
+per path, so that the measurement takes no longer than one path's): with one interval for all,
+the paths' pings kept the phase they started with for all 20 pings, so whether a path's pings
+found the vCPU awake was one draw per measurement, and the lowest of 20 drew it too (Lab 2's
+setup check, ten attempts side by side at 0.2 s: the 40 ms path's floor 0.89-1.69 ms, one
+refusal at -1.01 ms against the RTT taken out). Drifting apart, each path's 20 pings meet the
+others at every phase. Results: benchmarks/results/vm_run_overhead.md ("vmspeed4") and
+benchmarks/results/vm_setup_checks.md.
 
 In the manifest: `network.paths[].own_latency` (what was measured, the configured and the
 applied netem delays) and `network.own_latency_method` (this paragraph in one line).
@@ -239,10 +241,10 @@ def place_floors(measured: dict[str, "OwnLatency"], delayed: dict[str, bool]) ->
     The place adds nearly the same to every path; a path's lowest of 20 pings is one draw of it,
     and under TCG a draw sometimes stays high for the whole measurement (a 20 ms path's floor read
     1.59 ms when its others read 0.89-1.39, and 0.87 at the setup check that followed: 0.71 ms had
-    been taken out too many, and the check refused a correct place; over nine other networks Lab 2's
-    20-80 ms paths' floors averaged 0.80-1.01 ms). Taken out over the paths, the lowest is what every path
-    is sure to have: no path's packets cross faster than configured from a high draw on
-    another, and a path that does add more keeps it, seen by the RTT check."""
+    been taken out too many, and the check refused a correct place; over nine other networks Lab
+    2's 20-80 ms paths' floors averaged 0.80-1.01 ms). Taken out over the paths, the lowest is what
+    every path is sure to have: no path's packets cross faster than configured from a high draw
+    on it, and a path that does add more keeps it, seen by the RTT check."""
     floors = {}
     for name, own in measured.items():
         floors[delayed[name]] = min(floors.get(delayed[name], own.rtt_ms), own.rtt_ms)

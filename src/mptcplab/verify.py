@@ -30,8 +30,9 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
 
     Every path's pings side by side (latency.ping_paths), then each path's RTT judged.
     `paths_at_once`: the single-path TCP transfers of all paths side by side too, each judged on
-    its own path exactly as one alone is. For a lab whose own runs load every path at once (Lab 2's MPTCP over four 5 Mbit/s paths): the check then asks
-    no more of the place than the runs do, and takes one transfer's time instead of one per path.
+    its own path exactly as one alone is. For a lab whose own runs load every path at once (Lab
+    2's MPTCP over four 5 Mbit/s paths): the check then asks no more of the place than the runs
+    do, and takes one transfer's time instead of one per path.
 
     Writes the evidence into rd.summary["checks"]; raises ExperimentFailed on the first mismatch.
     """

@@ -221,7 +221,7 @@ def transfer_seconds(sweep: Path | str, excluding: set[str] = frozenset()) -> fl
 
 
 def completed_names(sweep: Path | str) -> set[str]:
-    return {d.name for d, _ in completed(sweep)} if Path(sweep).exists() else set()
+    return {d.name for d in Sweep(sweep).runs()}
 
 
 _lock_taken: list[float] = []  # time.monotonic() when this process last took the experiment lock

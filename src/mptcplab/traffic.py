@@ -13,6 +13,7 @@ the topology was built for, raises `ExperimentFailed`: a silent fallback would l
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import select
@@ -110,7 +111,7 @@ class BulkResult:
         start back only adds time and the bytes of that time, so a reading is never capped by it."""
         import numpy as np
 
-        pace = self._pace()
+        pace = self._pace
         if pace is None:
             return t
         times, counts, typical = pace
@@ -135,9 +136,11 @@ class BulkResult:
             begin, count = float(u), before
         return stalled if stalled is not None else t
 
+    @functools.cached_property
     def _pace(self):
         """(sample times, the in-order count at each, the transfer's typical pace: the median of
-        its moving sample intervals), or None with fewer than two samples."""
+        its moving sample intervals), or None with fewer than two samples. Computed once: the steady
+        window reads it at both ends (stall_start, tail_start)."""
         import numpy as np
 
         times = np.unique(np.concatenate([[s[0] for s in fs] for fs in self.samples if fs] or [np.array([])]))
@@ -158,7 +161,7 @@ class BulkResult:
         leaves out that time and the bytes counted in it. A shorter slow end is only the last
         sample interval, which the last byte ends early: cut, it left a release of held bytes at
         the window's end (8.4 Mbit/s for 0.09 s, then 11 KB in 0.13 s) and read 4.87 of 4.78."""
-        pace = self._pace()
+        pace = self._pace
         if pace is None:
             return t
         times, counts, typical = pace

@@ -86,6 +86,13 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
                                            "below: the machine may be too busy, above: the place is wrong)")
 
     paths = [p for p in net.topo.paths if (p.a, p.b) == (src, dst)]
+    wires = {p.name: latency.ping_wire_ms(p.link, p.reverse, net.topo._netem()) for p in paths}
+
+    def above_band(p, ping: dict) -> bool:
+        want = p.rtt_s * 1e3
+        return ping["min_ms"] > want + wires[p.name] and not physics.judge_rtt(
+            p.name, ping["min_ms"], want, rtt_tolerance, wire_ms=wires[p.name]).ok
+
     with rd.timed("ping"):  # every path side by side, as the place's own latency was measured (latency.py)
         pings = latency.ping_paths(net, paths)
         # A path whose lowest RTT is above its band is pinged once more, side by side with any other
@@ -94,8 +101,7 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
         # 20 ms path's set read 21.5-37.9 ms (median 23.8) where the sets before and after it read
         # 0.4 ms above its configured RTT, and refused the place. Never below the band: a ping can be
         # late for the host's reasons, but one faster than configured is the emulation's fault.
-        high = [p for p in paths if pings[p.name]["min_ms"] - p.rtt_s * 1e3 - latency.ping_wire_ms(
-            p.link, p.reverse, net.topo._netem()) > physics.rtt_slack_ms(p.rtt_s * 1e3, rtt_tolerance)]
+        high = [p for p in paths if above_band(p, pings[p.name])]
         if high:
             again = latency.ping_paths(net, high)
             pings.update({p.name: latency.more_pings(pings[p.name], again[p.name]) for p in high})
@@ -108,8 +114,7 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
         # where that could not be taken out of netem's delay (latency.py). The lowest, not the
         # median: the place's floor is what was taken out; what it adds above its floor varies with
         # the host's load and is recorded (own_latency.own_spread_ms), not judged against 0.5 ms.
-        want = p.rtt_s * 1e3
-        wire = latency.ping_wire_ms(p.link, p.reverse, net.topo._netem())
+        want, wire = p.rtt_s * 1e3, wires[p.name]
         got = row["ping"]["min_ms"]
         row["ping_wire_ms"] = round(wire, 3)
         own = net.topo.own_latency.get(p.name)

@@ -111,14 +111,30 @@ def test_vng_command_line(monkeypatch):
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "--rwdir"] == ["/r/out", "/c"]
     assert "--rw" not in argv  # the host's filesystem stays read-only
     assert argv[-2:] == ["--exec", "sh /c/run.sh"]
-    assert "--qemu-opts=-cpu max,avx2=off" in argv  # TCG's AVX2 sorted wrongly (vm.TCG_CPU)
+    # TCG's AVX2 sorted wrongly (vm.TCG_CPU); the host's / exported again, for the cached mount
+    assert f"--qemu-opts=-cpu max,avx2=off {vm.CACHED_EXPORT}" in argv
     # udev does not load the emulated PC's disk, watchdog and input drivers (vm.UNUSED_DRIVERS)
     append = argv[argv.index("--append") + 1]
     assert "modprobe.blacklist=ahci," in append and "virtio" not in append and "loglevel=4" in append
     kvm = vm.vng_argv(Path("/k"), Path("/s"), "n", [], "kvm", 1, "1G")
-    assert "--disable-kvm" not in kvm and not any(a.startswith("--qemu-opts") for a in kvm)
+    assert "--disable-kvm" not in kvm and f"--qemu-opts={vm.CACHED_EXPORT}" in kvm
     # the whole tree lives in a PID namespace that dies with its first process
     assert lifetime.guarded(["vng"])[:4] == ["unshare", "--pid", "--fork", "--kill-child=SIGKILL"]
+
+
+def test_the_guest_reads_pythons_and_the_programs_trees_cached_never_a_written_one(tmp_path):
+    import sysconfig
+
+    trees = vm.cached_trees([tmp_path])
+    assert str(Path(sysconfig.get_paths()["purelib"]).resolve()) in trees or any(
+        Path(sysconfig.get_paths()["purelib"]).resolve().is_relative_to(t) for t in trees)
+    assert str(Path(vm.__file__).resolve().parents[2]) in trees  # the kit's package's parent
+    assert "/usr/bin" in trees
+    # a directory the guest writes is never covered by, nor covers, a cached tree
+    assert "/usr/bin" not in vm.cached_trees([Path("/usr/bin/x")]) and "/usr/bin" not in vm.cached_trees([Path("/usr")])
+    lines = vm.cached_mounts(["/a b", "/c"])
+    assert f"cache=loose {vm.CACHED_TAG} {vm.CACHED_AT}" in lines and "for d in '/a b' /c;" in lines
+    assert lines.endswith('|| echo "mptcplab: the host\'s files are read uncached in the VM (slower)"')
 
 
 def test_a_silent_guest_is_stopped_and_its_kernel_quoted(tmp_path):

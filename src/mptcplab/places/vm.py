@@ -140,16 +140,60 @@ UNUSED_DRIVERS = ("ahci", "libahci", "libata", "sr_mod", "cdrom", "sd_mod", "sg"
                   "crc32_pclmul", "crc32c_intel", "sha1_ssse3", "sha256_ssse3", "sha512_ssse3")
 
 
+# virtme-ng's initramfs mounts the guest's root (the host's /) over 9p without a cache: every
+# stat, open and read is a round trip to QEMU, again in every process, and Python's imports are
+# thousands of them. The host's / is exported a second time (CACHED_TAG) and mounted with the
+# guest's page and dentry cache (cache=loose: read-only, and nothing changes these files while a
+# guest runs) over the trees the kit's processes read: Python's, the kit's, the programs' and their
+# libraries (cached_trees). Measured in one TCG boot (2026-11-28): `import pandas` 15.7 s uncached
+# every time, 11.4 s the first time cached and 6.6 s after; the kit's imports with pandas ~21 s ->
+# 9.3 s; the bulk tool's start 2.2 -> 1.0 s; `tc -V` 88 -> 73 ms.
+CACHED_TAG = "mlabcached"
+CACHED_AT = "/run/mptcplab-host"  # the guest's own tmpfs
+CACHED_EXPORT = (f"-fsdev local,id={CACHED_TAG},path=/,security_model=none,readonly=on,multidevs=remap "
+                 f"-device virtio-9p-pci,fsdev={CACHED_TAG},mount_tag={CACHED_TAG}")
+
+
+def cached_trees(writable: list[Path]) -> list[str]:
+    """The host directories the guest reads from the cached export: Python's standard library and
+    site-packages, the directory holding the kit's package, the programs and their libraries. Not
+    one that holds or lies inside a directory the guest writes (`writable`): a bind would hide it
+    or leave the host's writes behind a stale cache."""
+    import sysconfig
+
+    import mptcplab
+
+    found = [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    found += [str(Path(mptcplab.__file__).resolve().parent.parent), "/usr/bin", "/usr/sbin",
+              f"/usr/lib/{_platform.machine()}-linux-gnu", "/usr/lib64"]
+    trees = [Path(t).resolve() for t in found if Path(t).is_dir()]
+    rw = [Path(w).resolve() for w in writable]
+    return [str(t) for t in _outermost(trees)
+            if not any(t.is_relative_to(w) or w.is_relative_to(t) for w in rw)]
+
+
+def cached_mounts(trees: list[str]) -> str:
+    """The guest's shell lines that mount the cached export over `trees` (uncached if it fails:
+    slower, not different)."""
+    binds = " ".join(shlex.quote(t) for t in trees)
+    return (f"mkdir -p {CACHED_AT} && mount -t 9p -o ro,trans=virtio,version=9p2000.L,access=any,msize=512000,"
+            f"cache=loose {CACHED_TAG} {CACHED_AT} && for d in {binds}; do mount --bind \"{CACHED_AT}$d\" \"$d\"; "
+            f"done || echo \"mptcplab: the host's files are read uncached in the VM (slower)\"")
+
+
 def vng_argv(kimg: Path, script: Path, name: str, writable: list[Path], accel: str, cpus: int,
              memory: str) -> list[str]:
     """The `vng` command that boots `kimg` and runs `script` (pure: unit-tested)."""
     argv = [vng() or "vng", "--run", str(kimg), "--name", name, "--user", "root",
             "--cpus", str(cpus), "--memory", memory]
+    qemu = CACHED_EXPORT
     if accel != "kvm":
         # QEMU 7.2's software emulation (Debian 12's) executes AVX2 wrongly: numpy's AVX2 argsort
         # (x86-simd-sort, gathers) returned unsorted indices and once segfaulted, so pandas'
         # sort_values and merge_asof were wrong in the guest. The guest's CPU offers no AVX2.
-        argv += ["--disable-kvm", f"--qemu-opts={TCG_CPU}"]  # "=": the value starts with a dash
+        argv += ["--disable-kvm"]
+        qemu = f"{TCG_CPU} {qemu}"
+    argv += [f"--qemu-opts={qemu}"]  # "=": the value starts with a dash
     for d in writable:
         argv += ["--rwdir", str(d)]
     # The command's output comes back on vng's stdout, with the kernel's warnings and worse
@@ -180,8 +224,9 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
     cache_dir().mkdir(parents=True, exist_ok=True)
     with guest.Boot(cache_dir() / name, f"VM {name}", marker=name.encode()) as boot:
         script = boot.rundir / "run.sh"
-        script.write_text(guest.script("vm", command, boot.status, env, after=AFTER))
         dirs = [boot.rundir, *[Path(d).resolve() for d in writable]]
+        script.write_text(guest.script("vm", command, boot.status, env, setup=cached_mounts(cached_trees(dirs)),
+                                       after=AFTER))
         for d in dirs:
             d.mkdir(parents=True, exist_ok=True)
         cpus, memory = resources(accel)

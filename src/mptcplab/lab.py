@@ -90,6 +90,9 @@ class Lab:
     #   kernel (beyond namespaces and tracefs, which the engine removes); for `mptcplab clean`
     prebuild: Callable[[str], object] | None = None  # (guest kernel release): host-side work before a
     #   guest place boots (e.g. compiling BPF objects for that kernel); truthy when something was built
+    convert: Callable[[Path], object] | None = None  # (sweep dir): the finished runs' raw records into
+    #   their tables (the analysis's first step, repeatable): on the host beside a guest's sweep
+    #   (runner.converting), so the analysis after the guest finds little left to convert
     answer_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a module of the lab's
     #   package ("models") -> its functions whose result a graded question asks the student to compute:
     #   hidden while a submission is graded (mptcplab.grading.answer_keys)

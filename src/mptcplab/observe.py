@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -186,6 +187,18 @@ class CpuTimes:
 
 # ---------------------------------------------------------------- ss sampling
 
+def loop_script(flag: Path, command: str, interval: float) -> str:
+    """The sampling loop: `@ <epoch>`, `command`, a pause of `interval`, until `flag` exists. Only
+    `command` starts a program: the time is bash's $EPOCHREALTIME and the pause a `read` that times
+    out on a pipe nobody writes to, where `date` and `sleep` were two more programs per sample: in
+    the VM place under software emulation a program's start costs its one CPU 50-90 ms (ten `date`
+    0.5-0.7 s, ten `tc -V` 0.7-0.9 s, 2026-11-28), taken from the run's emulated network.
+    `command` may print `$EPOCHREALTIME` itself (LC_ALL=C: a point, not a comma, before the
+    microseconds)."""
+    return (f"export LC_ALL=C; exec 3<> <(:); while [ ! -e {shlex.quote(str(flag))} ]; do "
+            f"echo \"@ $EPOCHREALTIME\"; {command}; read -t {interval} -u 3 || :; done")
+
+
 class _Loop:
     """A shell loop sampling into a file. `stop()` lets it finish its iteration and leave by
     itself; a signal is only the fallback. Signalling it can land while the shell forks, and the
@@ -197,8 +210,8 @@ class _Loop:
         self.net, self.out = net, open(path, "w")
         self.flag = Path(path).with_name(f".{Path(path).name}.stop")
         self.flag.unlink(missing_ok=True)
-        loop = (f"while [ ! -e {self.flag} ]; do echo \"@ $(date +%s.%N)\"; {command}; sleep {interval}; done")
-        self.proc = net.popen(host, ["sh", "-c", loop], what=what, stdout=self.out, stderr=subprocess.DEVNULL)
+        self.proc = net.popen(host, ["bash", "-c", loop_script(self.flag, command, interval)], what=what,
+                              stdout=self.out, stderr=subprocess.DEVNULL)
 
     def stop(self, wait_s: float = 10.0) -> None:
         self.flag.touch()
@@ -328,7 +341,7 @@ class QdiscSampler:
         # the time after each read too: on a slow (emulated) CPU starting `tc` takes long enough to
         # matter, and a rate is then only known between bounds (qdisc_window)
         show = f"tc -s -j qdisc show dev {self.dev}" if self.one else "tc -s -j qdisc show"
-        self.loop = _Loop(self.net, self.host, self.path, f"{show}; echo \"= $(date +%s.%N)\"", self.interval,
+        self.loop = _Loop(self.net, self.host, self.path, f"{show}; echo \"= $EPOCHREALTIME\"", self.interval,
                           "qdisc sampler")
         return self
 

@@ -10,10 +10,12 @@ command there with `--where native`. The setup check each run makes is recorded 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -33,7 +35,7 @@ _log = log.get()
 
 def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | None = None,
              lab: str = "example", params: dict | None = None, checked: str = "",
-             prepare: Callable[[], None] | None = None) -> int:
+             prepare: Callable[[], None] | None = None, convert: Callable[[Path], object] | None = None) -> int:
     """Run `here()` natively, or `mptcplab ARGV --where native` in the guest place `where`
     (after the host's work for that guest: the kit's bytecode, guest.byte_compile, and
     `prepare()`, e.g. compiling its BPF objects; under the lock, as CPU work beside another
@@ -43,7 +45,8 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
     guest's command is handed the user's command line, the tool versions and the checkout's commit
     (for its manifests: read here, where they cost no emulated CPU) and the lab's `params` as
     resolved here (places.hand), not re-parsed from --set. `checked` keys the recorded setup
-    check by the `--set` overrides it ran with (records.params_key)."""
+    check by the `--set` overrides it ran with (records.params_key). `convert` (Lab.convert): the
+    guest's finished runs converted here while it measures the next (converting)."""
     to_guest = places.get(where).GUEST and not places.inside_guest()
     if not to_guest:
         kernel.require_root()
@@ -63,7 +66,11 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
                 guest.byte_compile(paths.PACKAGE)
                 if prepare is not None:
                     prepare()
-            rc = here() if not to_guest else _in_guest(where, argv, out, handed)
+            if to_guest:
+                with converting(out, convert):
+                    rc = _in_guest(where, argv, out, handed)
+            else:
+                rc = here()
             if rc == ExperimentFailed.exit_status:  # the guest's command refused the experiment
                 refused = f"exit status {rc}"
         except ExperimentFailed as exc:
@@ -75,6 +82,36 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
                 if got is None and refused:
                     records.record_failure(out, lab, where, since, time.monotonic() - t0, refused, checked)
         return rc
+
+
+@contextlib.contextmanager
+def converting(out: Path | None, convert: Callable[[Path], object] | None, every_s: float = 5.0):
+    """Around a guest's sweep: every `every_s` its finished runs' raw records are converted here
+    (Lab.convert), on the host's core that the emulated CPU leaves free, so the analysis after the
+    guest has only the last runs left: the quick Lab 2's analysis took 9-10 s after the guest, most
+    of it this. A finished run's directory is final (results.RunDir.finish renames it whole), so
+    the guest never writes where the host converts. A conversion that fails stops the converting:
+    the analysis then tries again and says why."""
+    if out is None or convert is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            try:
+                convert(out)
+            except Exception as exc:  # noqa: BLE001 - the analysis after the guest meets it again
+                _log.debug("converting the finished runs stopped: %s", exc)
+                return
+
+    t = threading.Thread(target=loop, name="converting", daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
 
 
 # How many times a sweep's guest is started again after it stopped without an exit status.
@@ -210,7 +247,7 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
         return 0
 
     rc = in_place(place, argv, here, out=out, lab=lab.id, params=params, checked=records.params_key(overrides),
-                  prepare=lambda: places.get(place).prepare(lab))
+                  prepare=lambda: places.get(place).prepare(lab), convert=lab.convert)
     if check_setup or rc != 0 or places.inside_guest():
         return rc
     if places.get(place).GUEST and not shard:

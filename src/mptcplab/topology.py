@@ -36,7 +36,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from . import kernel, latency, log, mptcpconf, physics, process
+from . import kernel, latency, log, mptcpconf, netns, physics, process
 from .errors import EnvironmentProblem, UsageError
 from .links import LinkSpec
 from .state import PREFIX, TRACKER, kill_process_group, remove_namespace
@@ -408,17 +408,6 @@ class Topology:
             net.teardown()
 
 
-def parse_sysctls(text: str, keys) -> dict[str, str | None]:
-    """`sysctl KEY...` output ("key = value" lines; a missing key only on stderr) -> {key: value,
-    whitespace as one space (tcp_wmem's tabs), or None}."""
-    got = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(" = ")
-        if sep:
-            got[key.strip()] = " ".join(value.split())
-    return {k: got.get(k) for k in keys}
-
-
 class Network:
     """A built topology: run commands in hosts, change links, snapshot the configuration."""
 
@@ -538,9 +527,9 @@ class Network:
         return " ".join(out.stdout.split()) if out.returncode == 0 else None
 
     def sysctls(self, host: str, keys) -> dict[str, str | None]:
-        """Several of `host`'s sysctls read by one `sysctl` (each process started costs a second or
-        more in an emulated CPU, and every run records these); None for a key the kernel lacks."""
-        return parse_sysctls(self.run(host, ["sysctl", *keys], check=False).stdout, keys)
+        """`host`'s sysctls, read from inside its namespace without starting a program (every run
+        records these: netns.read_sysctls); None for a key the kernel lacks."""
+        return netns.read_sysctls(self.ns(host), keys)
 
     def record(self, rundir) -> None:
         """Put the replayable commands and the kernel's view of the network into a run directory."""

@@ -71,6 +71,9 @@ class FakePlace(Network):
     def popen(self, host, argv, what="", **kw):  # the samplers: nothing to sample in the model
         return subprocess.Popen(["true"], stdout=kw.get("stdout"))
 
+    def sysctls(self, host, keys):  # no sysctls in the model
+        return dict.fromkeys(keys)
+
     def stop(self, proc):
         proc.wait(timeout=10)
 

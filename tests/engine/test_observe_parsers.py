@@ -122,7 +122,20 @@ def test_a_sampler_leaves_by_itself_instead_of_being_signalled(tmp_path):
     time.sleep(0.3)
     loop.stop()
     assert loop.proc.returncode == 0
-    assert (tmp_path / "s.txt").read_text().count("sample") >= 2 and not loop.flag.exists()
+    text = (tmp_path / "s.txt").read_text()
+    assert text.count("sample") >= 2 and not loop.flag.exists()
+    # each sample stamped with the epoch by bash itself, a point before the microseconds
+    stamps = [float(line[2:]) for line in text.splitlines() if line.startswith("@ ")]
+    assert len(stamps) >= 2 and all(abs(t - time.time()) < 60 for t in stamps)
+    assert all(b - a >= 0.04 for a, b in zip(stamps, stamps[1:]))  # the pause between samples is kept
+
+
+def test_the_sampling_loop_starts_no_program_but_its_command():
+    from mptcplab.observe import loop_script
+
+    script = loop_script(Path("/run/x y/.s.stop"), "ss -tin", 0.25)
+    assert "date" not in script and "sleep" not in script
+    assert "[ ! -e '/run/x y/.s.stop' ]" in script and "read -t 0.25 -u 3" in script and "LC_ALL=C" in script
 
 
 def test_cpu_times_parse_proc_stat_and_softnet():

@@ -1,19 +1,21 @@
 """What moved out of a run's timed path (benchmarks/results/vm_run_overhead.md): the record of where
-a run's time went, the network's sysctls read in one process, the kernel's trace parsed after the
-run from the raw text it kept."""
+a run's time went, the network's sysctls read without starting a program, the kernel's trace
+parsed after the run from the raw text it kept."""
 
 import json
+import os
+import shutil
 import subprocess
 import time
 
 import pandas as pd
 import pytest
 
-from mptcplab import observe
+from mptcplab import netns, observe
 from mptcplab.results import Sweep
 from mptcplab import topology
 from mptcplab.errors import EnvironmentProblem
-from mptcplab.topology import Cmd, parse_sysctls
+from mptcplab.topology import Cmd
 
 from test_observe_parsers import TRACE
 
@@ -32,12 +34,24 @@ def test_timed_adds_each_steps_seconds_into_the_manifest(tmp_path):
     assert set(got) == {"record", "measure"} and got["record"] >= 0.02
 
 
-def test_sysctls_of_one_sysctl_call_with_a_key_the_kernel_lacks():
-    # `sysctl net.ipv4.tcp_wmem net.mptcp.minrtt_rp net.ipv4.tcp_sack`: the missing key only on stderr
-    out = "net.ipv4.tcp_wmem = 4096\t16384\t4194304\nnet.ipv4.tcp_sack = 1\nnet.mptcp.scheduler = \n"
-    keys = ("net.ipv4.tcp_wmem", "net.mptcp.minrtt_rp", "net.ipv4.tcp_sack", "net.mptcp.scheduler")
-    assert parse_sysctls(out, keys) == {"net.ipv4.tcp_wmem": "4096 16384 4194304", "net.mptcp.minrtt_rp": None,
-                                        "net.ipv4.tcp_sack": "1", "net.mptcp.scheduler": ""}
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2")
+def test_sysctls_read_inside_a_namespace_are_what_sysctl_prints_there():
+    ns = f"mlab-test-sysctl-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_wmem=4096 16384 65536",
+                        "net.ipv4.tcp_sack=0"], check=True)
+        keys = ("net.ipv4.tcp_wmem", "net.mptcp.no_such_key", "net.ipv4.tcp_sack", "net.core.wmem_max")
+        got = netns.read_sysctls(ns, keys)
+        assert got["net.ipv4.tcp_wmem"] == "4096 16384 65536" and got["net.ipv4.tcp_sack"] == "0"
+        assert got["net.mptcp.no_such_key"] is None
+        printed = subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-n", "net.core.wmem_max"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+        assert got["net.core.wmem_max"] == printed
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+    with pytest.raises(OSError):
+        netns.read_sysctls("mlab-no-such-namespace", ["net.ipv4.tcp_sack"])
 
 
 def test_a_trace_kept_raw_is_parsed_after_the_run_as_during_it(tmp_path):
@@ -93,3 +107,26 @@ def test_a_sweeps_transfer_time_is_its_runs_spans_or_common_windows(tmp_path):
         with Sweep(tmp_path).run(key, {}) as rd:
             rd.summary.update(summary)
     assert transfer_seconds(tmp_path) == 9.5 + 8.25
+
+
+def test_a_guests_finished_runs_are_converted_beside_it_and_never_after_it_exits(tmp_path):
+    from mptcplab.runner import converting
+
+    calls = []
+    with converting(tmp_path, lambda out: calls.append((out, time.monotonic())), every_s=0.05):
+        time.sleep(0.3)
+    left = time.monotonic()
+    assert len(calls) >= 3 and all(out == tmp_path for out, _ in calls)
+    time.sleep(0.15)
+    assert all(t <= left for _, t in calls)  # stopped (and joined) with the guest
+
+    def broken(out):
+        calls.append("broken")
+        raise ValueError("a table it cannot read")
+
+    calls.clear()
+    with converting(tmp_path, broken, every_s=0.05):  # a failing conversion stops it, quietly
+        time.sleep(0.3)
+    assert calls == ["broken"]
+    with converting(None, broken):  # nothing to convert into: nothing runs
+        pass

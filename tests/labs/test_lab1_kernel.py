@@ -77,7 +77,7 @@ class FakeNet:
         return ADDR[(host, path)]
 
     def popen(self, host, argv, what="", **kw):
-        assert argv[:2] == ["sh", "-c"] and "ss -tinmHM" in argv[2]
+        assert argv[:2] == ["bash", "-c"] and "ss -tinmHM" in argv[2]
         return subprocess.Popen(["cat", str(self.canned)], stdout=kw["stdout"])
 
     def stop(self, proc):

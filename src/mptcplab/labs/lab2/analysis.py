@@ -144,6 +144,14 @@ def stalls(bins: pd.DataFrame) -> pd.DataFrame:
 CC_EVENTS_RAW = "cc-events.npy"  # a recorded run's BPF callbacks as the map held them (cc.save_raw)
 
 
+def write_json(path: Path, obj) -> None:
+    """Replaced whole (a new file renamed over it): convert_raw runs on the host while a guest may
+    still read the sweep."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
+    tmp.replace(path)
+
+
 def convert_raw(out: Path) -> list[str]:
     """The runs' raw records made into their tables, once: the kernel's trace into tcp_probe.csv
     (observe.parse_saved_trace) and the recorded BPF callbacks into cc-trace.csv.gz. The runs keep
@@ -164,7 +172,7 @@ def convert_raw(out: Path) -> list[str]:
         if converted:
             manifest = json.loads((d / "manifest.json").read_text())
             manifest["artefacts"] = sorted(p.name for p in d.iterdir())
-            (d / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+            write_json(d / "manifest.json", manifest)
             done.append(d.name)
     return done
 
@@ -181,7 +189,7 @@ def shared_split(d: Path, s: dict) -> None:
                                f"shared link ({len(pkts)} segments captured; kept: {d / cap['file']})")
     pkts.to_csv(d / "links.csv.gz", index=False)  # every data segment the links delivered, compactly
     s.update({**split, "shared_split_from": "the emulator's capture of its egress (measure.shared_link_rates)"})
-    (d / "summary.json").write_text(json.dumps(s, indent=2, default=str) + "\n")
+    write_json(d / "summary.json", s)
     (d / cap["file"]).unlink()
 
 

@@ -329,6 +329,6 @@ LAB = Lab(id="lab2", slug="02-delay-window-cc",
           session=session, path_checks={"min_utilisation": 0.9, "paths_at_once": True}, extra_check=check_congestion_control,
           needs=("netem", "bpf_struct_ops"),
           results_checks={"throughput.csv": check_runs_table, "fairness.csv": check_fairness_table},
-          clean=clean, prebuild=cc.loader.prebuild_for,
+          clean=clean, prebuild=cc.loader.prebuild_for, convert=lab2_analysis.convert_raw,
           renamed={"runs": "repetitions", "fairness.runs": "fairness.repetitions"},
           may_skip=("fairness.repetitions",))

@@ -37,10 +37,10 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
              lab: str = "example", params: dict | None = None, checked: str = "",
              prepare: Callable[[], None] | None = None, convert: Callable[[Path], object] | None = None) -> int:
     """Run `here()` natively, or `mptcplab ARGV --where native` in the guest place `where`
-    (after the host's work for that guest: the kit's bytecode, guest.byte_compile, and
-    `prepare()`, e.g. compiling its BPF objects; under the lock, as CPU work beside another
-    experiment's measurement would disturb it, and counted in the lab's wall time, which starts
-    when the lock is taken).
+    (after the kit's bytecode for that guest, guest.byte_compile, and with `prepare()` beside
+    its boot, e.g. compiling its BPF objects: beside_the_boot; under the lock, as CPU work beside
+    another experiment's measurement would disturb it, and counted in the lab's wall time, which
+    starts when the lock is taken).
     `out` (the results directory) is written back from the guest and holds the setup check; the
     guest's command is handed the user's command line, the tool versions and the checkout's commit
     (for its manifests: read here, where they cost no emulated CPU) and the lab's `params` as
@@ -63,11 +63,8 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
             handed = {"command": sys.argv, **({"params": params} if params is not None else {}),
                       **({"tools": tool_versions(), "git": git_commit()} if to_guest else {})}
             if to_guest:
-                guest.byte_compile(paths.PACKAGE)
-                if prepare is not None:
-                    prepare()
-            if to_guest:
-                with converting(out, convert):
+                guest.byte_compile(paths.PACKAGE)  # before the boot: the guest's first import needs it
+                with beside_the_boot(prepare), converting(out, convert):
                     rc = _in_guest(where, argv, out, handed)
             else:
                 rc = here()
@@ -82,6 +79,31 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
                 if got is None and refused:
                     records.record_failure(out, lab, where, since, time.monotonic() - t0, refused, checked)
         return rc
+
+
+@contextlib.contextmanager
+def beside_the_boot(prepare: Callable[[], None] | None):
+    """`prepare()` (the host's work for the guest, Lab.prebuild: 4 s of clang for Lab 2's BPF
+    objects with an empty cache) on the host's other core while the guest boots, instead of before:
+    the guest needs its result only once the kit has started in it, 30-40 s later under software
+    emulation. Its files appear whole (written, then renamed); a guest that got there first builds
+    for itself, as it did before the host prepared anything, and so does one whose host failed."""
+    if prepare is None:
+        yield
+        return
+
+    def body() -> None:
+        try:
+            prepare()
+        except Exception as exc:  # noqa: BLE001 - the guest builds for itself and says why if it cannot
+            _log.warning("preparing the guest's files here failed (%s); the guest builds them itself", exc)
+
+    t = threading.Thread(target=body, name="prepare", daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        t.join()
 
 
 @contextlib.contextmanager

@@ -130,3 +130,19 @@ def test_a_guests_finished_runs_are_converted_beside_it_and_never_after_it_exits
     assert calls == ["broken"]
     with converting(None, broken):  # nothing to convert into: nothing runs
         pass
+
+
+def test_the_hosts_work_for_a_guest_runs_beside_its_boot_and_a_failure_is_only_said(caplog):
+    from mptcplab.runner import beside_the_boot
+
+    done = []
+    with beside_the_boot(lambda: (time.sleep(0.2), done.append("built"))):
+        assert done == []  # the guest boots meanwhile
+    assert done == ["built"]  # joined before the sweep's analysis
+
+    def broken():
+        raise OSError("clang: not found")
+
+    with beside_the_boot(broken):
+        pass
+    assert "the guest builds them itself" in caplog.text and "clang: not found" in caplog.text

@@ -185,9 +185,10 @@ def vng_argv(kimg: Path, script: Path, name: str, writable: list[Path], accel: s
              memory: str) -> list[str]:
     """The `vng` command that boots `kimg` and runs `script` (pure: unit-tested)."""
     # --force-9p: the guest's root over 9p on every host. Offered a `virtiofsd`, vng starts it and
-    # waits for its pid file, 3.1 s in all, then falls back to 9p when it never comes: the one
-    # Debian 12 ships (QEMU's own, /usr/lib/qemu/virtiofsd) takes other options than vng gives it,
-    # and did so at every boot here. 9p also keeps the place the same whatever the host has.
+    # waits 3.1 s for its pid file, then falls back to 9p when it never comes: the one Debian 12
+    # ships (QEMU's own, /usr/lib/qemu/virtiofsd) takes other options than vng gives it. Once for
+    # the root and once per --rwdir: 11.2 s before the guest's kernel started, 1.4 s with this
+    # (benchmarks/vm_boot_probe.py). 9p also keeps the place the same whatever the host has.
     argv = [vng() or "vng", "--run", str(kimg), "--name", name, "--user", "root",
             "--cpus", str(cpus), "--memory", memory, "--force-9p"]
     qemu = CACHED_EXPORT

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mptcplab import paths
 from mptcplab.places import vm
+from stamped import Stamped  # benchmarks/ is the script's folder, first on sys.path
 
 out = Path(sys.argv[1]).resolve()
 out.mkdir(parents=True, exist_ok=True)
@@ -35,18 +36,6 @@ t=$(up); for i in $(seq 20); do tc -V >/dev/null; done; echo "20 tc -V: $t -> $(
 t=$(up); {py} -m mptcplab.bulk --help >/dev/null; echo "bulk tool's start: $t -> $(up)"
 t=$(up); {py} -m mptcplab.bulk --help >/dev/null; echo "bulk tool's start again: $t -> $(up)"
 """
-
-
-class Stamped:
-    def __init__(self, f, t0):
-        self.f, self.t0 = f, t0
-
-    def write(self, text):
-        for line in text.splitlines(keepends=True):
-            self.f.write(f"[host +{time.time() - self.t0:6.1f} s] {line}")
-
-    def flush(self):
-        self.f.flush()
 
 
 t0 = time.time()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mptcplab import paths
 from mptcplab.places import vm
+from stamped import Stamped  # benchmarks/ is the script's folder, first on sys.path
 
 out = Path(sys.argv[1]).resolve()
 out.mkdir(parents=True, exist_ok=True)
@@ -31,18 +32,6 @@ t=$(cut -d' ' -f1 /proc/uptime); {py} -X importtime -c "{imports}" 2> {out}/impo
 echo "the kit's imports under -X importtime: from $t to $(cut -d' ' -f1 /proc/uptime)"
 t=$(cut -d' ' -f1 /proc/uptime); {py} {here}/vm_pings_probe.py {out}/pings.json; echo "the ping probe: from $t to $(cut -d' ' -f1 /proc/uptime)"
 """
-
-
-class Stamped:
-    def __init__(self, f, t0):
-        self.f, self.t0 = f, t0
-
-    def write(self, text):
-        for line in text.splitlines(keepends=True):
-            self.f.write(f"[host +{time.time() - self.t0:6.1f} s] {line}")
-
-    def flush(self):
-        self.f.flush()
 
 
 t0 = time.time()

@@ -98,12 +98,8 @@ def beside_the_boot(prepare: Callable[[], None] | None):
         except Exception as exc:  # noqa: BLE001 - the guest builds for itself and says why if it cannot
             _log.warning("preparing the guest's files here failed (%s); the guest builds them itself", exc)
 
-    t = threading.Thread(target=body, name="prepare", daemon=True)
-    t.start()
-    try:
+    with _alongside(body, "prepare"):
         yield
-    finally:
-        t.join()
 
 
 @contextlib.contextmanager
@@ -127,12 +123,20 @@ def converting(out: Path | None, convert: Callable[[Path], object] | None, every
                 _log.debug("converting the finished runs stopped: %s", exc)
                 return
 
-    t = threading.Thread(target=loop, name="converting", daemon=True)
+    with _alongside(loop, "converting", stop):
+        yield
+
+
+@contextlib.contextmanager
+def _alongside(body: Callable[[], None], name: str, stop: threading.Event | None = None):
+    """`body` in a thread for the block; at its end `stop` is set and the thread joined."""
+    t = threading.Thread(target=body, name=name, daemon=True)
     t.start()
     try:
         yield
     finally:
-        stop.set()
+        if stop is not None:
+            stop.set()
         t.join()
 
 

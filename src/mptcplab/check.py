@@ -10,8 +10,9 @@ judge of each (`Lab.results_checks`):
   steady window, over a bottleneck of `capacity_mbps`; `emulator_wire_mbps`, what the bottleneck
   itself sent; or `mbps` of each MPTCP run against `ceiling_mbps`, its paths' ceilings);
 - run directories whose `summary.json` carries `kernel_tcp` (the `ss` view every sampled run
-  records): bytes in flight against the window bound of the buffer the kernel reported; and MPTCP
-  runs' goodput against what all their paths together could carry (mptcp_ceiling_bps).
+  records): bytes in flight against the window bound of the buffer the kernel reported; each
+  connection's min RTT against the lowest RTT its path was configured with during the run; and
+  MPTCP runs' goodput against what all their paths together could carry (mptcp_ceiling_bps).
 
 Single-path TCP above its window bound, or any goodput above its link's ceiling, is a finding. It
 stays one whatever explains it; where the run's own `ss -m` samples show why (the kernel queued past
@@ -30,11 +31,11 @@ from .links import LinkSpec
 
 
 def paths_of(manifest: dict) -> dict[str, dict]:
-    """Path name -> {rtt_s, rate_bps} from a run's manifest (its configured network)."""
+    """Path name -> {name, rtt_s, rate_bps} from a run's manifest (its configured network)."""
     paths = {}
     for p in (manifest.get("network") or {}).get("paths", []):
         spec = LinkSpec.parse(p["link"])
-        paths[p["name"]] = {"rtt_s": p.get("rtt_ms_configured", 0) / 1e3, "rate_bps": spec.rate_bps}
+        paths[p["name"]] = {"name": p["name"], "rtt_s": p.get("rtt_ms_configured", 0) / 1e3, "rate_bps": spec.rate_bps}
     return paths
 
 
@@ -249,11 +250,16 @@ def check_run_dir(run: Path) -> list[physics.Verdict]:
         return []
     by_addr = _path_by_address(run)
     out = _mptcp_ceiling(run, summary)
+    lowest = _lowest_rtts_ms(run, summary)
     for name, kern in (summary.get("kernel_tcp") or {}).items():
         for conn, k in (kern.get("connections") or {}).items():
+            path = by_addr.get(conn.split("->")[0].rsplit(":", 1)[0])  # parse_ss dropped any %device
+            # a path without delay has nothing to judge: its bound, less the slack, is below 0
+            if path and k.get("min_rtt_ms") is not None and lowest.get(path["name"], 0) > physics.rtt_slack_ms(0):
+                out.append(_min_rtt_verdict(f"{run.name} ({name}, {conn})", float(k["min_rtt_ms"]),
+                                            lowest[path["name"]]))
             if summary.get("proto") == "mptcp" or not k.get("sk_sndbuf") or "inflight_bytes_max" not in k:
                 continue
-            path = by_addr.get(conn.split("->")[0].rsplit(":", 1)[0])  # parse_ss dropped any %device
             if path and not physics.window_limited(int(k["sk_sndbuf"]), path["rtt_s"], path["rate_bps"]):
                 continue
             bound = physics.unacked_bound_bytes(int(k["sk_sndbuf"]))
@@ -263,6 +269,32 @@ def check_run_dir(run: Path) -> list[physics.Verdict]:
             out.append(physics.Verdict(f"{run.name} ({name}, {conn}): bytes in flight", k["inflight_bytes_max"],
                                        bound, "B", ok, f"sk_sndbuf {int(k['sk_sndbuf'])} B + one 64 KiB skb", cause))
     return out
+
+
+def _lowest_rtts_ms(run: Path, summary: dict) -> dict[str, float]:
+    """Path name -> the lowest RTT its configuration allowed during the run, in ms: the configured
+    one, or less where a path change of the run (`mobility_applied`, else the run's `mobility`
+    parameter) set a shorter delay (one way, both directions)."""
+    try:
+        manifest = json.loads((run / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    lowest = {name: p["rtt_s"] * 1e3 for name, p in paths_of(manifest).items()}
+    changes = summary.get("mobility_applied") or (manifest.get("parameters") or {}).get("mobility") or []
+    for m in changes:
+        if m.get("path") in lowest and m.get("delay"):
+            rtt = 2 * LinkSpec.parse(f"delay={m['delay']}").delay_s * 1e3
+            lowest[m["path"]] = min(lowest[m["path"]], rtt)
+    return lowest
+
+
+def _min_rtt_verdict(where: str, measured_ms: float, lowest_ms: float) -> physics.Verdict:
+    """No packet crosses a path faster than its configured RTT: the kernel's min RTT of a
+    connection (`ss` minrtt, over every sample of the run) at least that, less the RTT check's slack
+    (physics.rtt_slack_ms: ping's resolution, 2% of the RTT)."""
+    bound = lowest_ms - physics.rtt_slack_ms(lowest_ms)
+    return physics.Verdict(f"{where}: the kernel's min RTT", measured_ms, round(bound, 3), "ms", measured_ms >= bound,
+                           f"the lowest RTT the path was configured with in the run, {lowest_ms:g} ms, less the RTT check's slack")
 
 
 def check_results(root: Path | str) -> list[physics.Verdict]:

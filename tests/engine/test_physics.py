@@ -188,6 +188,22 @@ def test_mptcp_goodput_is_held_to_what_all_its_paths_could_carry():
     assert physics.paths_ceiling_bps({"p1": 5e6, "p2": None}, 8.0) == math.inf
 
 
+def test_no_connection_is_faster_than_the_lowest_rtt_its_path_was_configured_with(tmp_path):
+    # Lab 2's mobility run: p4 configured 80 ms, cut to 40 ms (20 ms each way) during the run
+    run = tmp_path / "mobility-lia-r1"
+    run.mkdir()
+    paths = [{"name": n, "link": "rate=5mbit", "a_addr": a, "rtt_ms_configured": r}
+             for n, a, r in (("p1", "10.1.0.1", 20.0), ("p4", "10.4.0.1", 80.0), ("p0", "10.9.0.1", 0.0))]
+    (run / "manifest.json").write_text(json.dumps({"network": {"paths": paths}}))
+    conns = {"10.1.0.1:1->10.1.0.2:5201": {"min_rtt_ms": 19.2},  # 0.8 ms faster than configured
+             "10.4.0.1:2->10.1.0.2:5201": {"min_rtt_ms": 40.1},  # the mobility change's 40 ms
+             "10.9.0.1:3->10.1.0.2:5201": {"min_rtt_ms": 0.05}}  # no delay: nothing to judge
+    (run / "summary.json").write_text(json.dumps({"proto": "mptcp", "kernel_tcp": {"ss": {"connections": conns}},
+                                                  "mobility_applied": [{"path": "p4", "delay": "20ms"}]}))
+    got = {v.check.split("(ss, ")[1].split(":")[0]: (v.ok, v.bound) for v in check_results(tmp_path)}
+    assert got == {"10.1.0.1": (False, 19.5), "10.4.0.1": (True, 39.2)}
+
+
 def test_checker_catches_mobility_timed_from_before_the_transfer_started():
     # A Lab 2 quick run in the VM (TCG) whose path changes were timed from before the sender had
     # started (seconds of interpreter start-up): 21.3 Mbit/s where the schedule allows 19.2.

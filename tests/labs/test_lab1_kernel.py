@@ -171,7 +171,8 @@ def test_mptcplab_check_judges_the_sweep_runs_once(tmp_path, monkeypatch, quick)
     la.compact(tmp_path / "sweep")
     # 12 Mbit/s with 123 kB in flight: within (64K + 64K) / 80 ms = 13.1 Mbit/s and 131,072 bytes
     assert _judged(check_results(tmp_path / "sweep")) == [
-        ("bytes in flight", True), ("goodput vs link ceiling", True), ("single-path TCP vs window bound", True)]
+        ("bytes in flight", True), ("goodput vs link ceiling", True), ("single-path TCP vs window bound", True),
+        ("the kernel's min RTT", True)]  # 80.02 ms on the 80 ms path
 
 
 def test_mptcplab_check_fails_a_sweep_run_above_its_bounds_also_in_the_compact_copy(tmp_path, monkeypatch, quick):
@@ -181,7 +182,8 @@ def test_mptcplab_check_fails_a_sweep_run_above_its_bounds_also_in_the_compact_c
                      quick)
     la.compact(tmp_path / "sweep")
     assert _judged(check_results(tmp_path / "sweep")) == [
-        ("bytes in flight", False), ("goodput vs link ceiling", True), ("single-path TCP vs window bound", False)]
+        ("bytes in flight", False), ("goodput vs link ceiling", True), ("single-path TCP vs window bound", False),
+        ("the kernel's min RTT", True)]
     compact = tmp_path / "compact"  # the reference layout: sweep.csv and a manifest, no run directories
     compact.mkdir()
     shutil.copy2(tmp_path / "sweep" / "sweep.csv", compact / "sweep.csv")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shlex
 import shutil
@@ -187,16 +188,21 @@ class CpuTimes:
 
 # ---------------------------------------------------------------- ss sampling
 
-def loop_script(flag: Path, command: str, interval: float) -> str:
+PAUSES = Path("/run/mptcplab/pauses")  # the samplers' FIFOs (loop_script), in the same tmpfs as CAPTURES
+
+
+def loop_script(flag: Path, command: str, interval: float, fifo: Path) -> str:
     """The sampling loop: `@ <epoch>`, `command`, a pause of `interval`, until `flag` exists. Only
     `command` starts a program: the time is bash's $EPOCHREALTIME and the pause a `read` that times
-    out on a pipe nobody writes to, where `date` and `sleep` were two more programs per sample: in
-    the VM place under software emulation a program's start costs its one CPU 50-90 ms (ten `date`
-    0.5-0.7 s, ten `tc -V` 0.7-0.9 s, 2026-11-28), taken from the run's emulated network.
-    `command` may print `$EPOCHREALTIME` itself (LC_ALL=C: a point, not a comma, before the
-    microseconds)."""
-    return (f"export LC_ALL=C; exec 3<> <(:); while [ ! -e {shlex.quote(str(flag))} ]; do "
-            f"echo \"@ $EPOCHREALTIME\"; {command}; read -t {interval} -u 3 || :; done")
+    out on `fifo`, a FIFO nobody writes to, where `date` and `sleep` were two more programs per
+    sample: in the VM place under software emulation a program's start costs its one CPU 50-90 ms
+    (ten `date` 0.5-0.7 s, ten `tc -V` 0.7-0.9 s, 2026-11-28), taken from the run's emulated
+    network. A `read` that fails instead of timing out (status 128 or less) pauses with `sleep`:
+    the loop never spins (bash's `<(:)` for that pipe spun in UML, which could not open
+    /dev/fd/63, and slowed Lab 3's runs twofold). `command` may print `$EPOCHREALTIME` itself
+    (LC_ALL=C: a point, not a comma, before the microseconds)."""
+    return (f"export LC_ALL=C; exec 3<> {shlex.quote(str(fifo))}; while [ ! -e {shlex.quote(str(flag))} ]; do "
+            f"echo \"@ $EPOCHREALTIME\"; {command}; read -t {interval} -u 3; [ $? -gt 128 ] || sleep {interval}; done")
 
 
 class _Loop:
@@ -210,8 +216,11 @@ class _Loop:
         self.net, self.out = net, open(path, "w")
         self.flag = Path(path).with_name(f".{Path(path).name}.stop")
         self.flag.unlink(missing_ok=True)
-        self.proc = net.popen(host, ["bash", "-c", loop_script(self.flag, command, interval)], what=what,
-                              stdout=self.out, stderr=subprocess.DEVNULL)
+        PAUSES.mkdir(parents=True, exist_ok=True)
+        self.fifo = PAUSES / f"{uuid.uuid4().hex[:8]}.fifo"
+        os.mkfifo(self.fifo)
+        self.proc = net.popen(host, ["bash", "-c", loop_script(self.flag, command, interval, self.fifo)],
+                              what=what, stdout=self.out, stderr=subprocess.DEVNULL)
 
     def stop(self, wait_s: float = 10.0) -> None:
         self.flag.touch()
@@ -220,6 +229,7 @@ class _Loop:
         self.net.stop(self.proc)  # nothing left to signal unless it did not leave in time
         self.out.close()
         self.flag.unlink(missing_ok=True)
+        self.fifo.unlink(missing_ok=True)
 
 
 class SsSampler:

@@ -130,12 +130,26 @@ def test_a_sampler_leaves_by_itself_instead_of_being_signalled(tmp_path):
     assert all(b - a >= 0.04 for a, b in zip(stamps, stamps[1:]))  # the pause between samples is kept
 
 
-def test_the_sampling_loop_starts_no_program_but_its_command():
+def test_the_sampling_loop_starts_no_program_but_its_command_and_never_spins(tmp_path):
+    import subprocess
+    import time
+
     from mptcplab.observe import loop_script
 
-    script = loop_script(Path("/run/x y/.s.stop"), "ss -tin", 0.25)
-    assert "date" not in script and "sleep" not in script
-    assert "[ ! -e '/run/x y/.s.stop' ]" in script and "read -t 0.25 -u 3" in script and "LC_ALL=C" in script
+    script = loop_script(Path("/run/x y/.s.stop"), "ss -tin", 0.25, Path("/run/p.fifo"))
+    assert "date" not in script and "[ ! -e '/run/x y/.s.stop' ]" in script and "LC_ALL=C" in script
+    assert "exec 3<> /run/p.fifo" in script and "read -t 0.25 -u 3; [ $? -gt 128 ] || sleep 0.25" in script
+    # Where the pause's FIFO cannot be opened (bash's <(:) in UML could not), `read` fails at once:
+    # the loop still pauses, with `sleep`, instead of sampling flat out
+    flag = tmp_path / ".stop"
+    out = open(tmp_path / "s.txt", "w")
+    proc = subprocess.Popen(["bash", "-c", loop_script(flag, "true", 0.05, tmp_path / "none" / "x.fifo")],
+                            stdout=out, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    flag.touch()
+    assert proc.wait(timeout=5) == 0
+    out.close()
+    assert 3 <= (tmp_path / "s.txt").read_text().count("@ ") <= 12
 
 
 def test_cpu_times_parse_proc_stat_and_softnet():

@@ -161,10 +161,8 @@ def cached_trees(writable: list[Path]) -> list[str]:
     or leave the host's writes behind a stale cache."""
     import sysconfig
 
-    import mptcplab
-
     found = [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")]
-    found += [str(Path(mptcplab.__file__).resolve().parent.parent), "/usr/bin", "/usr/sbin",
+    found += [str(paths.PACKAGE.resolve().parent), "/usr/bin", "/usr/sbin",
               f"/usr/lib/{_platform.machine()}-linux-gnu", "/usr/lib64"]
     trees = [Path(t).resolve() for t in found if Path(t).is_dir()]
     rw = [Path(w).resolve() for w in writable]

@@ -188,7 +188,7 @@ class CpuTimes:
 
 # ---------------------------------------------------------------- ss sampling
 
-PAUSES = Path("/run/mptcplab/pauses")  # the samplers' FIFOs (loop_script), in the same tmpfs as CAPTURES
+PAUSES = CAPTURES.with_name("pauses")  # the samplers' FIFOs (loop_script), in the same tmpfs as CAPTURES
 
 
 def loop_script(flag: Path, command: str, interval: float, fifo: Path) -> str:

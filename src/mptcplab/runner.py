@@ -107,9 +107,10 @@ def converting(out: Path | None, convert: Callable[[Path], object] | None, every
     """Around a guest's sweep: every `every_s` its finished runs' raw records are converted here
     (Lab.convert), on the host's core that the emulated CPU leaves free, so the analysis after the
     guest has only the last runs left: the quick Lab 2's analysis after the guest took 12 s, 4-5 s
-    with this (benchmarks/results/vm_run_overhead.md, vmspeed5). A finished run's directory is final (results.RunDir.finish renames it whole), so
-    the guest never writes where the host converts. A conversion that fails stops the converting:
-    the analysis then tries again and says why."""
+    with this (benchmarks/results/vm_run_overhead.md, vmspeed5). A finished run's directory is
+    final (results.RunDir.finish renames it whole), so the guest never writes where the host
+    converts. A conversion that fails stops the converting: the analysis then tries again and says
+    why."""
     if out is None or convert is None:
         yield
         return

@@ -145,11 +145,9 @@ CC_EVENTS_RAW = "cc-events.npy"  # a recorded run's BPF callbacks as the map hel
 
 
 def write_json(path: Path, obj) -> None:
-    """Replaced whole (a new file renamed over it): convert_raw runs on the host while a guest may
-    still read the sweep."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
-    tmp.replace(path)
+    """Replaced whole (results.replace_file): convert_raw runs on the host while a guest may still
+    read the sweep."""
+    results.replace_file(path, json.dumps(obj, indent=2, default=str) + "\n")
 
 
 def convert_raw(out: Path) -> list[str]:

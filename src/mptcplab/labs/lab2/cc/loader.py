@@ -38,7 +38,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from .... import paths, process
+from .... import paths, process, results
 from ....errors import EnvironmentProblem, UsageError
 from ....observe import ss_sockets
 from . import image_btf
@@ -128,7 +128,7 @@ def build(algos: list[Algorithm] | None = None, record: bool = False, kdir: Path
         if kdir is not None:  # only its own kernel's BTF can be dumped here, never into a guest's folder
             raise EnvironmentProblem(f"no vmlinux.h in {kdir}: that kernel's first run writes it")
         dump = _run(["bpftool", "btf", "dump", "file", str(BTF), "format", "c"])
-        _atomic_write(vmlinux_h, dump.stdout.encode())
+        results.replace_file(vmlinux_h, dump.stdout.encode())
     objects = {}
     for algo in algos or ALGORITHMS.values():
         # libbpf names the object (and its .bss map) after the file: keep it `<name>.o`.
@@ -162,7 +162,7 @@ def guest_kernel_dir(image: Path) -> Path | None:
             raw.write(btf)
             raw.flush()
             dump = _run(["bpftool", "btf", "dump", "file", raw.name, "format", "c"])
-        _atomic_write(kdir / "vmlinux.h", dump.stdout.encode())
+        results.replace_file(kdir / "vmlinux.h", dump.stdout.encode())
     return kdir
 
 
@@ -182,12 +182,6 @@ def prebuild_for(release: str) -> list[Path]:
         for record in (False, True):
             build(record=record, kdir=kdir)
     return sorted(kdirs)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
 
 
 def _struct_ops() -> list[dict]:

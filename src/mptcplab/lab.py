@@ -98,6 +98,10 @@ class Lab:
     #   hidden while a submission is graded (mptcplab.grading.answer_keys)
     answer_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a table of the lab's
     #   reference results ("runs.csv") -> its columns that are answers: a submission sees it without them
+    claims: ModuleType | None = None  # the lab's ledger (labs/labN/claims.py: CLAIMS and tables(results_dir)),
+    #   evaluated after every run into claims.json (mptcplab.judge.claims)
+    fragments: Callable[[Path], dict[str, str]] | None = None  # reference dir -> {fragment name: markdown}
+    #   for the generated blocks of the guides and site (`mptcplab fragments`)
 
     @property
     def folder(self) -> Path:

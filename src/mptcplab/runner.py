@@ -22,10 +22,12 @@ from typing import Callable
 
 from . import engine, eta, kernel, log, paths, places, state
 from .errors import ExperimentFailed
+from .judge import claims
 from .lab import RunContext, check_params, get_lab
 from .places import guest, lifetime, records
 from .places.choice import Choice
 from .places.decide import decide
+from .run import locate
 from .results import (Sweep, clock_totals, experiment_lock, git_commit, lock_taken, now, tool_versions,
                       transfer_seconds, completed_names)
 from .shards import Shard, share
@@ -217,10 +219,16 @@ def plan(lab_id: str, quick: bool = False, out: Path | None = None, overrides: d
 
 
 def conclude(lab, out: Path, summary: dict) -> None:
-    """A complete sweep's lab-summary.json and paper-vs-this-run.md (after `run`, and after `merge`)."""
+    """A complete sweep's lab-summary.json, claims.json (the paper's claims judged on it, before the
+    report, which reads them) and paper-vs-this-run.md (after `run`, and after `merge`); then the
+    sweep is added to the run index, where notebooks find it (run.locate)."""
+    say = log.get(lab.id)
     (out / "lab-summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    if claims.write(lab, out):
+        say.info("the paper's claims: %s (%s)", claims.summary_line(claims.load(out)), out / claims.FILE)
     (out / "paper-vs-this-run.md").write_text(lab.report(out))
-    log.get(lab.id).info("paper vs this run: %s", out / "paper-vs-this-run.md")
+    say.info("paper vs this run: %s", out / "paper-vs-this-run.md")
+    locate.remember(out, lab.id)
 
 
 def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | None = None,

@@ -1,0 +1,1 @@
+"""Judging results: the papers' claims, evaluated on a run's tables."""

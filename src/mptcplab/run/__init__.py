@@ -1,0 +1,1 @@
+"""Running a lab: where its results are found."""

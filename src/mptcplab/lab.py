@@ -98,6 +98,11 @@ class Lab:
     #   hidden while a submission is graded (mptcplab.grading.answer_keys)
     answer_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a table of the lab's
     #   reference results ("runs.csv") -> its columns that are answers: a submission sees it without them
+    held_out: Callable[[object, object], dict] | None = None  # (its reference tables as analysis.load reads
+    #   them, a numpy Generator seeded from the grader's secret) -> inputs no student has seen, answer
+    #   columns dropped: the hidden tests call the student's functions on them (mptcplab.grading.reference)
+    unseen_answers: Callable[[dict], dict] | None = None  # held_out's inputs -> {key ("q4"): the kit's answer};
+    #   run by the grader with the real answer keys, never where student code runs (an answer key itself)
     claims: ModuleType | None = None  # the lab's ledger (labs/labN/claims.py: CLAIMS and tables(results_dir)),
     #   evaluated after every run into claims.json (mptcplab.judge.claims)
     fragments: Callable[[Path], dict[str, str]] | None = None  # reference dir -> {fragment name: markdown}

@@ -26,8 +26,15 @@ def functions() -> dict[str, tuple[str, ...]]:
     """Every lab's answer keys: module -> functions whose result a graded question asks for.
     (Not yet Lab 2's ccref.cs218_increase, q1: its notebook falls back on it for q2 while q1 is
     unfinished, so hiding it needs that fallback changed first.)"""
-    return {f"{lab.analysis.__package__}.{module}": names
-            for lab in all_labs().values() for module, names in lab.answer_keys.items()}
+    out: dict[str, tuple[str, ...]] = {}
+    for lab in all_labs().values():
+        for module, names in lab.answer_keys.items():
+            key = f"{lab.analysis.__package__}.{module}"
+            out[key] = tuple(dict.fromkeys(out.get(key, ()) + tuple(names)))
+        if lab.unseen_answers is not None:  # computes every graded answer: always a key
+            fn = lab.unseen_answers
+            out[fn.__module__] = tuple(dict.fromkeys(out.get(fn.__module__, ()) + (fn.__name__,)))
+    return out
 
 
 def columns() -> dict[Path, tuple[str, ...]]:

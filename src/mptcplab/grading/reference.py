@@ -6,13 +6,20 @@ the tables here instead (`kit`), from `solutions/results/<lab>` of the kit the c
 (the checker's sandbox shows the real files, and the notebook ran on the same ones: the sandbox
 shows no `results/` of the student's).
 
-`held_out_lab3` makes inputs no notebook has seen, so a function the student wrote is checked on
-work it could not have copied from the shipped tables.
+Graded points come from unseen data (issue 40): each lab's `Lab.held_out(tables, rng)` draws inputs
+no student has seen from a generator seeded with the instructor's secret, and its
+`Lab.unseen_answers(inputs)` computes the kit's answers on them. The grader does both once per
+batch, in its own process, before any submission runs (`draw`), and hands them to each checker on
+its stdin with the tests; hidden tests read them with `unseen(lab)` and `expected(lab, key)`, which
+work only there. Student code never runs where they are: the checker calls a student's function
+in a sandbox of its own that shows the lab's answer keys redacted (checker.Oracle).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
+import hashlib
 import os
 
 from ..lab import REPO_ROOT
@@ -44,6 +51,53 @@ def kit(lab: str, load, name: str | None = None, own=None):
         return own
     loaded = tables(lab, load)
     return loaded if name is None else loaded[name]
+
+
+def rng(secret: bytes, lab: str):
+    """The generator a lab's held-out inputs are drawn with: seeded from the secret and the lab id
+    (the same secret gives every lab different draws, and the same draws on every regrade)."""
+    import numpy as np
+
+    return np.random.default_rng(int.from_bytes(hashlib.sha256(secret + b"\0" + lab.encode()).digest(), "big"))
+
+
+def draw(lab: str, secret: bytes) -> dict:
+    """{"inputs": the lab's held-out inputs, "answers": the kit's answers on them}, or {} for a lab
+    that declares no `held_out`. Runs in the grader (the real answer keys), never in a sandbox."""
+    from ..lab import all_labs
+
+    spec = all_labs()[lab]
+    if spec.held_out is None:
+        return {}
+    inputs = spec.held_out(tables(lab, spec.analysis.load), rng(secret, lab))
+    answers = spec.unseen_answers(copy.deepcopy(inputs)) if spec.unseen_answers else {}
+    return {"inputs": inputs, "answers": answers}
+
+
+_DRAWN: dict[str, dict] = {}  # lab -> draw(); set by the checker only (provide)
+
+
+def provide(drawn: dict[str, dict]) -> None:
+    """The checker, after its oracle is running: the grader's draws for the tests to read."""
+    _DRAWN.clear()
+    _DRAWN.update(drawn)
+
+
+def _drawn(lab: str, what: str) -> dict:
+    if lab not in _DRAWN:
+        raise LookupError(f"{what}({lab!r}): unseen inputs exist only inside `mptcplab grade`'s checker"
+                          + ("" if not _DRAWN else f" (drawn for {sorted(_DRAWN)})"))
+    return _DRAWN[lab]
+
+
+def unseen(lab: str) -> dict:
+    """The lab's held-out inputs (`Lab.held_out`), a fresh copy per call (a test may change it)."""
+    return copy.deepcopy(_drawn(lab, "unseen")["inputs"])
+
+
+def expected(lab: str, key: str):
+    """The kit's answer `key` (`Lab.unseen_answers(inputs)[key]`, e.g. "q4") on unseen(lab), a copy."""
+    return copy.deepcopy(_drawn(lab, "expected")["answers"][key])
 
 
 # Columns that hold the answers of Lab 3's Q4 (the loss rates and the event counts behind them).

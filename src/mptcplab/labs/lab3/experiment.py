@@ -23,7 +23,7 @@ from ...links import WIRE_BYTES, LinkSpec
 from ...observe import Capture, Counters, CpuTimes, QdiscSampler, SsSampler, qdisc_window
 from ...topology import EMULATOR, NetPath, Topology
 from ...traffic import bulk
-from . import analysis as lab3_analysis, measure as lab3_measure
+from . import analysis as lab3_analysis, measure as lab3_measure, unseen as lab3_unseen
 
 _log = log.get("lab3")
 PORT = 5201
@@ -228,8 +228,9 @@ LAB = Lab(id="lab3", slug="03-parallel-tcp",
           analysis=lab3_analysis, path_checks={"mptcp": False, "min_utilisation": 0.9},
           extra_check=check_congestion_control, needs=("netem",), any_kind=("model_b",),
           parameters=check_parameters, renamed={"delay": "paths.p1.delay"}, results_checks={"runs.csv": check_runs_table},
-          answer_keys={"models": ("per_flow_terms", "parallel_per_flow", "cumulative_terms", "parallel_cumulative"),  # q1, q2
+          answer_keys={"models": ("per_flow_terms", "parallel_per_flow", "cumulative_terms", "parallel_cumulative"),  # q1, q2, q6
                        "notebook": ("model1_reference", "model2_reference", "loss_events_reference"),  # q1-q3
-                       "measure": ("group_loss_events",),  # q3
-                       "analysis": ("predict",)},  # q5
-          answer_columns={"runs.csv": ("model1", "model2", "err_model1", "err_model2")})  # q5: each run's predictions
+                       "measure": ("group_loss_events",),  # q3-q5
+                       "analysis": ("predict", "graded_runs")},  # q6, q7
+          answer_columns={"runs.csv": ("model1", "model2", "err_model1", "err_model2")},  # q6: each run's predictions
+          held_out=lab3_unseen.held_out, unseen_answers=lab3_unseen.answers)

@@ -1,0 +1,341 @@
+"""Lab 3's checks: `qN` the public ones (feedback, no points), `graded_qN` the hidden ones (the points).
+
+A public check calls the student's function on the notebook's own tables and on a public draw of
+the same kind of inputs the grader draws from its secret (`unseen.held_out` with PUBLIC_SEED), and
+compares with the kit. On a failure it says what was expected in kind, what was found and the
+likely mistake, in a few lines, never an expected value. So a function that passes the public
+check passes the hidden one, unless it special-cases the inputs it was shown.
+
+A hidden check (`graded_qN`) calls the student's function on `reference.unseen("lab3")` and
+compares with `reference.expected("lab3", "qN")`, both computed out of the student's reach.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pandas as pd
+
+from ...grading.feedback import expect
+from . import analysis, measure, models, notebook as nb3, unseen
+
+PUBLIC_SEED = 3  # the public draw; the grader's draws come from its secret
+RTOL = 1e-6
+
+
+def _say(*parts: str) -> str:
+    """A message of at most six lines of ~100 characters."""
+    lines = textwrap.wrap(" ".join(parts), 100)
+    return "\n".join(lines[:6])
+
+
+def _public() -> np.random.Generator:
+    return np.random.default_rng(PUBLIC_SEED)
+
+
+def _floats(values) -> np.ndarray:
+    return np.array([v if isinstance(v, float) else np.nan for v in values])
+
+
+def _grid_mismatch(values, want) -> int | None:
+    """Index of the first value not within RTOL of the kit's, or None."""
+    bad = ~np.isclose(_floats(values), np.asarray(want, dtype=float), rtol=RTOL, atol=0)
+    return int(np.argmax(bad)) if bad.any() else None
+
+
+# ---------------------------------------------------------------- Q1, Q2: the models
+
+def _model_check(func, name: str, grid, problem, reference_of, draw, terms: str) -> None:
+    values = nb3.values_on_grid(func, grid)
+    msg = problem(values)
+    expect(msg is None, _say(f"{msg}." if msg else ""))
+    for points in (grid, draw(_public())):
+        values = nb3.values_on_grid(func, points)
+        msg = nb3._first_problem(values, points, name)
+        expect(msg is None, _say(f"{msg}."))
+        at = _grid_mismatch(values, reference_of(points))
+        expect(at is None, _say(f"{name}{points[at] if at is not None else ''} is not the model's value there",
+                                f"(more than {RTOL:g} relative from the kit's). Compare each line with {terms},",
+                                "term by term: a misplaced n or b, E[W_f] vs E[W], or a cap that differs."))
+
+
+def q1(model1) -> None:
+    """model1(n, p, rtt, T, b) against model 1 on nb3.GRID1 and a public draw."""
+    _model_check(model1, "model1", nb3.GRID1, nb3.model1_problem,
+                 lambda pts: [models.parallel_per_flow(*pt) for pt in pts], unseen.grid1,
+                 "equations (17), (24), (25) and (26)/(27)")
+
+
+def q2(model2) -> None:
+    """model2(n, p_e, p_r, rtt, T, b) against model 2 on nb3.GRID2 and a public draw."""
+    _model_check(model2, "model2", nb3.GRID2, nb3.model2_problem,
+                 lambda pts: [models.parallel_cumulative(*pt) for pt in pts], unseen.grid2,
+                 "equations (40), (43) and (47)")
+
+
+# ---------------------------------------------------------------- Q3: loss events
+
+def q3(count_loss_events) -> None:
+    """count_loss_events(times, rtt) on nb3.LOSS_CASES and a public draw."""
+    for cases in (nb3.LOSS_CASES, unseen.loss_cases(_public())):
+        for times, rtt in cases:
+            try:
+                got = count_loss_events(list(times), rtt)
+            except Exception as exc:  # the student's error, named by type only
+                expect(False, _say(f"count_loss_events({times}, {rtt}) raised {type(exc).__name__}."))
+            want = len(measure.group_loss_events(times, rtt))
+            expect(got is not None and got is not Ellipsis,
+                   _say(f"count_loss_events({times}, {rtt}) returned nothing (None): implement it and re-run its cell."))
+            expect(isinstance(got, (int, np.integer)),
+                   _say(f"count_loss_events({times}, {rtt}) returned {type(got).__name__}: return the number of loss",
+                        "events, an int."))
+            hint = ("the losses are not in time order: sort them first" if list(times) != sorted(times) and got != want
+                    else "an event lasts one RTT from its *first* loss: a loss more than rtt after the loss that opened "
+                         "the event opens the next one, however close the previous loss was" if got < want
+                    else "losses within rtt of the loss that opened an event belong to that event")
+            expect(got == want, _say(f"count_loss_events({times}, {rtt}) = {got} is not the number of loss events",
+                                     f"({'too few' if got < want else 'too many'}). Hint: {hint}."))
+
+
+# ---------------------------------------------------------------- Q4, Q5: loss rates
+
+def _times(losses: pd.DataFrame, by) -> dict:
+    """Loss times grouped once (run, or (run, flow)) -> array: the checks' loops stay fast."""
+    return {k: g.to_numpy() for k, g in losses.groupby(by)["t"]}
+
+
+def _events(times, rtt: float) -> int:
+    return len(measure.group_loss_events(times if times is not None else [], rtt))
+
+
+def cumulative_rates_of(runs: pd.DataFrame, losses: pd.DataFrame) -> pd.DataFrame:
+    """The kit's p_e and p_r per run (what Q4 asks), and p_e counted flow by flow (a usual mistake)."""
+    by_run, by_flow = _times(losses, "run"), _times(losses, ["run", "flow"])
+    rows = {}
+    for r in runs.itertuples():
+        lost = by_run.get(r.run, [])
+        rows[r.run] = {"p_e": _events(lost, r.rtt) / r.packets, "p_r": len(lost) / r.packets,
+                       "by_flow": sum(_events(v, r.rtt) for (run, _), v in by_flow.items() if run == r.run) / r.packets}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=["p_e", "p_r", "by_flow"])
+
+
+def per_flow_rate_of(runs: pd.DataFrame, flows: pd.DataFrame, losses: pd.DataFrame) -> pd.DataFrame:
+    """The kit's p per run (what Q5 asks), and the usual wrong ones beside it."""
+    by_run, by_flow = _times(losses, "run"), _times(losses, ["run", "flow"])
+    flows_of = {run: list(g.itertuples()) for run, g in flows.groupby("run")}
+    rows = {}
+    for r in runs.itertuples():
+        fl = flows_of.get(r.run, [])
+        ev = [_events(by_flow.get((r.run, f.flow)), f.rtt) for f in fl]
+        rows[r.run] = {"p": sum(ev) / r.packets,
+                       "run_rtt": sum(_events(by_flow.get((r.run, f.flow)), r.rtt) for f in fl) / r.packets,
+                       "flow_packets": sum(e / f.packets for e, f in zip(ev, fl) if f.packets > 0),
+                       "cumulative": _events(by_run.get(r.run), r.rtt) / r.packets}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=["p", "run_rtt", "flow_packets", "cumulative"])
+
+
+def _table(got, name: str, runs: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The student's answer as a frame indexed by run, after the checks of its kind."""
+    if isinstance(got, pd.Series) and columns == ("p",):
+        got = got.rename("p").to_frame()
+    expect(isinstance(got, pd.DataFrame) and set(columns) <= set(got.columns),
+           _say(f"{name} should return a {'Series named p' if columns == ('p',) else 'DataFrame'} indexed by run",
+                f"with {'the column' if len(columns) == 1 else 'the columns'} {', '.join(columns)}; it returned",
+                f"{type(got).__name__}" + (f" with the columns {list(got.columns)[:6]}." if isinstance(got, pd.DataFrame) else ".")))
+    missing, extra = set(runs.run) - set(got.index), set(got.index) - set(runs.run)
+    expect(not missing and not extra,
+           _say(f"{name} should have one row per run of the runs it is given, indexed by run;",
+                f"{len(missing)} runs are missing, {len(extra)} rows are not runs",
+                "(set the index to the run names: .set_index('run'))." if "run" in got.columns else "."))
+    for col in columns:
+        v = pd.to_numeric(got[col], errors="coerce")
+        expect(v.notna().all() and np.isfinite(v).all(),
+               _say(f"{name}: column {col} has empty (NaN) or infinite values; runs without a single loss",
+                    "have a rate of 0."))
+    return got
+
+
+def _close(a, b) -> np.ndarray:
+    return np.isclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=RTOL, atol=1e-12)
+
+
+def q4(cumulative_rates, runs, losses) -> None:
+    """cumulative_rates(runs, losses) -> p_e, p_r per run: on the notebook's tables and a public draw."""
+    drawn = unseen.rate_tables({"runs": runs, "flows": pd.DataFrame(columns=["run", "flow", "rtt"]), "losses": losses},
+                               _public())
+    for r, lost, where in ((runs, losses, "your tables"), (drawn["runs"], drawn["losses"], "the check's own tables")):
+        got = _table(cumulative_rates(r, lost), "cumulative_rates", r, ("p_e", "p_r"))
+        want = cumulative_rates_of(r, lost).loc[list(got.index)]
+        expect(_close(got.p_r, want.p_r).all(),
+               _say(f"On {where}, p_r is not the packet loss rate of every run: lost packets (the run's rows of",
+                    "losses) / the run's packets (`packets` in runs). Check the grouping by run."))
+        bad = ~_close(got.p_e, want.p_e)
+        hint = ("p_e equals p_r: count loss events (at most one per RTT), not lost packets" if _close(got.p_e, want.p_r)[bad].all()
+                else "you counted each flow's events apart: p_e counts the events of all the run's losses together"
+                if _close(got.p_e, want.by_flow)[bad].all()
+                else "count the events of all the run's losses together, with the run's rtt from runs, over its packets")
+        expect(not bad.any(), _say(f"On {where}, p_e is not the cumulative loss event rate for {int(bad.sum())} of",
+                                   f"{len(got)} runs. Hint: {hint}."))
+
+
+def q5(per_flow_rate, runs, flows, losses) -> None:
+    """per_flow_rate(runs, flows, losses) -> p per run: on the notebook's tables and a public draw."""
+    drawn = unseen.rate_tables({"runs": runs, "flows": flows, "losses": losses}, _public())
+    for r, fl, lost, where in ((runs, flows, losses, "your tables"),
+                               (drawn["runs"], drawn["flows"], drawn["losses"], "the check's own tables")):
+        got = _table(per_flow_rate(r, fl, lost), "per_flow_rate", r, ("p",))
+        want = per_flow_rate_of(r, fl, lost).loc[list(got.index)]
+        bad = ~_close(got.p, want.p)
+        hint = next((h for col, h in (
+            ("cumulative", "you counted the run's losses together: count each flow's loss events separately"),
+            ("run_rtt", "each flow's events are counted with that flow's rtt (from flows), not the run's"),
+            ("flow_packets", "add the flows' events first, then divide by the run's packets (not each flow's)"))
+            if _close(got.p, want[col])[bad].all()), "count each flow's events with that flow's rtt, add them, "
+                                                     "divide by the run's packets")
+        expect(not bad.any(), _say(f"On {where}, p is not the per-flow loss event rate for {int(bad.sum())} of",
+                                   f"{len(got)} runs. Hint: {hint}."))
+
+
+# ---------------------------------------------------------------- Q6: the models on every run
+
+COMPARE_COLUMNS = ("measured", "model1", "model2", "err1", "err2")
+
+
+def comparison_of(runs: pd.DataFrame, b: str = "model_b", measured: str = "pps") -> pd.DataFrame:
+    """The kit's Q6 table (b="model_b", measured="pps"), or a wrong variant for the hints."""
+    r = runs[runs.p > 0]
+    bb = r[b].astype(float)
+    out = pd.DataFrame({"measured": r[measured].to_numpy(),
+                        "model1": np.asarray(models.parallel_per_flow(r.n, r.p, r.rtt, r["T"], bb), dtype=float),
+                        "model2": np.asarray(models.parallel_cumulative(r.n, r.p_e, r.p_r, r.rtt, r["T"], bb), dtype=float),
+                        "swapped": np.asarray(models.parallel_per_flow(r.n, r.p_e, r.rtt, r["T"], bb), dtype=float)},
+                       index=pd.Index(r.run, name="run"))
+    out["err1"] = out.model1 / out.measured - 1
+    out["err2"] = out.model2 / out.measured - 1
+    return out
+
+
+def q6(compare, runs) -> None:
+    """compare(runs): measured, model1, model2, err1, err2 per run with p > 0, on the notebook's runs and
+    a public draw. Builds on Q1 and Q2 (it calls the student's models)."""
+    for r, where in ((runs, "your runs"), (unseen.compare_runs(runs, _public()), "the check's own runs")):
+        got = compare(r)
+        expect(isinstance(got, pd.DataFrame) and set(COMPARE_COLUMNS) <= set(got.columns),
+               _say(f"compare should return a DataFrame with the columns {', '.join(COMPARE_COLUMNS)};",
+                    f"it returned {type(got).__name__}."))
+        want = comparison_of(r)
+        expect(set(got.index) == set(want.index),
+               _say(f"On {where}, compare should have one row per run with p > 0, indexed by run; it has",
+                    f"{len(got)} rows for {len(want)} such runs (runs without a loss have no prediction)."))
+        got, w = got.loc[list(want.index)], want
+        expect(_close(got.measured, w.measured).all(),
+               _say(f"On {where}, measured is not the run's pps (the packets the flows sent per second,",
+                    "retransmissions included: what the models' B counts)."))
+        for col, other, inputs in (("model1", "Q1", "n, p (per flow), rtt, T"), ("model2", "Q2", "n, p_e, p_r, rtt, T")):
+            bad = ~_close(got[col], w[col])
+            on_b = comparison_of(r, b="b")
+            hint = ("you fed b, the measured ACK ratio: the models take model_b" if _close(got[col], on_b[col])[bad].all()
+                    else "model 1 takes the per-flow p, not p_e" if col == "model1" and _close(got[col], w.swapped)[bad].all()
+                    else f"if {other} passes, feed it this run's {inputs} and b = model_b")
+            expect(not bad.any(), _say(f"On {where}, {col} is not model {col[-1]} of the run's inputs for",
+                                       f"{int(bad.sum())} of {len(got)} runs. Hint: {hint}."))
+        for col in ("err1", "err2"):
+            m = got[f"model{col[-1]}"]
+            hint = ("that is measured / model - 1" if _close(got[col], got.measured / m - 1).all()
+                    else "a fraction, not a percentage" if _close(got[col], 100 * w[col]).all() else "")
+            expect(_close(got[col], w[col]).all(),
+                   _say(f"On {where}, {col} should be model / measured - 1 of its row" + (f"; {hint}." if hint else ".")))
+
+
+# ---------------------------------------------------------------- Q7: which runs the bands apply to
+
+def q7(in_scope, runs) -> None:
+    """in_scope(runs): a boolean Series indexed by run, True where the bands apply; on the notebook's
+    runs and a public draw (queued runs and runs at exactly 2 % among them)."""
+    full = analysis.predict(runs) if "queued" not in runs else runs
+    for r, where in ((full, "your runs"), (unseen.scope_runs(full, _public()), "the check's own runs")):
+        got = in_scope(r)
+        expect(isinstance(got, pd.Series) and got.dtype == bool,
+               _say("in_scope should return a boolean Series indexed by run (True where the bands apply);",
+                    f"it returned {type(got).__name__}" + (f" of {got.dtype}." if isinstance(got, pd.Series) else ".")))
+        expect(set(got.index) == set(r.run) and len(got) == len(r),
+               _say(f"On {where}, in_scope should have one entry per run, indexed by run; it has {len(got)} for",
+                    f"{len(r)} runs."))
+        want = set(analysis.graded_runs(r).run)
+        chosen = set(got[got].index)
+        rows = r.set_index("run")
+        extra, missing = chosen - want, want - chosen
+        hint = ("queued runs were limited by something else than the scenario: leave them out"
+                if extra and rows.loc[list(extra)].queued.astype(bool).any()
+                else "runs without a loss (p = 0) have nothing to compare" if extra and (rows.loc[list(extra)].p <= 0).any()
+                else "a run at exactly 2 % loss is in (loss <= 0.02)" if missing and np.isclose(rows.loc[list(missing)]["loss"], 0.02).any()
+                else "the limit is on `loss` (configured netem loss, or p_r under DropTail), up to 0.02 inclusive")
+        expect(not extra and not missing,
+               _say(f"On {where}, in_scope selects {len(extra)} runs too many and misses {len(missing)}.",
+                    f"Hint: {hint}."))
+
+
+# ---------------------------------------------------------------- the hidden checks: the points
+
+def _unseen(question: str, inputs, want):
+    if inputs is None:  # in the checker: the grader's secret draw and the kit's answers on it
+        from ...grading import reference
+
+        inputs, want = reference.unseen("lab3"), reference.expected("lab3", question)
+    return inputs, want
+
+
+def graded_q1(model1, inputs=None, want=None) -> None:
+    inputs, want = _unseen("q1", inputs, want)
+    expect(_grid_mismatch(nb3.values_on_grid(model1, inputs["grid1"]), want) is None, "model1 differs on unseen points")
+
+
+def graded_q2(model2, inputs=None, want=None) -> None:
+    inputs, want = _unseen("q2", inputs, want)
+    expect(_grid_mismatch(nb3.values_on_grid(model2, inputs["grid2"]), want) is None, "model2 differs on unseen points")
+
+
+def graded_q3(count_loss_events, inputs=None, want=None) -> None:
+    inputs, want = _unseen("q3", inputs, want)
+    got = [count_loss_events(list(times), rtt) for times, rtt in inputs["loss_cases"]]
+    expect(all(isinstance(g, (int, np.integer)) for g in got) and list(got) == list(want),
+           "count_loss_events differs on unseen cases")
+
+
+def _same_frame(got, want: pd.DataFrame, columns) -> bool:
+    if isinstance(got, pd.Series):
+        got = got.rename(columns[0]).to_frame()
+    if not isinstance(got, pd.DataFrame) or not set(columns) <= set(got.columns) or set(got.index) != set(want.index) \
+            or len(got) != len(want):
+        return False
+    got = got.loc[list(want.index)]
+    return all(_close(pd.to_numeric(got[c], errors="coerce"), want[c]).all() for c in columns)
+
+
+def graded_q4(cumulative_rates, inputs=None, want=None) -> None:
+    inputs, want = _unseen("q4", inputs, want)
+    expect(_same_frame(cumulative_rates(inputs["runs"], inputs["losses"]), want, ("p_e", "p_r")),
+           "cumulative_rates differs on unseen tables")
+
+
+def graded_q5(per_flow_rate, inputs=None, want=None) -> None:
+    inputs, want = _unseen("q5", inputs, want)
+    expect(_same_frame(per_flow_rate(inputs["runs"], inputs["flows"], inputs["losses"]), want.to_frame("p"), ("p",)),
+           "per_flow_rate differs on unseen tables")
+
+
+def graded_q6(compare, inputs=None, want=None) -> None:
+    inputs, want = _unseen("q6", inputs, want)
+    expect(_same_frame(compare(inputs["compare_runs"]), want, COMPARE_COLUMNS), "compare differs on unseen runs")
+
+
+def graded_q7(in_scope, inputs=None, want=None) -> None:
+    inputs, want = _unseen("q7", inputs, want)
+    got = in_scope(inputs["scope_runs"])
+    expect(isinstance(got, pd.Series) and got.dtype == bool and len(got) == len(inputs["scope_runs"])
+           and sorted(got[got].index) == list(want), "in_scope differs on unseen runs")
+
+
+__all__ = ["q1", "q2", "q3", "q4", "q5", "q6", "q7", "graded_q1", "graded_q2", "graded_q3", "graded_q4", "graded_q5",
+           "graded_q6", "graded_q7"]

@@ -30,7 +30,7 @@ from .bounds import (
     crossing, describe_mptcp_bounds, slow_path_bdp, full_path_mbps,
 )
 from .detail import (
-    Detail, find_details, find_detail, load_details, path_names, read_packets, subflow_inflight,
+    Detail, find_details, find_detail, has_detail, load_details, path_names, read_packets, subflow_inflight,
 )
 from .controls import (
     wait_table, describe_tracing_cost, describe_waits,
@@ -57,7 +57,7 @@ __all__ = [  # the face: what `from mptcplab.labs.lab1 import analysis as la` of
     "PAPER", "LINK_MBPS", "GOODPUT_LIMIT", "load_sweep", "KERNEL_COLUMNS", "KERNEL_PER_PATH", "compact", "load",
     "t95", "throughput_table", "degradation_region", "sweep_manifest", "window_bounds", "describe_bounds",
     "slow_path_bound_curve", "mptcp_bounds", "buffer_needed", "crossing", "describe_mptcp_bounds", "slow_path_bdp",
-    "full_path_mbps", "Detail", "find_details", "find_detail", "load_details", "path_names", "read_packets",
+    "full_path_mbps", "Detail", "find_details", "find_detail", "has_detail", "load_details", "path_names", "read_packets",
     "subflow_inflight",
     "wait_table", "describe_tracing_cost", "describe_waits", "COLORS", "fig_throughput", "fig_effective_buffer",
     "fig4", "fig5", "fig6", "fig10", "fig_waits_compare", "FIGURE_NAMES", "figures", "save_images", "report",

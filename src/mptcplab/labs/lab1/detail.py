@@ -125,6 +125,12 @@ def find_detail(sweep_dir: Path | str) -> Path:
     return found[0]
 
 
+def has_detail(sweep_dir: Path | str) -> bool:
+    """Whether a sweep has its degraded detailed run (what the notebook's Part B analyses)."""
+    found = find_details(sweep_dir)
+    return bool(found) and found[0][1] is None
+
+
 def load_details(sweep_dir: Path | str) -> list[Detail]:
     """The degraded run and its control runs (without packets: their waits are what is compared)."""
     return [Detail.load_run(d, packets=False) for d, _ in find_details(sweep_dir)]

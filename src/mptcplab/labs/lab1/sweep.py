@@ -73,8 +73,22 @@ def compact(out: Path | str) -> dict[str, pd.DataFrame]:
 
 
 def load(path: Path | str) -> dict[str, pd.DataFrame]:
-    """The compact tables of a sweep or of a reference copy (the detailed run: Detail.load)."""
-    return {"sweep": load_sweep(path)}
+    """The compact tables of a sweep or of a reference copy: the sweep, and where the sweep has them
+    the degraded run's packets and send-buffer waits (`Detail.load` has the rest of that run) and
+    the paper's point (`load_paper_point`)."""
+    from .detail import Detail
+    from .paper_point import load_paper_point
+
+    tables = {"sweep": load_sweep(path)}
+    try:
+        detail = Detail.load(path)
+        tables.update(packets=detail.packets, waits=detail.waits)
+    except FileNotFoundError:
+        pass  # no detailed run (yet)
+    runs = load_paper_point(path)
+    if len(runs):
+        tables["paper_runs"] = runs
+    return tables
 
 
 def t95(dof: int) -> float:

@@ -1,0 +1,176 @@
+"""Lab 1's inputs no student has seen, and the kit's answers on them (what the graded checks compare).
+
+`held_out(tables, rng)` (`LAB.held_out`) draws, from the reference tables and a generator seeded
+from the instructor's secret, one input for every graded question: the reference sweep with each
+point's goodput rescaled (so the degraded buffers move), a slice of the degraded run's packets with
+a shifted DSN and segments sent twice, made-up send-buffer waits over a transfer of another length,
+made-up pyshark field values with 64-bit DSNs, buffer settings the lab never ran, and the paper's
+point with its goodputs and bytes in flight rescaled. `answers(inputs)` computes what each question
+asks on them; it is an answer key (hidden while a submission runs), as are the helpers it calls.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+SWEEP_COLUMNS = ["run", "method", "buffer", "buffer_bytes", "config", "rep", "mbps", "subflows", "sndbuf_effective"]
+PACKET_COLUMNS = ["time", "path", "stream", "seq", "len", "dsn"]
+PAPER_COLUMNS = ["group", "run", "method", "buffer_bytes", "config", "scheduler", "rep", "mbps", "subflows",
+                 "sndbuf_effective", "sk_sndbuf_slow", "inflight_max_fast", "inflight_max_slow", "wmem_queued_max"]
+DSS_FIELDS = ("ip.src", "tcp.stream", "tcp.seq", "tcp.options.mptcp.rawdataseqno")
+
+
+def held_out(tables: dict, rng: np.random.Generator) -> dict:
+    """{"sweep", "mean_tput", "method", "packets", "waits", "duration_s", "fields", "buffers",
+    "paper_runs", "starvation"}: one input per graded question (the kit's `load` gives `tables`)."""
+    sweep = _sweep(tables["sweep"], rng)
+    paper_runs = _paper_runs(tables["paper_runs"], rng)
+    waits, duration = _waits(rng)
+    return {"sweep": sweep, "mean_tput": mean_goodput(sweep), "method": str(rng.choice(["wmem", "sndbuf"])),
+            "packets": _packets(tables["packets"], rng), "waits": waits, "duration_s": duration,
+            "fields": _fields(rng), "buffers": _buffers(rng), "paper_runs": paper_runs,
+            "starvation": starvation(paper_runs)}
+
+
+def _sweep(sweep: pd.DataFrame, rng) -> pd.DataFrame:
+    """Each (method, buffer, config) point's goodput times its own factor (0.6-1.4), each run's
+    times 0.97-1.03; one to two repetitions of each point dropped; rows shuffled."""
+    s = sweep[[c for c in SWEEP_COLUMNS if c in sweep]].copy()
+    keys = ["method", "buffer_bytes", "config"]
+    factor = s.groupby(keys)["mbps"].transform(lambda g: rng.uniform(0.6, 1.4))
+    s["mbps"] = s["mbps"] * factor * rng.uniform(0.97, 1.03, len(s))
+    drop = s.groupby(keys, group_keys=False).apply(
+        lambda g: g.sample(n=min(len(g) - 1, int(rng.integers(1, 3))), random_state=rng).index if len(g) > 1 else g.index[:0])
+    s = s.drop(index=[i for idx in drop for i in idx])
+    return s.sample(frac=1, random_state=rng).reset_index(drop=True)
+
+
+def _packets(packets: pd.DataFrame, rng) -> pd.DataFrame:
+    """A contiguous slice (2,000-6,000 segments) of the degraded run's packets, the DSN shifted by a
+    random offset, and 1-5% of the segments sent again on the other path (MPTCP reinjections)."""
+    p = packets[PACKET_COLUMNS].reset_index(drop=True)
+    n = int(rng.integers(2000, min(6000, len(p)) + 1))
+    start = int(rng.integers(0, len(p) - n + 1))
+    p = p.iloc[start:start + n].copy()
+    p["dsn"] = p["dsn"].astype("Int64") + int(rng.integers(1 << 20, 1 << 40))
+    again = p.sample(frac=float(rng.uniform(0.01, 0.05)), random_state=rng).copy()
+    again["path"] = again["path"].map({"fast": "slow", "slow": "fast"})
+    again["time"] = again["time"] + rng.uniform(0.05, 0.2, len(again))
+    return pd.concat([p, again]).sort_values("time", kind="stable").reset_index(drop=True)
+
+
+def _waits(rng) -> tuple[pd.DataFrame, float]:
+    """Made-up waits over a transfer of 5-30 s: 20-400 non-overlapping intervals."""
+    duration = round(float(rng.uniform(5, 30)), 3)
+    n = int(rng.integers(20, 401))
+    edges = np.sort(rng.uniform(0, duration, 2 * n))
+    start, end = edges[0::2], edges[1::2]
+    return pd.DataFrame({"start": start, "end": end, "duration_s": end - start}), duration
+
+
+def _fields(rng) -> list[dict]:
+    """pyshark's field values (strings) for 20-40 made-up segments, DSNs above 2**53."""
+    rows = []
+    for _ in range(int(rng.integers(20, 41))):
+        rows.append({"ip.src": f"10.{int(rng.integers(1, 5))}.0.1", "tcp.stream": str(int(rng.integers(0, 4))),
+                     "tcp.seq": str(int(rng.integers(1, 1 << 31))),
+                     "tcp.options.mptcp.rawdataseqno": str(int(rng.integers(1 << 53, (1 << 63) - 1)) + int(rng.integers(0, 2)) * (1 << 63))})
+    return rows
+
+
+def _buffers(rng) -> list[tuple[str, int, int]]:
+    """(method, buffer_bytes, subflows) settings: each method, buffers of 16 KiB-8 MiB, 1-4 subflows."""
+    out = []
+    for method in ("wmem", "sndbuf", *rng.choice(["wmem", "sndbuf"], 4)):
+        out.append((str(method), int(rng.integers(4, 2049)) * 4096, int(rng.integers(1, 5))))
+    return out
+
+
+def _paper_runs(runs: pd.DataFrame, rng) -> pd.DataFrame:
+    """The paper's point: each (group, config, scheduler)'s goodput times 0.5-1.5, the slow subflow's
+    bytes in flight times 0.5-1.0 per run, one repetition of each dropped; a scheduler that did not
+    run (`blest`: mbps NaN) added to the schedulers group; rows shuffled. The tso control stays."""
+    r = runs[[c for c in PAPER_COLUMNS if c in runs]].copy()
+    keys = ["group", "config", "scheduler"]
+    factor = r.groupby(keys, dropna=False)["mbps"].transform(lambda g: rng.uniform(0.5, 1.5))
+    r["mbps"] = r["mbps"] * factor
+    r["inflight_max_slow"] = (r["inflight_max_slow"] * rng.uniform(0.5, 1.0, len(r))).round()
+    first = r.groupby(keys, dropna=False).head(1).index
+    r = r.drop(index=first[rng.random(len(first)) < 0.5])
+    ghost = r[(r["group"] == "schedulers") & (r["config"] == "mptcp")].head(2).copy()
+    ghost["scheduler"], ghost["mbps"] = "blest", np.nan
+    return pd.concat([r, ghost]).sample(frac=1, random_state=rng).reset_index(drop=True)
+
+
+# ---------------------------------------------------------------- the answers (answer keys)
+
+def mean_goodput(sweep: pd.DataFrame) -> pd.DataFrame:
+    return sweep.groupby(["method", "buffer_bytes", "config"])["mbps"].mean().unstack("config")
+
+
+def degraded_buffers(mean_tput: pd.DataFrame, method: str) -> list[int]:
+    w = mean_tput.loc[method]
+    return sorted(int(b) for b in w.index[w["mptcp"] < w["tcp-fast"]])
+
+
+def bytes_per_path(packets: pd.DataFrame) -> pd.Series:
+    return packets.groupby("path")["len"].sum()
+
+
+def dsn_span(packets: pd.DataFrame) -> int:
+    return int((packets["dsn"] + packets["len"]).max() - packets["dsn"].min())
+
+
+def blocked_share(waits: pd.DataFrame, duration_s: float) -> float:
+    return float(waits["duration_s"].sum() / duration_s)
+
+
+def dss_row(fields: dict) -> dict:
+    return {"src": fields["ip.src"], "stream": int(fields["tcp.stream"]), "seq": int(fields["tcp.seq"]),
+            "map_dsn": int(fields["tcp.options.mptcp.rawdataseqno"])}
+
+
+def mptcp_sndbuf(method: str, buffer_bytes: int, subflows: int) -> int:
+    """tcp_wmem = B B B: tcp_wmem[0] plus each subflow's B (__mptcp_sync_sndbuf); SO_SNDBUF B: 2B, locked."""
+    return buffer_bytes * (1 + subflows) if method == "wmem" else 2 * buffer_bytes
+
+
+def left_for_fast(method: str, buffer_bytes: int, subflows: int) -> int:
+    """The connection's buffer less what the slow subflow may hold (its own sk_sndbuf: B or 2B)."""
+    return mptcp_sndbuf(method, buffer_bytes, subflows) - (buffer_bytes if method == "wmem" else 2 * buffer_bytes)
+
+
+def starvation(paper_runs: pd.DataFrame) -> pd.DataFrame:
+    r = paper_runs
+    mp = r[(r["config"] == "mptcp") & r["group"].isin(["schedulers", "held"]) & r["mbps"].notna()]
+    tcp = r[r["config"] == "tcp-fast"].groupby("group")["mbps"].mean()
+    out = (mp.assign(left_for_fast=mp["sndbuf_effective"] - mp["inflight_max_slow"])
+           .groupby(["group", "scheduler"])[["mbps", "left_for_fast"]].mean())
+    out.insert(1, "vs_tcp", out["mbps"] - tcp.reindex(out.index.get_level_values("group")).to_numpy())
+    return out
+
+
+def below_tcp(table: pd.DataFrame) -> list[tuple[str, str]]:
+    return sorted(tuple(k) for k in table.index[table["vs_tcp"] < 0])
+
+
+def answers(inputs: dict) -> dict:
+    """What each graded question's function should return on `held_out`'s inputs."""
+    return {
+        "q1": mean_goodput(inputs["sweep"]),
+        "q2": degraded_buffers(inputs["mean_tput"], inputs["method"]),
+        "q3": bytes_per_path(inputs["packets"]),
+        "q4": dsn_span(inputs["packets"]),
+        "q6": blocked_share(inputs["waits"], inputs["duration_s"]),
+        "q7": [dss_row(f) for f in inputs["fields"]],
+        "q16": [mptcp_sndbuf(*b) for b in inputs["buffers"]],
+        "q17": [left_for_fast(*b) for b in inputs["buffers"]],
+        "q18": starvation(inputs["paper_runs"]),
+        "q19": below_tcp(inputs["starvation"]),
+    }
+
+
+# The answer keys a submission must not call (LAB.answer_keys["unseen"]).
+ANSWER_KEYS = ("mean_goodput", "degraded_buffers", "bytes_per_path", "dsn_span", "blocked_share", "dss_row",
+               "mptcp_sndbuf", "left_for_fast", "starvation", "below_tcp", "answers")

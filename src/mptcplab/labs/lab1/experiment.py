@@ -36,7 +36,8 @@ from ...observe import Capture, Counters, SsSampler, Tracing
 from ...results import Sweep
 from ...topology import BASE_SYSCTLS, NetPath, Topology
 from ...traffic import bulk, verify_capture
-from . import analysis as lab1_analysis, paper_point as lab1_paper_point
+from . import analysis as lab1_analysis, claims as lab1_claims, fragments as lab1_fragments, paper_point as lab1_paper_point
+from . import unseen as lab1_unseen
 from .measure import kernel_view
 
 _log = log.get("lab1")
@@ -429,4 +430,10 @@ def degradation(table):
 LAB = Lab(id="lab1", slug="01-send-buffer", title="MPTCP send-buffer starvation (Kato et al. 2020)",
           topology=topology, points=points, configure=configure, measure=measure, finish=finish,
           analysis=lab1_analysis, needs=("netem",),
-          results_checks={"sweep.csv": check_sweep, "paper-point.csv": check_sweep})
+          results_checks={"sweep.csv": check_sweep, "paper-point.csv": check_sweep},
+          # What grading hides while a submission runs: the kit's answers to the graded questions
+          # (unseen.answers, the functions it calls, and degradation_region for Q2); no reference
+          # column is an answer (each is an input some question computes from).
+          answer_keys={"unseen": lab1_unseen.ANSWER_KEYS, "sweep": ("degradation_region",)},
+          held_out=lab1_unseen.held_out, unseen_answers=lab1_unseen.answers,
+          claims=lab1_claims, fragments=lab1_fragments.fragments)

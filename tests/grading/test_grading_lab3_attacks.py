@@ -27,7 +27,8 @@ import pytest
 from mptcplab.grading import autograder, batch, reference, sandbox
 
 sys.path.insert(0, str(Path(__file__).parent))
-import lab3_attacks  # noqa: E402  (a helper beside this test, not a package)
+import lab3_attacks  # noqa: E402  (helpers beside this test, not a package)
+import leakscan  # noqa: E402
 
 pytestmark = [pytest.mark.skipif(sandbox.available() is not None, reason=str(sandbox.available())),
               pytest.mark.slow, pytest.mark.timeout(2400)]
@@ -123,39 +124,16 @@ def _hidden_values() -> list[float]:
     return [v for v in values if v and math.isfinite(v)]
 
 
-def _numbers(text: str) -> list[tuple[float, float]]:
-    """Every number of 4 or more significant digits in a text, with half its last digit's unit.
-    (With ~600 reference values, a 3-digit number meets one by chance: "12.0 MiB" met 11.9795.)"""
-    out = []
-    for m in re.finditer(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text):
-        tok = m[0]
-        mant = tok.lstrip("-").split("e")[0].split("E")[0]
-        digits = mant.replace(".", "").lstrip("0")
-        if len(digits) < 4:
-            continue
-        exp = int(re.split(r"[eE]", tok)[1]) if re.search(r"[eE]", tok) else 0
-        decimals = len(mant.split(".")[1]) if "." in mant else 0
-        # An integer (a count: "130 runs", cell numbers) matches only a value it equals; a decimal
-        # matches every value that rounds to it.
-        out.append((float(tok), 0.5 * 10 ** (exp - decimals) if "." in mant or exp else 1e-9 * abs(float(tok))))
-    return out
-
-
-def _leaks(text: str, hidden: list[float]) -> list[tuple[float, float]]:
-    return [(x, h) for x, half_unit in _numbers(text) for h in hidden
-            if abs(x - h) <= half_unit * (1 + 1e-9) and abs(x) >= half_unit * 10]
-
-
 def test_no_hidden_reference_value_in_any_report(lab3):
     hidden = _hidden_values()
     assert len(hidden) > 100
     # The scan finds a planted value in any common rounding (it can fail).
     for fmt in ("{:.4g}", "{:.6f}", "{!r}", "{:.3e}"):
-        assert _leaks("model 1 gives " + fmt.format(hidden[3]) + " here", hidden), fmt
+        assert leakscan.leaks("model 1 gives " + fmt.format(hidden[3]) + " here", hidden), fmt
     for sid in {**NEIGHBOURS, **OTHERS}:
         text = _report(lab3, sid)
         assert "STOLEN" not in text and "Traceback" not in text, (sid, text)
-        assert not _leaks(text, hidden), (sid, _leaks(text, hidden)[:3], text)
+        assert not leakscan.leaks(text, hidden), (sid, leakscan.leaks(text, hidden)[:3], text)
 
 
 def test_reports_a_student_can_act_on(lab3):

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 import pytest
 
 from mptcplab.grading import answer_keys, autograder, batch, checker, execute, report
-from mptcplab.lab import REPO_ROOT
+from mptcplab.run.lab import REPO_ROOT
 
 HERE = Path(__file__).parent
 FIXTURE = HERE / "fixtures" / "grading" / "99-fixture.ipynb"
@@ -125,6 +125,16 @@ def test_ids_never_collide():
     assert len({i.lower() for i in ids}) == len(ids)
 
 
+def test_ids_never_name_a_grader_file_nor_leave_out():
+    """`gradebook.csv.ipynb` once wrote its report where the gradebook goes and crashed the batch."""
+    paths = [Path("gradebook.csv.ipynb"), Path("REPORT.md.ipynb"), Path("x/executed.ipynb.ipynb"), Path("...ipynb"),
+             Path("../../etc.ipynb"), Path("a/../../b/01-x.ipynb"), Path("01-x.ipynb")]
+    ids = batch.unique_ids(paths, "01-x")
+    assert ids == ["gradebook.csv-2", "REPORT.md-2", "executed.ipynb-2", "submission", "etc", "b", "submission-2"]
+    assert not {i.lower() for i in ids} & batch.RESERVED
+    assert all("/" not in i and i not in (".", "..") for i in ids)
+
+
 def test_malformed_cells_are_reported_by_index():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("a = 1"), nbformat.v4.new_code_cell("b")])
     nb.cells[1]["source"] = 12345
@@ -148,17 +158,6 @@ def test_frames_are_capped(tmp_path):
     got = batch.read_frames(stream, fd, value_cap=1000, total_cap=100_000)
     assert got["status"] == {"executed": True} and got["values"] == {"peak": "1.pkl"}
     assert "over its cap" in got["problems"][0]
-
-
-def test_unreadable_files_join_the_batch_lab(tmp_path, monkeypatch):
-    from mptcplab.commands import grade
-
-    good = tmp_path / "a.ipynb"
-    good.write_text('{"cells": [{"source": "grader = otter.Notebook(\\"01-send-buffer.ipynb\\")"}]}')
-    bad = tmp_path / "b.ipynb"
-    bad.write_bytes(b"\xff\xfe not json")
-    groups, unknown = grade.group_by_lab([good, bad], None)
-    assert list(groups.values()) == [[good, bad]] and unknown == [bad]
 
 
 @pytest.mark.slow
@@ -219,3 +218,15 @@ def test_checks_read_the_kits_tables_when_grading(monkeypatch):
     assert kit is not mine and len(kit) > 100  # graded: the kit's copy, whatever the notebook holds
     runs, flows, losses = reference.held_out_lab3(reference.tables("lab3", la.load))
     assert not {"p", "p_e", "p_r"} & set(runs) and len(runs) >= 10 and set(losses.run) <= set(runs.run)
+
+
+def test_leak_scan_reads_no_digest_or_identifier_as_a_number():
+    """Issue 40: `6942e893795a2428` (a report's SHA-256 prefix) was read as 6942 x 10^893795 and overflowed."""
+    sys.path.insert(0, str(HERE))
+    import leakscan
+
+    for word in ("6942e893795a2428", "sha 6942e893795a2428…", "abc6942e8937", "q3_2", "x1234", "1234abc", "1e400"):
+        assert leakscan.numbers(word) == [], word
+    assert leakscan.leaks("SHA-256 6942e893795a2428… unchanged", [6942.0, 6942e89]) == []
+    assert [x for x, _ in leakscan.numbers("p = 961.2431 ms, (0.012345), 1.234e-05.")] == [961.2431, 0.012345, 1.234e-05]
+    assert leakscan.leaks("model 1 gives 961.24 here", [961.2431])

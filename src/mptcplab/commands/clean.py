@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from .. import kernel, places, state
-from ..lab import all_labs
+from .. import places
+from ..core import kernel, state
+from ..grading import leftovers
+from ..run.lab import all_labs
 
 
 def register(sub) -> None:
-    p = sub.add_parser("clean", help="remove namespaces, processes, tracing and BPF congestion controls "
-                                     "the kit created")
+    p = sub.add_parser("clean", help="remove namespaces, processes, tracing, BPF congestion controls and "
+                                     "a killed grader's leftovers the kit created")
     p.set_defaults(func=_clean)
 
 
@@ -20,6 +22,7 @@ def _clean(_args) -> int:
     for lab in all_labs().values():  # what a lab loads into the kernel itself (Lab 2: BPF programs)
         if lab.clean:
             removed += lab.clean()
+    removed += leftovers.clean()  # what a killed `mptcplab grade` left: work directories, cgroups, keyrings
     for line in removed:
         print(f"removed {line}")
     print("nothing left to clean" if not removed else f"cleaned {len(removed)} item(s)")

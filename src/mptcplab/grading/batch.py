@@ -1,7 +1,9 @@
 """Grade a batch of submissions: execute sandboxed, check sandboxed, report; in parallel.
 
-Each submission is read once, by root inside its sandbox, into a size-limited tmpfs; the original
-file is never opened for writing, and its SHA-256 is compared before and after to prove it.
+Each submission is read once as data (`files.read_submission`: no link, FIFO, device, directory
+or second name of another file is read; each of those is its own 0 row with the reason), into the
+batch's work directory, from which its sandbox makes the notebook's copy; the original file is
+never opened for writing, and its SHA-256 is compared before and after to prove it.
 Everything the grader keeps (values, executed notebook, reports) it writes itself into
 directories it created, opened without following links: the student's copy is never read back.
 A submission that crashes, hangs, eats memory or floods output gets the score its values earn
@@ -17,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -24,11 +27,11 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import answer_keys, cgroup, identity, report, sandbox
-from .files import open_dir, write_in
+from . import answer_keys, cgroup, identity, leftovers, reference, report, sandbox
+from .files import Oversized, Refused, open_dir, read_submission, write_in
 from .autograder import Autograder
 
 VALUES_INSIDE = "/grading/values"
@@ -43,14 +46,8 @@ class Options:
     workers: int = 0  # 0: one per core
     values_mb: int = 512  # all values of one submission together
     notebook_mb: int = 32  # largest notebook file graded, and largest executed notebook sent back
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    secret: bytes | None = None  # the instructor's (--secret-file): seeds the unseen inputs; None: a one-off
+    drawn: str = ""  # the lab's unseen inputs and answers for the checkers (grade_batch: reference.request)
 
 
 def student_id(path: Path, lab_stem: str) -> str:
@@ -59,10 +56,17 @@ def student_id(path: Path, lab_stem: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "submission"
 
 
+GRADEBOOK = "gradebook.csv"
+# Names of the files the grader writes beside or inside a student's folder: no student id is one
+# of them (`gradebook.csv.ipynb` once wrote its report where the gradebook goes and crashed the batch).
+RESERVED = frozenset({GRADEBOOK, "report.json", "report.md", "executed.ipynb"})
+
+
 def unique_ids(paths: list[Path], lab_stem: str) -> list[str]:
     """One id per submission; when two map to the same id (`q_dup a`, `q_dup_a`) the later ones get
-    `-2`, `-3`... and grade_batch says so in both reports and the gradebook."""
-    seen: dict[str, int] = {}
+    `-2`, `-3`... and grade_batch says so in both reports and the gradebook. An id that is one of
+    the grader's own file names gets `-2` as well (grade_batch does not run it)."""
+    seen: dict[str, int] = {name: 1 for name in RESERVED}
     out = []
     for p in paths:
         sid = student_id(p, lab_stem)
@@ -151,10 +155,10 @@ def read_frames(stream, values_fd: int, value_cap: int, total_cap: int, notebook
     return got
 
 
-def run_sandboxed(cmd: list[str], stdin: bytes | None, on_stdout, wall_s: int) -> tuple[int, str]:
+def run_sandboxed(cmd: list[str], stdin: bytes | None, on_stdout, wall_s: int, pass_fds=()) -> tuple[int, str]:
     """Run a sandbox command; stdout goes to on_stdout(stream), stderr keeps its last 8 KiB."""
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=pass_fds)
     err = Tail(proc.stderr)
     if stdin is not None:
         def feed():
@@ -184,30 +188,50 @@ def _read_capped(stream, cap: int) -> bytes:
 
 # ---------------------------------------------------------------- one submission
 
-class Oversized(Exception):
-    """The submission file is over Options.notebook_mb (args[0]: its size in bytes)."""
+def _not_graded(result: dict, points: dict[str, float], why: str) -> dict:
+    """A row of zeros for a submission that was not run, with the reason its report gives."""
+    result["status"] = "not graded"
+    result["questions"] = [{"question": q, "score": 0.0, "possible": p, "cases": [], "not_graded": True}
+                           for q, p in sorted(points.items())]
+    result["possible"] = sum(points.values())
+    result["problems"].append(why)
+    return result
 
 
 def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str], out: Path, opt: Options,
-              hidden_keys: dict[str, str], skipped: dict[str, str]) -> dict:
+              hidden_keys: dict[str, str], skipped: dict[str, str], work: Path, batch_token: str,
+              refuse: str | None = None) -> dict:
+    """Grade one submission; `refuse`: a reason not to run it at all (its row says so)."""
     result: dict = {"student": sid, "submission": str(submission), "lab": ag.stem, "questions": [],
                     "score": 0.0, "possible": sum(ag.points().values()), "problems": [], "internal": []}
     started = time.monotonic()
-    before = sha256(submission)
-    tmp = Path(tempfile.mkdtemp(prefix="mlab-grade-"))  # root-owned 0700; the sandboxes see only what is bound
+    try:
+        if refuse:
+            raise Refused(refuse)
+        data = read_submission(submission, opt.notebook_mb << 20)  # as data: no link, FIFO or second name
+    except (Refused, Oversized) as exc:  # not run at all: its own row says why
+        why = (f"{submission.name}: {exc.args[0]}: not graded; hand in the notebook file itself" if isinstance(exc, Refused)
+               else f"your notebook file is {exc.args[0] / 2**20:.1f} MiB; the grader takes notebooks up to "
+                    f"{opt.notebook_mb} MiB: clear its outputs (Edit > Clear Outputs of All Cells), save and hand it in again")
+        _not_graded(result, ag.points(), why)
+        result["seconds"] = round(time.monotonic() - started, 1)
+        report.write(result, out / sid, tests)
+        return result
+    before = hashlib.sha256(data).hexdigest()
+    tmp = Path(tempfile.mkdtemp(prefix="submission-", dir=work))  # root-owned 0700; the sandboxes see only what is bound
+    copy = tmp / "submission.ipynb"
+    copy.write_bytes(data)  # the sandbox copies the grader's copy, never the original's path
+    del data
     cg = None
     lease = contextlib.ExitStack()
     try:
-        size = submission.stat().st_size
-        if size > opt.notebook_mb << 20:
-            raise Oversized(size)
         uid = lease.enter_context(identity.lease())  # this submission's own, for its kernel, checker and oracle
         values = tmp / "values"
         values.mkdir(mode=0o755)
         vfd = open_dir(values)
-        cg = cgroup.create(opt.limits.tree_memory_mb, opt.limits.nproc)
+        cg = cgroup.create(opt.limits.tree_memory_mb, opt.limits.nproc, opt.limits.socket_mb, batch_token)
         notebooks = Path(sandbox.REPO_ROOT) / "notebooks"
-        spec = sandbox.Spec(submission=str(submission.resolve()), notebook_name=f"{ag.stem}.ipynb",
+        spec = sandbox.Spec(submission=str(copy), notebook_name=f"{ag.stem}.ipynb",
                             readonly=hidden_keys, cwd=str(notebooks), cgroup_procs=cg.procs,
                             uid=uid, limits=opt.limits)
         got: dict = {}
@@ -221,6 +245,7 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
         cg.kill()  # nothing the notebook started outlives its run
         t_exec = time.monotonic() - started
         result["execution"] = {"memory_peak_mb": (cg.memory_peak() or 0) >> 20, "oom_killed": cg.oom_killed(),
+                               "socket_peak_mb": None if cg.socket_peak() is None else cg.socket_peak() >> 20,
                                "exit": rc, "cgroup": [str(d) for d in cg.dirs], "uid": uid}
         status = got.get("status") or {}
         if got.get("problems"):
@@ -241,14 +266,28 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
             result["problems"].append(f"the notebook's processes together went over {opt.limits.tree_memory_mb} MiB "
                                       "of memory; the biggest was stopped")
 
-        qfile = json.dumps({"tests": tests}).encode()
+        qfile = json.dumps({"tests": tests, "drawn": opt.drawn}).encode()
         check_spec = sandbox.Spec(readonly={VALUES_INSIDE: str(values), **skipped}, cwd="/", cgroup_procs=cg.procs, uid=uid,
                                   limits=sandbox.Limits(**{**opt.limits.__dict__, "wall_s": opt.check_timeout}))
         box: dict = {}
-        crc, cerr = run_sandboxed(sandbox.command(check_spec, [sys.executable, "-I", "-m", "mptcplab.grading.checker",
-                                                               VALUES_INSIDE]),
-                                  qfile, lambda s: box.update(raw=_read_capped(s, 16 << 20)), opt.check_timeout)
-        cg.kill()
+        # The student's functions answer the checker from a sandbox of their own, which shows the
+        # answer keys redacted as the kernel saw them (the checker's shows the real ones).
+        ours, theirs = socket.socketpair()
+        oracle = subprocess.Popen(
+            sandbox.command(replace(check_spec, readonly={**hidden_keys, VALUES_INSIDE: str(values)}),
+                            [sys.executable, "-I", "-m", "mptcplab.grading.checker", "--serve", str(theirs.fileno()),
+                             VALUES_INSIDE]),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(theirs.fileno(),))
+        theirs.close()
+        try:
+            crc, cerr = run_sandboxed(sandbox.command(check_spec, [sys.executable, "-I", "-m", "mptcplab.grading.checker",
+                                                                   VALUES_INSIDE, "--oracle-fd", str(ours.fileno())]),
+                                      qfile, lambda s: box.update(raw=_read_capped(s, 16 << 20)), opt.check_timeout,
+                                      pass_fds=(ours.fileno(),))
+        finally:
+            ours.close()
+            cg.kill()
+            oracle.wait()
         result["execution"]["seconds_execute"] = round(t_exec, 1)
         result["execution"]["seconds_check"] = round(time.monotonic() - started - t_exec, 1)
         try:
@@ -269,13 +308,6 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
             finally:
                 os.close(dfd)
         result["status"] = "ok" if not result["problems"] else "problems"
-    except Oversized as exc:  # not run at all: the student can make it smaller
-        result["status"] = "problems"
-        result["questions"] = [{"question": q, "score": 0.0, "possible": p, "cases": [], "not_graded": True}
-                               for q, p in sorted(ag.points().items())]
-        result["problems"].append(f"your notebook file is {exc.args[0] / 2**20:.1f} MiB; the grader takes notebooks up "
-                                  f"to {opt.notebook_mb} MiB: clear its outputs (Edit > Clear Outputs of All Cells), "
-                                  "save and hand it in again")
     except Exception as exc:  # the grader's own trouble with this submission: report it, keep going
         result["status"] = "grader-error"
         result["problems"].append("grading failed on the grader's side; your instructor has the details")
@@ -283,11 +315,14 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
     finally:
         if cg is not None:
             cg.remove()  # every process of the UID was in the cgroup: none is left when the lease ends
-        lease.close()
+        lease.close()  # and its keyrings are cleared
         shutil.rmtree(tmp, ignore_errors=True)
     result["seconds"] = round(time.monotonic() - started, 1)
-    after = sha256(submission)
     result["submission_sha256"] = before
+    try:
+        after = hashlib.sha256(read_submission(submission, opt.notebook_mb << 20)).hexdigest()
+    except (Refused, Oversized):
+        after = None
     if after != before:  # cannot happen by design; checked so the claim is tested, not assumed
         result["status"] = "grader-error"
         result["problems"].append("THE SUBMISSION FILE CHANGED DURING GRADING")
@@ -296,34 +331,49 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
 
 
 def write_gradebook(results: list[dict], questions: list[str], path: Path) -> None:
+    """One row per submission; `not_graded`: why a submission was not run (its own row, 0 points)."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["student", "lab", *questions, "total", "possible", "percent", "status", "problems", "submission"])
+        w.writerow(["student", "lab", *questions, "total", "possible", "percent", "status", "problems", "submission",
+                    "not_graded"])
         for r in results:
             per = {q["question"]: q["score"] for q in r["questions"]}
             pct = round(100 * r["score"] / r["possible"], 1) if r["possible"] else 0
+            why = r["problems"][0] if r["status"] == "not graded" else ""
             w.writerow([r["student"], r["lab"], *[f"{per.get(q, 0):g}" for q in questions], f"{r['score']:g}",
-                        f"{r['possible']:g}", pct, r["status"], len(r["problems"]), r["submission"]])
+                        f"{r['possible']:g}", pct, r["status"], len(r["problems"]), r["submission"], why])
 
 
 def grade_batch(submissions: list[Path], ag: Autograder, out: Path, opt: Options | None = None,
-                on_result=None) -> list[dict]:
+                on_result=None, refuse: dict[Path, str] | None = None) -> list[dict]:
     """Grade every submission, `opt.workers` at a time (default: one per core); results in input order.
-    on_result(result), if given, is called as each one finishes (progress, benchmarks)."""
+    on_result(result), if given, is called as each one finishes (progress, benchmarks). `refuse`:
+    submissions not to run, each with the reason its 0 row gives (e.g. it names another lab).
+    Whatever a file is (a link, a FIFO, garbage, a name the grader uses), it gets its own row and the
+    gradebook is written."""
     opt = opt or Options()
     out.mkdir(parents=True, exist_ok=True)
     tests = ag.tests()
     ids = unique_ids(submissions, ag.stem)
+    refuse = dict(refuse or {})
+    for path, sid in zip(submissions, ids):
+        base = student_id(path, ag.stem)
+        if base.lower() in RESERVED:
+            refuse.setdefault(path, f"its name gives the student id {base}, the name of a file the grader writes")
     workers = opt.workers or os.cpu_count() or 1
     done = [0]
     lock = threading.Lock()
-    with tempfile.TemporaryDirectory(prefix="mlab-keys-") as keys_dir:
-        os.chmod(keys_dir, 0o755)
-        hidden = answer_keys.redacted_files(Path(keys_dir))
-        skipped = answer_keys.skipped(Path(keys_dir))
+    with leftovers.workdir() as (work, token):
+        keys_dir = work / "keys"
+        keys_dir.mkdir(mode=0o755)
+        hidden = answer_keys.redacted_files(keys_dir)
+        skipped = answer_keys.skipped(keys_dir)
+        if not opt.drawn:  # once per batch, here: the real answer keys, before any submission runs
+            opt = replace(opt, drawn=reference.request(ag.stem, opt.secret or os.urandom(32)))
 
         def one(i: int) -> dict:
-            r = grade_one(submissions[i], ids[i], ag, tests, out, opt, hidden, skipped)
+            r = grade_one(submissions[i], ids[i], ag, tests, out, opt, hidden, skipped, work, token,
+                          refuse.get(submissions[i]))
             with lock:
                 done[0] += 1
                 print(f"[{done[0]}/{len(submissions)}] {ids[i]}: {r['score']:g}/{r['possible']:g} {r['status']} "
@@ -336,7 +386,7 @@ def grade_batch(submissions: list[Path], ag: Autograder, out: Path, opt: Options
             results = list(pool.map(one, range(len(submissions))))
     for i, sid in enumerate(ids):
         base = student_id(submissions[i], ag.stem)
-        if sid != base:  # say it where the instructor and both students look
+        if sid != base and base.lower() not in RESERVED:  # say it where the instructor and both students look
             twin = next(r for r in results if r["student"] == base)
             print(f"  two submissions map to the id {base!r}: {twin['submission']} ({base}) and {submissions[i]} ({sid})",
                   file=sys.stderr)
@@ -345,5 +395,19 @@ def grade_batch(submissions: list[Path], ag: Autograder, out: Path, opt: Options
                                      f"{r['student']} in the gradebook: tell your instructor if that is not you")
                 r["internal"].append(f"id collision: {twin['submission']} -> {base}, {submissions[i]} -> {sid}")
                 report.write(r, out / r["student"], tests)
-    write_gradebook(results, sorted(ag.points()), out / "gradebook.csv")
+    write_gradebook(results, sorted(ag.points()), out / GRADEBOOK)
+    return results
+
+
+def not_graded_batch(submissions: list[Path], reasons: dict[Path, str], lab: str, out: Path) -> list[dict]:
+    """Rows (0 points, each with its reason) and reports for submissions no lab's autograder takes,
+    e.g. files of a mixed batch whose lab cannot be told; the gradebook is written as for a lab."""
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for path, sid in zip(submissions, unique_ids(submissions, "")):
+        r = _not_graded({"student": sid, "submission": str(path), "lab": lab, "questions": [], "score": 0.0,
+                         "possible": 0.0, "problems": [], "internal": []}, {}, f"{path.name}: {reasons[path]}: not graded")
+        report.write(r, out / sid, {})
+        results.append(r)
+    write_gradebook(results, [], out / GRADEBOOK)
     return results

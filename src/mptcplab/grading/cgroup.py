@@ -10,6 +10,17 @@ systemd, which is not running on every grading host (containers, this CI machine
 not packaged for Debian 12. Both layouts are handled: the unified v2 hierarchy when it has the
 memory controller, else the v1 memory/pids/cpu hierarchies (hybrid hosts). The sandbox joins
 by writing "0" (itself) to each `procs` file before it drops root (`sandbox.prepare`).
+
+Socket buffers: v2 charges them to the group's memory (memory.stat `sock`), so they count in
+memory.max. v1 charges TCP buffers only once memory.kmem.tcp.limit_in_bytes is set: without it a
+submission held 1,057 MiB of TCP buffers beyond its 4,096 MiB limit, and another kept the host's TCP
+memory at its ceiling for 45 s. On v1 each group therefore gets a TCP limit of its own
+(`Limits.socket_mb`): past it the kernel refuses the group more buffer, as it does to a host at
+its tcp_mem ceiling, and neighbours keep theirs. No socket reaches beyond loopback anyway (the
+sandbox's network namespace holds only lo).
+
+Every group is named after its batch (`mlab-grade-<token>-<n>`, `leftovers.py`), so what a killed
+grader left can be told from a live batch's and removed.
 """
 
 from __future__ import annotations
@@ -22,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
+PREFIX = "mlab-grade-"
+TCP_LIMIT = "memory.kmem.tcp.limit_in_bytes"
 
 
 def _own(hierarchy: str) -> str:
@@ -46,6 +59,15 @@ class Cgroup:
     @property
     def procs(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in self.dirs]
+
+    def socket_peak(self) -> int | None:
+        """Largest TCP buffer memory of the tree so far, in bytes (v1 only: v2 counts it in memory_peak)."""
+        for d in self.dirs:
+            try:
+                return int((d / "memory.kmem.tcp.max_usage_in_bytes").read_text())
+            except (OSError, ValueError):
+                continue
+        return None
 
     def memory_peak(self) -> int | None:
         """Largest memory use of the whole tree so far, in bytes (None when the kernel does not say)."""
@@ -142,14 +164,18 @@ def available() -> str | None:
     if _v2_parent() is not None:
         return None
     if all((ROOT / h / "cgroup.procs").exists() for h in ("memory", "pids")):
+        if not (ROOT / "memory" / _own("memory").lstrip("/") / TCP_LIMIT).exists():
+            return (f"the cgroup v1 memory hierarchy has no {TCP_LIMIT}: a submission's TCP buffers could not be "
+                    "limited (a kernel built without CONFIG_MEMCG_KMEM?); use cgroup v2")
         return None
     return ("no usable cgroup (need cgroup v2 with the memory and pids controllers, or the v1 memory and "
             "pids hierarchies mounted under /sys/fs/cgroup)")
 
 
-def create(memory_mb: int, pids: int, cpus: float = 1.0) -> Cgroup:
-    """A fresh cgroup with the limits set; raises OSError when none can be made (see available())."""
-    name = f"mlab-grade-{uuid.uuid4().hex[:12]}"
+def create(memory_mb: int, pids: int, socket_mb: int, batch: str, cpus: float = 1.0) -> Cgroup:
+    """A fresh cgroup of a batch (its token) with the limits set; raises OSError when none can be made
+    (see available())."""
+    name = f"{PREFIX}{batch}-{uuid.uuid4().hex[:8]}"
     mem = str(memory_mb * 1024 * 1024)
     period = 100_000
     quota = str(int(cpus * period))
@@ -178,6 +204,7 @@ def create(memory_mb: int, pids: int, cpus: float = 1.0) -> Cgroup:
             cg.dirs.append(d)
             if hierarchy == "memory":
                 _write(d / "memory.limit_in_bytes", mem)
+                _write(d / TCP_LIMIT, str(socket_mb * 1024 * 1024))  # also what turns the charging on
                 if (d / "memory.memsw.limit_in_bytes").exists():  # no swapping around the limit
                     _write(d / "memory.memsw.limit_in_bytes", mem)
             elif hierarchy == "pids":
@@ -189,3 +216,20 @@ def create(memory_mb: int, pids: int, cpus: float = 1.0) -> Cgroup:
         cg.remove()
         raise
     return cg
+
+
+def leftovers(live: set[str]) -> list[Cgroup]:
+    """Groups of batches whose token is not in `live` (their grader is gone), one Cgroup per name
+    across the hierarchies."""
+    found: dict[str, Cgroup] = {}
+    v2 = ROOT / "mlab-grading"
+    tops = [(v2, 2)] if v2.is_dir() else []
+    tops += [(ROOT / h, 1) for h in ("memory", "pids", "cpu") if (ROOT / h / "cgroup.procs").exists()]
+    for top, version in tops:
+        for here, dirs, _ in os.walk(top):
+            mine = [d for d in dirs if d.startswith(PREFIX)]
+            dirs[:] = [d for d in dirs if not d.startswith(PREFIX)]
+            for d in mine:
+                if d[len(PREFIX):].rpartition("-")[0] not in live:
+                    found.setdefault(d, Cgroup([], version)).dirs.append(Path(here) / d)
+    return list(found.values())

@@ -35,6 +35,7 @@ from pathlib import Path
 VALUES = "/var/mlab-values"  # a tmpfs of its own (sandbox.VALUES): a notebook that fills /tmp loses no value
 FIFO = VALUES + "/.snapshot"
 DROPPED = "[mptcplab grade: output beyond %d bytes dropped]"
+DROPPED_RICH = "[mptcplab grade: figures and tables beyond %d MiB dropped]"
 
 # Run in a namespace of its own (exec with fresh globals), so the names a notebook binds (a
 # student's `isinstance` or `len`) never replace what the runner's code calls.
@@ -209,28 +210,39 @@ def _client_class():
     from nbclient import NotebookClient
 
     class CappedClient(NotebookClient):
-        """Drops outputs past a byte budget so a runaway print cannot exhaust the grader's memory."""
+        """Two output budgets, so a runaway print cannot exhaust the runner's memory and a notebook's
+        figures are not taken for a flood: text (streams; errors past it if short) up to
+        max_output_bytes, rich outputs (figures, tables) up to max_rich_bytes, the most the grader
+        takes back as the executed notebook anyway. Lab 1's correct notebook shows ~1.2 MB of
+        figures: with one budget for both, its last figures and tables were dropped and its row
+        said `problems`."""
 
         max_output_bytes = 1_000_000
-        _used = 0
-        _notified = False
+        max_rich_bytes = 32 << 20
         timed_out = False
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.used = {"text": 0, "rich": 0}
+            self.dropped = {"text": False, "rich": False}
 
         async def _async_handle_timeout(self, timeout, cell=None):
             self.timed_out = True
             return await super()._async_handle_timeout(timeout, cell)
 
         def output(self, outs, msg, display_id, cell_index):
+            kind = "text" if msg["msg_type"] in ("stream", "error") else "rich"
+            cap = self.max_output_bytes if kind == "text" else self.max_rich_bytes
             size = len(json.dumps(msg.get("content", {}), default=str))
-            self._used += size
-            if self._used <= self.max_output_bytes or (msg["msg_type"] == "error" and size < 20_000):
+            self.used[kind] += size
+            if self.used[kind] <= cap or (msg["msg_type"] == "error" and size < 20_000):
                 return super().output(outs, msg, display_id, cell_index)
-            if not self._notified:
-                self._notified = True
+            if not self.dropped[kind]:
+                self.dropped[kind] = True
                 from nbformat.v4 import new_output
 
-                outs.append(new_output("stream", name="stderr",
-                                       text=f"[mptcplab grade: output beyond {self.max_output_bytes} bytes dropped]\n"))
+                what = DROPPED % cap if kind == "text" else DROPPED_RICH % (cap >> 20)
+                outs.append(new_output("stream", name="stderr", text=f"{what}\n"))
             return None
 
     return CappedClient
@@ -271,12 +283,13 @@ def _run_cell(client, cell, index, timeout: float) -> str:
     return "stuck" if client.timed_out else "timeout"
 
 
-def run(notebook: Path, cell_timeout: int, deadline_s: float, max_output: int, value_cap: int) -> dict:
+def run(notebook: Path, cell_timeout: int, deadline_s: float, max_output: int, value_cap: int,
+        rich_cap: int = 32 << 20) -> dict:
     import nbformat
 
     started = time.monotonic()
     status: dict = {"executed": False, "cell_errors": [], "timed_out_cells": [], "malformed_cells": [],
-                    "output_truncated": False, "seconds": None}
+                    "output_truncated": False, "rich_truncated": False, "seconds": None}
     try:
         nb = nbformat.reads(notebook.read_text(errors="replace"), as_version=4)
         status["malformed_cells"] = sanitize(nb)
@@ -293,7 +306,7 @@ def run(notebook: Path, cell_timeout: int, deadline_s: float, max_output: int, v
                              resources={"metadata": {"path": str(notebook.parent)}}, record_timing=False,
                              interrupt_on_timeout=True, error_on_timeout=TIMED_OUT,
                              extra_arguments=["--IPKernelApp.capture_fd_output=False"])
-    client.max_output_bytes = max_output
+    client.max_output_bytes, client.max_rich_bytes = max_output, rich_cap
     from nbclient.exceptions import DeadKernelError
 
     def request_snapshot():
@@ -335,7 +348,7 @@ def run(notebook: Path, cell_timeout: int, deadline_s: float, max_output: int, v
     except Exception as exc:
         status["fatal"] = type(exc).__name__
         status["detail"] = str(exc).strip()[-300:]
-    status["output_truncated"] = client._notified
+    status["output_truncated"], status["rich_truncated"] = client.dropped["text"], client.dropped["rich"]
     for i, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
             if out.get("output_type") == "stream" and DROPPED % max_output in str(out.get("text", ""))[-200:]:
@@ -404,7 +417,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = _private_stdout()
     _not_dumpable()
-    status = run(a.notebook, a.cell_timeout, a.deadline, a.max_output, a.value_cap)
+    status = run(a.notebook, a.cell_timeout, a.deadline, a.max_output, a.value_cap, a.notebook_cap)
     send(out, status, a.value_cap, a.total_cap, a.notebook_cap)
     return 0
 

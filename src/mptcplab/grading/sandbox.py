@@ -43,7 +43,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..lab import REPO_ROOT
+from . import identity
+from ..run.lab import REPO_ROOT
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -58,6 +59,7 @@ class Limits:
     tree_memory_mb: int = 4096  # the cgroup: every process of the submission and its tmpfs pages together
     nproc: int = 256
     nofile: int = 1024
+    socket_mb: int = 64  # TCP buffers of the whole tree (cgroup v1's kmem.tcp; v2 counts them in tree_memory_mb)
 
 
 @dataclass
@@ -101,7 +103,7 @@ def available() -> str | None:
     """None when sandboxing works here, else why not (grading refuses to run unsandboxed)."""
     if os.geteuid() != 0:
         return "grading needs root to create namespaces and drop to an unprivileged user (run with sudo)"
-    for tool in ("unshare", "timeout", "ip", "mount"):
+    for tool in ("unshare", "timeout", "setpriv", "ip", "mount"):
         if not shutil.which(tool):
             return f"`{tool}` is missing (apt-get install util-linux iproute2 coreutils)"
     from . import cgroup
@@ -111,8 +113,11 @@ def available() -> str | None:
 
 def command(spec: Spec, argv: list[str]) -> list[str]:
     """The host-side command line: kill after wall_s, new namespaces, then prepare() inside."""
-    return ["timeout", "-s", "KILL", str(spec.limits.wall_s),
-            "unshare", "--net", "--mount", "--pid", "--ipc", "--uts", "--fork", "--kill-child", "--mount-proc",
+    # setpriv --pdeathsig: killed with the grader (timeout with the grader's thread, unshare with
+    # timeout; the sandbox's PID 1 with unshare, see _die_with_parent), so a killed grader leaves
+    # no sandbox running until its time limit.
+    return ["setpriv", "--pdeathsig", "KILL", "timeout", "-s", "KILL", str(spec.limits.wall_s),
+            "setpriv", "--pdeathsig", "KILL", "unshare", "--net", "--mount", "--pid", "--ipc", "--uts", "--fork", "--kill-child", "--mount-proc",
             sys.executable, "-I", "-m", "mptcplab.grading.sandbox", json.dumps(asdict(spec)), "--", *argv]
 
 
@@ -184,6 +189,7 @@ def prepare(spec: Spec) -> None:
     os.setgroups([])
     os.setgid(gid)
     os.setuid(uid)
+    identity.new_session_keyring()  # not the grader's: nothing of the submission is linked where others look
     _die_with_parent()
     os.chdir(spec.cwd)
     os.environ.clear()

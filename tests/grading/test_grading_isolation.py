@@ -1,0 +1,131 @@
+"""Nothing survives a submission, and limits count everything (issue 40, items 6 and 7), without a
+notebook (fast, root): a keyring writer then a reader given the same UID; what a killed grader
+leaves and its removal; TCP buffers charged to the submission's cgroup on v1."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mptcplab.grading import cgroup, identity, leftovers
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="UIDs, keyrings and cgroups need root")
+
+KEYS = r"""
+import ctypes, os, sys
+from mptcplab.grading import identity
+ADD_KEY = {"x86_64": 248, "aarch64": 217, "riscv64": 217}[os.uname().machine]
+KEYCTL_SEARCH = 10
+uid = int(sys.argv[2])
+os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+identity.new_session_keyring()
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+found = []
+rings = {"user": identity.KEY_SPEC_USER_KEYRING, "user-session": identity.KEY_SPEC_USER_SESSION_KEYRING,
+         "persistent": identity.keyctl(identity.KEYCTL_GET_PERSISTENT, -1, identity.KEY_SPEC_SESSION_KEYRING)}
+for name, ring in rings.items():
+    if sys.argv[1] == "write":
+        assert libc.syscall(ADD_KEY, b"user", b"mlab-left", b"secret", 6, ctypes.c_long(ring)) > 0, name
+    else:
+        try:
+            identity.keyctl(KEYCTL_SEARCH, ring, b"user", b"mlab-left", 0)
+            found.append(name)
+        except OSError:
+            pass
+print(" ".join(found) or "nothing")
+"""
+
+
+def _keys(mode: str, uid: int) -> str:
+    return subprocess.run([sys.executable, "-c", KEYS, mode, str(uid)], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_a_uids_next_holder_finds_no_key_of_the_last():
+    """The kernel keeps a UID's user keyrings for ever and its persistent keyring for days: a key
+    left there by one submission was read by two later ones leased the same UID."""
+    with identity.lease() as writer:
+        assert _keys("write", writer) == "nothing"  # written: the next read in this lease sees them
+        assert _keys("read", writer) == "user user-session persistent"
+    with identity.lease() as reader:
+        assert reader == writer  # the lowest free UID again: the same one
+        assert _keys("read", reader) == "nothing"
+    _keys("write", writer)  # a grader killed before its scrub: the next lease scrubs first
+    with identity.lease() as reader:
+        assert _keys("read", reader) == "nothing"
+
+
+def test_what_a_killed_grader_leaves_is_removed(tmp_path):
+    """A grader killed mid-batch leaves its work directory and its cgroups with processes in them;
+    the next `mptcplab grade` or `mptcplab clean` (leftovers.clean) removes them, and never a live batch's."""
+    child = subprocess.Popen([sys.executable, "-c", (
+        "from mptcplab.grading import cgroup, leftovers\n"
+        "import subprocess, sys, time\n"
+        "with leftovers.workdir() as (work, token):\n"
+        "    cg = cgroup.create(256, 16, 8, token)\n"
+        "    sleeper = subprocess.Popen(['sleep', '300'])\n"
+        "    open(cg.procs[0], 'w').write(str(sleeper.pid))\n"
+        "    (work / 'keys').mkdir()\n"
+        "    print(work, cg.dirs[0], sleeper.pid, flush=True)\n"
+        "    time.sleep(300)\n")], stdout=subprocess.PIPE, text=True)
+    work, group, sleeper = child.stdout.readline().split()
+    with leftovers.workdir() as (live, _):
+        assert leftovers.clean() == []  # both batches alive: nothing is a leftover
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        assert Path(work).is_dir() and Path(group).is_dir() and Path(f"/proc/{sleeper}").exists()
+        removed = leftovers.clean()
+        assert f"grading work directory {work}" in removed and any(Path(group).name in r for r in removed), removed
+        assert not Path(work).exists() and not Path(group).exists() and live.is_dir()
+    for _ in range(50):
+        if not Path(f"/proc/{sleeper}").exists() or "Z" in Path(f"/proc/{sleeper}/stat").read_text().split()[2]:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the killed grader's process outlived its cgroup")
+
+
+HOG = r"""
+import socket, sys
+listener = socket.create_server(("127.0.0.1", 0))
+queued = 0
+pairs = []
+for _ in range(64):
+    a = socket.create_connection(listener.getsockname())
+    b, _ = listener.accept()
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    a.setblocking(False)
+    pairs.append((a, b))
+    try:
+        while True:
+            queued += a.send(b"x" * 65536)
+    except BlockingIOError:
+        pass
+print(queued >> 20, flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.skipif(not (cgroup.ROOT / "memory" / "cgroup.procs").exists() or (cgroup.ROOT / "cgroup.controllers").exists(),
+                    reason="cgroup v1 memory hierarchy only (v2 charges socket buffers to memory.max by itself)")
+def test_tcp_buffers_count_against_the_submission_on_cgroup_v1():
+    """Issue 40: on v1 one submission held 1,057 MiB of TCP buffers beyond its memory limit."""
+    cg = cgroup.create(1024, 64, 16, "test")
+    try:
+        hog = subprocess.Popen([sys.executable, "-c", HOG], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: [open(p, "w").write("0") for p in cg.procs])
+        queued_mb = int(hog.stdout.readline())
+        # The kernel forces a few pages past the limit (a socket's minimum); without the limit the
+        # same program queued 763 MiB here (2026-11-28), charged to no cgroup.
+        assert cg.socket_peak() is not None and cg.socket_peak() <= 17 << 20, cg.socket_peak()
+        assert queued_mb <= 16, queued_mb
+        hog.stdin.close()
+        hog.wait(30)
+    finally:
+        cg.remove()

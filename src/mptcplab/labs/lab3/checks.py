@@ -38,6 +38,15 @@ def _floats(values) -> np.ndarray:
     return np.array([v if isinstance(v, float) else np.nan for v in values])
 
 
+def _call(func, name: str, where: str, *args):
+    """The student's function on a check's inputs; what it raises, as a finding (its type only)."""
+    try:
+        return func(*args)
+    except Exception as exc:
+        expect(False, _say(f"On {where}, {name} raised {type(exc).__name__}. The check's own tables have the",
+                           "columns of the question's inputs and none of the answers: compute, do not copy."))
+
+
 def _grid_mismatch(values, want) -> int | None:
     """Index of the first value not within RTOL of the kit's, or None."""
     bad = ~np.isclose(_floats(values), np.asarray(want, dtype=float), rtol=RTOL, atol=0)
@@ -165,7 +174,7 @@ def q4(cumulative_rates, runs, losses) -> None:
     drawn = unseen.rate_tables({"runs": runs, "flows": pd.DataFrame(columns=["run", "flow", "rtt"]), "losses": losses},
                                _public())
     for r, lost, where in ((runs, losses, "your tables"), (drawn["runs"], drawn["losses"], "the check's own tables")):
-        got = _table(cumulative_rates(r, lost), "cumulative_rates", r, ("p_e", "p_r"))
+        got = _table(_call(cumulative_rates, "cumulative_rates", where, r, lost), "cumulative_rates", r, ("p_e", "p_r"))
         want = cumulative_rates_of(r, lost).loc[list(got.index)]
         expect(_close(got.p_r, want.p_r).all(),
                _say(f"On {where}, p_r is not the packet loss rate of every run: lost packets (the run's rows of",
@@ -184,7 +193,7 @@ def q5(per_flow_rate, runs, flows, losses) -> None:
     drawn = unseen.rate_tables({"runs": runs, "flows": flows, "losses": losses}, _public())
     for r, fl, lost, where in ((runs, flows, losses, "your tables"),
                                (drawn["runs"], drawn["flows"], drawn["losses"], "the check's own tables")):
-        got = _table(per_flow_rate(r, fl, lost), "per_flow_rate", r, ("p",))
+        got = _table(_call(per_flow_rate, "per_flow_rate", where, r, fl, lost), "per_flow_rate", r, ("p",))
         want = per_flow_rate_of(r, fl, lost).loc[list(got.index)]
         bad = ~_close(got.p, want.p)
         hint = next((h for col, h in (
@@ -220,7 +229,7 @@ def q6(compare, runs) -> None:
     """compare(runs): measured, model1, model2, err1, err2 per run with p > 0, on the notebook's runs and
     a public draw. Builds on Q1 and Q2 (it calls the student's models)."""
     for r, where in ((runs, "your runs"), (unseen.compare_runs(runs, _public()), "the check's own runs")):
-        got = compare(r)
+        got = _call(compare, "compare", where, r)
         expect(isinstance(got, pd.DataFrame) and set(COMPARE_COLUMNS) <= set(got.columns),
                _say(f"compare should return a DataFrame with the columns {', '.join(COMPARE_COLUMNS)};",
                     f"it returned {type(got).__name__}."))
@@ -255,7 +264,7 @@ def q7(in_scope, runs) -> None:
     runs and a public draw (queued runs and runs at exactly 2 % among them)."""
     full = analysis.predict(runs) if "queued" not in runs else runs
     for r, where in ((full, "your runs"), (unseen.scope_runs(full, _public()), "the check's own runs")):
-        got = in_scope(r)
+        got = _call(in_scope, "in_scope", where, r)
         expect(isinstance(got, pd.Series) and got.dtype == bool,
                _say("in_scope should return a boolean Series indexed by run (True where the bands apply);",
                     f"it returned {type(got).__name__}" + (f" of {got.dtype}." if isinstance(got, pd.Series) else ".")))

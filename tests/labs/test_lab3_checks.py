@@ -1,0 +1,282 @@
+"""Lab 3's checks (labs/lab3/checks.py) on right and plausibly wrong answers, without a notebook.
+
+For every question: the solution passes the public check and the hidden one; each plausible wrong
+answer fails the public check with a short message in the checker's words (at most six lines, no
+source, no expected value) and fails the hidden check on an unseen draw. Values memorised from the
+shipped grids and the public draw pass nothing hidden. `unseen.held_out` draws what it promises.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mptcplab.grading import reference
+from mptcplab.grading.feedback import CheckFailed
+from mptcplab.labs.lab3 import analysis as la
+from mptcplab.labs.lab3 import checks, models, unseen
+from mptcplab.labs.lab3 import notebook as nb3
+
+
+@pytest.fixture(scope="module")
+def tables():
+    """A slice of the reference: 24 runs, both scenarios, one to ten flows (the checks stay fast)."""
+    t = reference.tables("lab3", la.load)
+    runs = t["runs"].iloc[::5].reset_index(drop=True)
+    keep = set(runs.run)
+    return {"runs": runs, "flows": t["flows"][t["flows"].run.isin(keep)].reset_index(drop=True),
+            "losses": t["losses"][t["losses"].run.isin(keep)].reset_index(drop=True)}
+
+
+@pytest.fixture(scope="module")
+def drawn(tables):
+    """A draw as the grader makes one from a secret it alone holds."""
+    inputs = unseen.held_out(tables, reference.rng(b"a secret of the test", "lab3"))
+    return inputs, unseen.answers(inputs)
+
+
+# ---------------------------------------------------------------- the solution and its wrong twins
+
+def model1(n, p, rtt, T, b=1, *, printed=False, cap=True, small_w=True, w2=True, full_f=False, use_b=True):
+    b = b if use_b else 1
+    a = math.sqrt(p * b * (24 * n * n + p * b * (n * n - 4 * n + 4)))
+    x = (p * b * (2 - n) + a) / (6 * n * n * p)
+    w = (2 if w2 else 1) * n * x / b
+    z = T * (models.f_poly(p) if full_f else 1 + 32 * p * p) / (1 - p)
+    if printed:
+        return models.algorithm1_as_printed(n, p, rtt, T, b)
+    if w <= 3 and small_w:
+        q1 = 1.0
+    else:
+        s = 1 - 1 / max(w, 1.0001)
+        q1 = min(1.0, (1 - s ** 3) * (1 + s ** 3 * (1 - s ** (w - 3))))
+    q = q1 * z / (x * rtt)
+    q = min(n, q) if cap else q
+    return (1 - q / n) / (p * x * rtt) + q / (z * (1 - p))
+
+
+def model2(n, p_e, p_r, rtt, T, b=1, *, q1_cap_n=True, j_everywhere=False, j1_in_q1=False, cap=True, use_b=True,
+           swapped=False):
+    if swapped:
+        p_e, p_r = p_r, p_e
+    b = b if use_b else 1
+    j = p_r / p_e
+    j1 = j if j_everywhere else min(j, n)
+    a = math.sqrt(p_e * b * j1 * (24 * n * n + p_e * b * j1 * (n * n - 4 * n * j1 + 4 * j1 * j1)))
+    x = (j1 * p_e * b * (2 * j1 - n) + a) / (6 * n * n * p_e)
+    w = n * x / (2 * b) * (1 + 3 * n / j1)
+    z = T * (1 + 32 * p_e * p_e) / (1 - p_e)
+    q1 = (j1 if j1_in_q1 else j) * n / w
+    q1 = min(n, q1) if q1_cap_n else min(1, q1)
+    q = min(n, q1 * z / (x * rtt)) if cap else q1 * z / (x * rtt)
+    return (1 - q / n) / (p_e * x * rtt) + q / (z * (1 - p_e))
+
+
+def count_loss_events(times, rtt, *, sort=True, chain=False, losses=False, as_float=False):
+    if losses:
+        return len(times)
+    events, start, last = 0, -math.inf, -math.inf
+    for t in (sorted(times) if sort else list(times)):
+        if t > (last if chain else start) + rtt:
+            events, start = events + 1, t
+        last = t
+    return float(events) if as_float else events
+
+
+def cumulative_rates(runs, losses, *, what="right"):
+    rows = {}
+    for r in runs.itertuples():
+        lost = losses[losses.run == r.run]
+        rtt = 0.06 if what == "fixed_rtt" else r.rtt
+        if what == "per_flow":
+            events = sum(count_loss_events(g.t, rtt) for _, g in lost.groupby("flow"))
+        elif what == "losses":
+            events = len(lost)
+        else:
+            events = count_loss_events(lost.t, rtt)
+        rows[r.run] = {"p_e": events / r.packets, "p_r": len(lost) / r.packets * (100 if what == "percent" else 1)}
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["p_e", "p_r"]).rename_axis("run")
+    if what == "lossy_only":
+        return out[out.p_r > 0].replace(0, np.nan)
+    if what == "range_index":
+        return out.reset_index(drop=True)
+    return out
+
+
+def per_flow_rate(runs, flows, losses, *, what="right"):
+    p = {}
+    for r in runs.itertuples():
+        lost, fl = losses[losses.run == r.run], flows[flows.run == r.run]
+        if what == "cumulative":
+            p[r.run] = count_loss_events(lost.t, r.rtt) / r.packets
+        elif what == "flow_packets":
+            p[r.run] = sum(count_loss_events(lost[lost.flow == f.flow].t, f.rtt) / f.packets for f in fl.itertuples())
+        else:
+            p[r.run] = sum(count_loss_events(lost[lost.flow == f.flow].t, r.rtt if what == "run_rtt" else f.rtt)
+                           for f in fl.itertuples()) / r.packets
+    return pd.Series(p, name="p", dtype=float).rename_axis("run")
+
+
+def compare(runs, *, m1=model1, m2=model2, b="model_b", measured="pps", swap=False, err="right", all_runs=False):
+    rows = []
+    for r in (runs if all_runs else runs[runs.p > 0]).itertuples():
+        bb, pps = getattr(r, b), getattr(r, measured)
+        v1 = m1(r.n, r.p_e if swap else r.p, r.rtt, r.T, bb) if r.p > 0 else np.nan
+        v2 = m2(r.n, r.p_e, r.p_r, r.rtt, r.T, bb) if r.p > 0 else np.nan
+        e1, e2 = ((pps / v1 - 1, pps / v2 - 1) if err == "inverted" else
+                  (100 * (v1 / pps - 1), 100 * (v2 / pps - 1)) if err == "percent" else (v1 / pps - 1, v2 / pps - 1))
+        rows.append({"run": r.run, "measured": pps, "model1": v1, "model2": v2, "err1": e1, "err2": e2})
+    return pd.DataFrame(rows).set_index("run")
+
+
+def in_scope(runs, *, queued=True, strict=False, lossless=False, column="loss", as_list=False):
+    loss = runs[column]
+    ok = (loss < 0.02) if strict else (loss <= 0.02 + 1e-12)
+    if not lossless:
+        ok &= runs.p > 0
+    if queued:
+        ok &= ~runs.queued.astype(bool)
+    if as_list:
+        return list(runs.run[ok])
+    return pd.Series(ok.to_numpy(), index=runs.run)
+
+
+def _partial(f, **kw):
+    def call(*args):
+        return f(*args, **kw)
+    return call
+
+
+WRONG = {
+    "q1": {"Algorithm 1 as printed": _partial(model1, printed=True), "q not capped at n": _partial(model1, cap=False),
+           "no w <= 3 case": _partial(model1, small_w=False), "w = n x / b": _partial(model1, w2=False),
+           "z with the full f(p)": _partial(model1, full_f=True), "b ignored": _partial(model1, use_b=False),
+           "per flow, not the aggregate": lambda n, p, rtt, T, b=1: model1(n, p, rtt, T, b) / n},
+    "q2": {"q1 capped at 1": _partial(model2, q1_cap_n=False), "j for j1": _partial(model2, j_everywhere=True),
+           "j1 in q1": _partial(model2, j1_in_q1=True), "q not capped": _partial(model2, cap=False),
+           "p_e and p_r swapped": _partial(model2, swapped=True), "b ignored": _partial(model2, use_b=False)},
+    "q3": {"unsorted": _partial(count_loss_events, sort=False), "gap from the previous loss": _partial(count_loss_events, chain=True),
+           "lost packets": _partial(count_loss_events, losses=True), "a float": _partial(count_loss_events, as_float=True)},
+    "q4": {"packets for events": _partial(cumulative_rates, what="losses"),
+           "events flow by flow": _partial(cumulative_rates, what="per_flow"),
+           "a fixed 60 ms RTT": _partial(cumulative_rates, what="fixed_rtt"),
+           "p_r in percent": _partial(cumulative_rates, what="percent"),
+           "runs without losses left out": _partial(cumulative_rates, what="lossy_only"),
+           "not indexed by run": _partial(cumulative_rates, what="range_index"),
+           "the shipped columns copied": lambda runs, losses: runs.set_index("run")[["p_e", "p_r"]]},
+    "q5": {"all the run's losses together": _partial(per_flow_rate, what="cumulative"),
+           "the run's RTT": _partial(per_flow_rate, what="run_rtt"),
+           "each flow's packets": _partial(per_flow_rate, what="flow_packets"),
+           "the shipped column copied": lambda runs, flows, losses: runs.set_index("run").p},
+    "q6": {"b, the measured ACK ratio": _partial(compare, b="b"), "p_e into model 1": _partial(compare, swap=True),
+           "measured / model - 1": _partial(compare, err="inverted"), "errors in percent": _partial(compare, err="percent"),
+           "goodput for measured": _partial(compare, measured="goodput_pps"),
+           "runs without losses kept": _partial(compare, all_runs=True),
+           "a wrong model 1 (Q1)": _partial(compare, m1=_partial(model1, printed=True))},
+    "q7": {"queued runs kept": _partial(in_scope, queued=False), "2 % left out": _partial(in_scope, strict=True),
+           "runs without losses kept": _partial(in_scope, lossless=True), "p_r for loss": _partial(in_scope, column="p_r"),
+           "a list of runs": _partial(in_scope, as_list=True)},
+}
+RIGHT = {"q1": model1, "q2": model2, "q3": count_loss_events, "q4": cumulative_rates, "q5": per_flow_rate,
+         "q6": compare, "q7": in_scope}
+
+
+def public(q: str, func, t: dict) -> None:
+    args = {"q4": (t["runs"], t["losses"]), "q5": (t["runs"], t["flows"], t["losses"]), "q6": (t["runs"],),
+            "q7": (t["runs"],)}.get(q, ())
+    getattr(checks, q)(func, *args)
+
+
+def hidden(q: str, func, drawn) -> None:
+    inputs, answers = drawn
+    getattr(checks, f"graded_{q}")(func, inputs, answers[q])
+
+
+@pytest.mark.parametrize("q", sorted(RIGHT))
+def test_the_solution_passes_public_and_hidden(q, tables, drawn):
+    public(q, RIGHT[q], tables)
+    hidden(q, RIGHT[q], drawn)
+
+
+def _shown_values(q: str) -> list[float]:
+    """The kit's values a public message must not print (the grids' and the public draw's)."""
+    if q == "q1":
+        return nb3.model1_reference() + [models.parallel_per_flow(*pt) for pt in unseen.grid1(checks._public())]
+    if q == "q2":
+        return nb3.model2_reference() + [models.parallel_cumulative(*pt) for pt in unseen.grid2(checks._public())]
+    return []
+
+
+CASES = [(q, name) for q in sorted(WRONG) for name in WRONG[q]]
+
+
+@pytest.mark.parametrize("q,name", CASES, ids=[f"{q}-{n}" for q, n in CASES])
+def test_each_wrong_answer_fails_public_check_briefly_and_hidden_check(q, name, tables, drawn):
+    with pytest.raises(CheckFailed) as failed:
+        public(q, WRONG[q][name], tables)
+    msg = str(failed.value)
+    assert 0 < len(msg.splitlines()) <= 6 and len(msg) <= 650, msg
+    assert "def " not in msg and "expect(" not in msg and "Traceback" not in msg, msg
+    for v in _shown_values(q):
+        assert f"{v:.4g}" not in msg, (v, msg)
+    with pytest.raises(Exception):
+        hidden(q, WRONG[q][name], drawn)
+
+
+def test_public_hints_name_the_mistake(tables):
+    said = {}
+    for q, name in [("q1", "Algorithm 1 as printed"), ("q2", "q1 capped at 1"), ("q3", "unsorted"),
+                    ("q4", "packets for events"), ("q4", "events flow by flow"), ("q5", "the run's RTT"),
+                    ("q5", "each flow's packets"), ("q6", "b, the measured ACK ratio"), ("q6", "measured / model - 1"),
+                    ("q7", "queued runs kept"), ("q7", "2 % left out")]:
+        with pytest.raises(CheckFailed) as failed:
+            public(q, WRONG[q][name], tables)
+        said[name] = " ".join(str(failed.value).split())
+    assert "Algorithm 1's q1 line as printed" in said["Algorithm 1 as printed"]
+    assert "capped q1 at 1" in said["q1 capped at 1"]
+    assert "sort them first" in said["unsorted"]
+    assert "not lost packets" in said["packets for events"]
+    assert "each flow's events apart" in said["events flow by flow"]
+    assert "that flow's rtt" in said["the run's RTT"]
+    assert "not each flow's" in said["each flow's packets"]
+    assert "model_b" in said["b, the measured ACK ratio"]
+    assert "measured / model - 1" in said["measured / model - 1"]
+    assert "queued" in said["queued runs kept"]
+    assert "exactly 2 %" in said["2 % left out"]
+
+
+def test_memorised_answers_pass_nothing_hidden(tables, drawn):
+    """A lookup table of every value the student could compute at home (the grids, the public draw,
+    the shipped tables' columns) earns no hidden point."""
+    known = {pt: models.parallel_per_flow(*pt) for pt in nb3.GRID1 + unseen.grid1(checks._public())}
+    with pytest.raises(Exception):
+        hidden("q1", lambda *pt: known[pt], drawn)
+    known2 = {pt: models.parallel_cumulative(*pt) for pt in nb3.GRID2 + unseen.grid2(checks._public())}
+    with pytest.raises(Exception):
+        hidden("q2", lambda *pt: known2[pt], drawn)
+    with pytest.raises(Exception):
+        hidden("q4", WRONG["q4"]["the shipped columns copied"], drawn)
+    with pytest.raises(Exception):
+        hidden("q5", WRONG["q5"]["the shipped column copied"], drawn)
+
+
+def test_held_out_draws_every_case_the_public_checks_try(tables):
+    a = unseen.held_out(tables, np.random.default_rng(1))
+    b = unseen.held_out(tables, np.random.default_rng(2))
+    assert a["grid1"] != b["grid1"] and not a["runs"].equals(b["runs"])
+    for name in ("runs", "flows"):
+        assert not set(unseen.RATE_COLUMNS + unseen.PREDICTION_COLUMNS) & set(a[name].columns)
+    assert not set(unseen.PREDICTION_COLUMNS) & set(a["compare_runs"].columns)
+    terms = [models.per_flow_terms(*pt) for pt in a["grid1"]]
+    assert any(float(t["w"]) <= 3 for t in terms) and any(float(t["q"]) >= n for t, (n, *_) in zip(terms, a["grid1"]))
+    assert any(p_r / p_e > n for n, p_e, p_r, *_ in a["grid2"])
+    assert any(times != sorted(times) for times, _ in a["loss_cases"])
+    scope = a["scope_runs"]
+    assert scope.queued.any() and (scope["loss"] == 0.02).any() and (scope.p == 0).any()
+    assert (a["compare_runs"].p == 0).any() and set(a["compare_runs"].model_b) == {1.0, 2.0}
+    answers = unseen.answers(a)
+    assert sorted(answers) == [f"q{i}" for i in range(1, 8)]
+    assert 0 < len(answers["q7"]) < len(scope)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -28,7 +30,27 @@ def register(sub) -> None:
                         "(default: %(default)s)")
     p.add_argument("--notebook-mb", type=int, default=32,
                    help="largest notebook graded, file and executed (default: %(default)s)")
+    p.add_argument("--secret-file", type=Path,
+                   help="the instructor's secret (16 bytes or more; keep it out of the repository): seeds the inputs "
+                        "the hidden checks call the students' functions on, the same on every regrade (default: a "
+                        "one-off secret for this run, of which only a hash is printed)")
     p.set_defaults(func=_grade)
+
+
+def _secret(path: Path | None) -> bytes:
+    """The secret the unseen inputs are drawn from (grading.reference.rng); named on stderr by hash only."""
+    if path is None:
+        secret, where = os.urandom(32), "a one-off secret (pass --secret-file to draw the same inputs again)"
+    else:
+        try:
+            secret, where = path.read_bytes(), str(path)
+        except OSError as exc:
+            raise UsageError(f"--secret-file {path}: {exc.strerror}") from None
+        if len(secret.strip()) < 16:
+            raise UsageError(f"--secret-file {path}: {len(secret.strip())} bytes; use 16 or more random ones "
+                             "(e.g. head -c 32 /dev/urandom > FILE)")
+    print(f"unseen inputs drawn from {where}, sha256 {hashlib.sha256(secret).hexdigest()[:12]}", file=sys.stderr)
+    return secret
 
 
 def _grade(args) -> int:
@@ -43,7 +65,7 @@ def _grade(args) -> int:
     if not subs:
         raise UsageError("no .ipynb submissions found")
     opt = batch.Options(cell_timeout=args.cell_timeout, notebook_mb=args.notebook_mb,
-                        max_output=args.max_output, workers=args.workers,
+                        max_output=args.max_output, workers=args.workers, secret=_secret(args.secret_file),
                         limits=sandbox.Limits(wall_s=args.time_limit, cpu_s=args.time_limit, memory_mb=args.memory_mb,
                                               tree_memory_mb=args.tree_memory_mb, disk_mb=args.disk_mb))
     summary = intake.grade_all(subs, args.out, opt, lab=args.lab, master=args.master)

@@ -16,8 +16,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UsageError
-from ..lab import REPO_ROOT
+from ..core.errors import UsageError
+from ..run.lab import REPO_ROOT
 
 SOLUTIONS = REPO_ROOT / "solutions"
 NOTEBOOKS = REPO_ROOT / "notebooks"
@@ -71,23 +71,16 @@ class Autograder:
         return self.zip_path.parent.parent / "student" / self.master.name
 
     def tests(self) -> dict[str, str]:
-        """question -> OK-format test source (public and hidden cases)."""
+        """question -> test file source (public and hidden cases; OK or exception-based format)."""
         with zipfile.ZipFile(self.zip_path) as zf:
             return {Path(n).stem: zf.read(n).decode() for n in zf.namelist()
                     if re.fullmatch(r"tests/[^/]+\.py", n)}
 
     def points(self) -> dict[str, float]:
         """question -> points possible, read from the test specs."""
-        out = {}
-        for q, src in self.tests().items():
-            g: dict = {}
-            exec(src, g)
-            spec = g["test"]
-            pts = spec.get("points")
-            if pts is None:
-                pts = sum(c.get("points") or 0 for c in spec["suites"][0]["cases"]) or 1
-            out[q] = float(pts)
-        return out
+        from .checker import test_file  # either of Otter's formats
+
+        return {q: float(test_file(src, q).possible) for q, src in self.tests().items()}
 
 
 def autograder_for(master: Path, build: Path = ASSIGN_DIR, *, rebuild: bool = False) -> Autograder:

@@ -10,23 +10,32 @@ writes, and nothing on its sys.path is writable in its sandbox: a notebook that 
 tests arrive on stdin, never as a file. Results go to stdout as JSON.
 
 Functions the student defined (e.g. "write the CS218 increase rule") are called through an
-*oracle*: a child process forked before the tests are read, which alone loads the student's code
-and answers calls with pickled data. Student code therefore never shares a process with the
-tests: it sees only the arguments a test passes, and can return values, not verdicts. The
-checking process makes itself non-dumpable first, so the child cannot read its memory.
+*oracle*: `python -m mptcplab.grading.checker --serve FD VALUES`, run by the grader in a sandbox of
+its own that shows the lab's answer keys redacted, as the notebook's kernel saw them (this
+checker's sandbox shows the real ones: its tests may call them). It alone loads the student's code
+and answers calls over a socket with pickled data. Student code therefore never shares a process,
+a PID namespace or a view of the kit with the tests: it sees only the arguments a test passes
+(unseen inputs among them), and can return values, not verdicts. The tests, and the grader's
+draws of unseen inputs and their answers (`reference.provide`), arrive on stdin.
+
+Test files are Otter's, in either format: OK (doctests) or exception-based (one function per case,
+whose parameters are the names it reads; its failures are a few lines: `feedback`).
 """
 
 from __future__ import annotations
 
 import ast
+import base64
 import builtins
 import doctest
 import importlib
 import io
 import json
 import pickle
+import inspect
 import os
 import re
+import socket
 import struct
 import sys
 
@@ -162,18 +171,30 @@ class StudentCallError(Exception):
 
 
 class Oracle:
-    """Runs the student's functions in a forked child; results come back as plain data only."""
+    """Calls the student's functions in another process; results come back as plain data only.
 
-    def __init__(self, funcs: dict[str, bytes]):
-        self.names = sorted(funcs)
-        self.sock, child = __import__("socket").socketpair()
-        self.pid = os.fork()
-        if self.pid == 0:  # the child: the only process that ever runs student code here
-            self.sock.close()
-            _serve(child, funcs)
-            os._exit(0)
-        child.close()
+    `Oracle(funcs)` forks that process here (for tests of the protocol); grading connects to the
+    oracle's own sandbox instead (`Oracle.over`)."""
+
+    def __init__(self, funcs: dict[str, bytes] | None = None, *, sock=None, names=()):
+        self.pid = 0
+        if sock is None:
+            self.names = sorted(funcs or {})
+            self.sock, child = socket.socketpair()
+            self.pid = os.fork()
+            if self.pid == 0:
+                self.sock.close()
+                _serve(child, funcs or {})
+                os._exit(0)
+            child.close()
+        else:
+            self.sock, self.names = sock, sorted(names)
         self.sock.settimeout(CALL_TIMEOUT_S)
+
+    @classmethod
+    def over(cls, fd: int, names) -> "Oracle":
+        """The oracle at the other end of an inherited socket (the grader made the pair)."""
+        return cls(sock=socket.socket(fileno=fd), names=names)
 
     def proxy(self, name: str):
         def call(*args, **kwargs):
@@ -197,11 +218,12 @@ class Oracle:
 
     def close(self):
         self.sock.close()
-        try:
-            os.kill(self.pid, 9)
-            os.waitpid(self.pid, 0)
-        except OSError:
-            pass
+        if self.pid:
+            try:
+                os.kill(self.pid, 9)
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
 
 
 def _send(sock, data: bytes) -> None:
@@ -277,13 +299,13 @@ def question_names(spec: dict) -> set[str]:
     return {n for n in names if not n.startswith("_") and not hasattr(builtins, n)}
 
 
-def scope_for(spec: dict, env: dict) -> dict:
+def scope_for(spec: dict | set, env: dict) -> dict:
     """The globals a question's checks run in: Python's own builtins, the checker's modules, and
     the student's values only under the names the question reads. A student's `abs`, `zip` or
     `isinstance` is never bound (those names are builtins), and nothing else the notebook
     defined is there for a check to call by accident."""
     scope: dict = {"__builtins__": builtins}
-    for name in question_names(spec):
+    for name in (spec if isinstance(spec, set) else question_names(spec)):  # an OK spec, or the names
         if name in CHECKER_MODULES:
             scope[name] = importlib.import_module(CHECKER_MODULES[name])
         elif name in env:
@@ -291,36 +313,70 @@ def scope_for(spec: dict, env: dict) -> dict:
     return scope
 
 
-def check(tests: dict[str, str], env: dict) -> list[dict]:
-    """Run every OK-format test file (name -> source) on the student's values; one dict per question."""
+def test_file(src: str, qname: str):
+    """Otter's TestFile for one autograder test source, of either format (OK_FORMAT decides, as in Otter)."""
+    from otter.test_files import ExceptionTestFile, OKTestFile
+
+    g: dict = {}
+    exec(src, g)  # the autograder's own test file: trusted
+    if g.get("OK_FORMAT"):
+        return OKTestFile.from_spec(g["test"], path=f"{qname}.py")
+    return ExceptionTestFile.from_string(src, path=f"{qname}.py")
+
+
+def hidden_code(src: str) -> list[str]:
+    """The source of each hidden case of a test file, either format (for the report's leak guard)."""
+    g: dict = {}
+    exec(src, g)  # the autograder's own test file: trusted
+    if g.get("OK_FORMAT"):
+        return [c.get("code", "") for suite in g["test"].get("suites", []) for c in suite.get("cases", []) if c.get("hidden")]
+    out = []
+    for node in ast.parse(src).body:
+        deco = [d for d in getattr(node, "decorator_list", []) if isinstance(d, ast.Call)]
+        if any(k.arg == "hidden" and isinstance(k.value, ast.Constant) and k.value.value for d in deco for k in d.keywords):
+            out.append(ast.get_source_segment(src, node) or "")
+    return out
+
+
+def _params(case) -> list[str]:
+    """An exception-based case's parameters: the notebook names Otter passes it (`env` is everything)."""
+    return [p for p in inspect.signature(case.body.test_func).parameters if p != "env"]
+
+
+def names_read(tf) -> set[str]:
+    """The notebook names a question's checks read: an exception-based case's parameters, or the
+    names an OK-format case's code uses without binding them (`question_names`)."""
     from otter.test_files import OKTestFile
+
+    if isinstance(tf, OKTestFile):
+        return question_names({"suites": [{"cases": [{"code": tc.body} for tc in tf.test_cases]}]})
+    return {p for tc in tf.test_cases for p in _params(tc)}
+
+
+def check(tests: dict[str, str], env: dict) -> list[dict]:
+    """Run every test file (name -> source) on the student's values; one dict per question."""
+    from . import feedback
 
     out = []
     for qname in sorted(tests):
-        spec_globals: dict = {}
-        exec(tests[qname], spec_globals)  # the autograder's own test file: trusted
-        tf = OKTestFile.from_spec(spec_globals["test"], path=f"{qname}.py")
-        scope = scope_for(spec_globals["test"], env)
+        tf = test_file(tests[qname], qname)
+        scope = scope_for(names_read(tf), env)
         try:
             tf.run(scope)
-            cases = [{"name": r.test_case.name, "hidden": r.test_case.hidden, "passed": r.passed,
-                      "message": "" if r.passed else _failure(r.message)} for r in tf.test_case_results]
+            cases = []
+            for r in tf.test_case_results:
+                missing = [] if r.passed or not callable(getattr(r.test_case.body, "test_func", None)) else \
+                    [p for p in _params(r.test_case) if p not in scope]
+                message = (f"NameError: name '{missing[0]}' is not defined" if missing  # Otter passed None
+                           else "" if r.passed else feedback.summary(r.message))
+                cases.append({"name": r.test_case.name, "hidden": r.test_case.hidden, "passed": r.passed,
+                              "message": message})
             out.append({"question": tf.name, "score": float(tf.score), "possible": float(tf.possible), "cases": cases})
         except Exception as exc:  # its text may quote anything the check held: the type only
             out.append({"question": tf.name, "score": 0.0, "possible": float(tf.possible),
                         "cases": [{"name": qname, "hidden": False, "passed": False,
                                    "message": f"the check itself could not run ({type(exc).__name__})"}]})
     return out
-
-
-def _failure(doctest_report: str) -> str:
-    """The useful line of a failed doctest: the first failing example's assertion message or exception
-    (doctest carries on after a failure, so later lines are usually consequences of the first)."""
-    lines = [ln.strip() for ln in doctest_report.splitlines() if ln.strip()]
-    for ln in lines:
-        if re.match(r"^[A-Za-z_.]*(Error|Exception)(:|$)", ln):
-            return ln[:500]
-    return "\n".join(lines[-3:])[:500]
 
 
 def load_values(values_dir: str) -> dict:
@@ -338,24 +394,42 @@ def load_values(values_dir: str) -> dict:
             **{k: index.get(k, {}) for k in ("refs", "oversized", "unsaved")}}
 
 
-def main() -> int:
+def serve(fd: int, values_dir: str) -> int:
+    """The oracle, in its own sandbox: the student's functions, answering the checker on socket fd."""
+    try:
+        funcs = load_values(values_dir)["funcs"]
+    except Exception:
+        funcs = {}
+    _serve(socket.socket(fileno=fd), funcs)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """checker VALUES [--oracle-fd FD] (request JSON on stdin: tests, and the grader's draws), or
+    checker --serve FD VALUES (the oracle)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--serve"]:
+        return serve(int(argv[1]), argv[2])
     _not_dumpable()
     try:
-        dump, note = load_values(sys.argv[1]), ""
+        dump, note = load_values(argv[0]), ""
     except Exception as exc:
         dump, note = {}, f"the notebook saved no values ({type(exc).__name__})"
-    funcs = {k: v for k, v in dump.get("funcs", {}).items() if isinstance(v, bytes)}
-    oracle = Oracle(funcs) if funcs else None  # forked before the tests exist in this process
-    tests = json.load(sys.stdin)["tests"]
+    funcs = [k for k, v in dump.get("funcs", {}).items() if isinstance(v, bytes)]
+    fd = int(argv[argv.index("--oracle-fd") + 1]) if "--oracle-fd" in argv else None
+    oracle = Oracle.over(fd, funcs) if fd is not None and funcs else None
+    request = json.load(sys.stdin)
+    tests = request["tests"]
+    if request.get("drawn"):  # the grader's own pickle of plain data; read through the allowlist all the same
+        from . import reference
+
+        reference.provide(DataUnpickler(io.BytesIO(base64.b64decode(request["drawn"]))).load())
     env, skipped = rebuild(dump)
     if oracle:
         env.update({name: oracle.proxy(name) for name in oracle.names})
     # Only the values a check reads matter to the student: names in the checks' code, not words in
     # their messages (Lab 1's "take the first N packets of cap" listed the notebook's pyshark `cap`).
-    specs = [{} for _ in tests]
-    for g, src in zip(specs, tests.values()):
-        exec(src, g)  # the autograder's own test file: trusted
-    read = set().union(*(question_names(g["test"]) for g in specs))
+    read = set().union(*(names_read(test_file(src, q)) for q, src in tests.items()))
     mentioned = {k: v for k, v in skipped.items() if k in read}
     mentioned.update({k: skipped[k] for k in dump.get("oversized", {})})  # always: only the student can make it smaller
     try:

@@ -33,20 +33,26 @@ _DOCTEST_EXCEPTION = re.compile(r"^\s*(?P<type>[A-Za-z_][\w.]*(Error|Exception|C
 
 def summary(message: str, limit: int = 8) -> str:
     """The part of an Otter failure message a student reads in the grader's report: a CheckFailed's
-    (or an AssertionError's) own message; for any other exception its type only (its text may
-    quote the values the test held). At most `limit` lines."""
+    own message, an AssertionError's prefixed with its type; for any other exception its type only
+    (its text may quote the values the test held). At most `limit` lines."""
     m = _EXCEPTION_FAILURE.search(message)
     if m:
         kind, text = m["type"].rsplit(".", 1)[-1], m["msg"].strip()
-    else:  # an OK-format (doctest) failure: the exception line and what follows it
+    else:  # an OK-format (doctest) failure: the first failing example's exception, up to the next example
         lines = message.splitlines()
         at = next((i for i, ln in enumerate(lines) if _DOCTEST_EXCEPTION.match(ln)), None)
         if at is None:
             return "\n".join(ln.strip() for ln in lines if ln.strip())[-500:]
         d = _DOCTEST_EXCEPTION.match(lines[at])
-        kind = d["type"].rsplit(".", 1)[-1]
-        text = "\n".join([d["msg"] or "", *(ln.strip() for ln in lines[at + 1:])]).strip()
+        kind, rest = d["type"].rsplit(".", 1)[-1], []
+        for ln in lines[at + 1:]:
+            if ln.startswith(("*****", "Trying:")):
+                break
+            rest.append(ln.strip())
+        text = "\n".join([d["msg"] or "", *rest]).strip()
+    if kind == "NameError":
+        return f"NameError: {text}"
     if kind not in ("CheckFailed", "AssertionError", "StudentCallError"):  # texts the kit wrote
-        return f"{kind} (the check could not use this answer)" if kind != "NameError" else f"NameError: {text}"
-    out = [ln for ln in text.splitlines() if ln.strip()][:limit]
-    return "\n".join(out) if out else "the check failed (it gave no reason)"
+        return f"{kind} (the check could not use this answer)"
+    out = [ln for ln in text.splitlines() if ln.strip()][:limit] or ["the check failed (it gave no reason)"]
+    return ("AssertionError: " if kind == "AssertionError" else "") + "\n".join(out)

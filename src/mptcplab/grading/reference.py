@@ -22,7 +22,7 @@ import functools
 import hashlib
 import os
 
-from ..lab import REPO_ROOT
+from ..run.lab import REPO_ROOT
 
 
 def results(lab: str):
@@ -64,7 +64,7 @@ def rng(secret: bytes, lab: str):
 def draw(lab: str, secret: bytes) -> dict:
     """{"inputs": the lab's held-out inputs, "answers": the kit's answers on them}, or {} for a lab
     that declares no `held_out`. Runs in the grader (the real answer keys), never in a sandbox."""
-    from ..lab import all_labs
+    from ..run.lab import all_labs
 
     spec = all_labs()[lab]
     if spec.held_out is None:
@@ -72,6 +72,19 @@ def draw(lab: str, secret: bytes) -> dict:
     inputs = spec.held_out(tables(lab, spec.analysis.load), rng(secret, lab))
     answers = spec.unseen_answers(copy.deepcopy(inputs)) if spec.unseen_answers else {}
     return {"inputs": inputs, "answers": answers}
+
+
+def request(stem: str, secret: bytes) -> str:
+    """The draw of the lab whose notebook is `stem` ("03-parallel-tcp"), as the checker's request
+    carries it ({lab id: draw}, pickled, base64), or "" when the lab declares no held_out."""
+    import base64
+    import pickle
+
+    from ..run.lab import all_labs
+
+    lab = next((l.id for l in all_labs().values() if l.slug == stem), None)
+    drawn = draw(lab, secret) if lab else {}
+    return base64.b64encode(pickle.dumps({lab: drawn}, protocol=4)).decode() if drawn else ""
 
 
 _DRAWN: dict[str, dict] = {}  # lab -> draw(); set by the checker only (provide)

@@ -40,3 +40,22 @@ def leaks(text: str, hidden: list[float]) -> list[tuple[float, float]]:
     """(number in the text, hidden value it rounds from) for every match."""
     return [(x, h) for x, half_unit in numbers(text) for h in hidden
             if abs(x - h) <= half_unit * (1 + 1e-9) and abs(x) >= half_unit * 10]
+
+
+def flat(obj) -> list[float]:
+    """Every finite non-zero number in an answer (numbers, lists, tuples, dicts, numpy arrays,
+    pandas objects), for `leaks`: what a hidden check compares with, as numbers to look for."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(obj, (pd.DataFrame, pd.Series, pd.Index)):
+        obj = obj.to_numpy().ravel().tolist() + (obj.index.tolist() if not isinstance(obj, pd.Index) else [])
+    elif isinstance(obj, np.ndarray):
+        obj = obj.ravel().tolist()
+    if isinstance(obj, dict):
+        return [x for v in obj.values() for x in flat(v)]
+    if isinstance(obj, (list, tuple, set)):
+        return [x for v in obj for x in flat(v)]
+    if isinstance(obj, (bool, np.bool_)) or not isinstance(obj, (int, float, np.integer, np.floating)):
+        return []
+    return [float(obj)] if obj and math.isfinite(obj) else []

@@ -216,8 +216,6 @@ def test_checks_read_the_kits_tables_when_grading(monkeypatch):
     monkeypatch.setenv("MPTCPLAB_GRADING", "1")
     kit = reference.kit("lab3", la.load, "runs", mine)
     assert kit is not mine and len(kit) > 100  # graded: the kit's copy, whatever the notebook holds
-    runs, flows, losses = reference.held_out_lab3(reference.tables("lab3", la.load))
-    assert not {"p", "p_e", "p_r"} & set(runs) and len(runs) >= 10 and set(losses.run) <= set(runs.run)
 
 
 def test_leak_scan_reads_no_digest_or_identifier_as_a_number():

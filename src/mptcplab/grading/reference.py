@@ -111,26 +111,3 @@ def unseen(lab: str) -> dict:
 def expected(lab: str, key: str):
     """The kit's answer `key` (`Lab.unseen_answers(inputs)[key]`, e.g. "q4") on unseen(lab), a copy."""
     return copy.deepcopy(_drawn(lab, "expected")["answers"][key])
-
-
-# Columns that hold the answers of Lab 3's Q4 (the loss rates and the event counts behind them).
-LAB3_RATE_COLUMNS = ("p", "p_e", "p_r", "p_r_emulator", "loss_events", "loss_events_per_flow",
-                     "loss_events_cumulative", "retransmissions", "timeouts", "timeouts_nstat")
-
-
-def held_out_lab3(t: dict, every: int = 9):
-    """(runs, flows, losses) for Lab 3's Q4 that no notebook has seen: every `every`-th run of the
-    reference, one loss in three dropped, RTTs x 1.5 and packets x 1.2, without the loss-rate
-    columns (a function that reads them instead of counting fails here)."""
-    runs, flows, losses = t["runs"], t["flows"], t["losses"]
-    runs = runs.iloc[::every].copy()
-    keep = set(runs.run)
-    flows = flows[flows.run.isin(keep)].copy()
-    losses = losses[losses.run.isin(keep)].copy()
-    losses = losses[losses.groupby("run").cumcount() % 3 != 1].reset_index(drop=True)
-    runs["rtt"] = runs["rtt"] * 1.5
-    flows["rtt"] = flows["rtt"] * 1.5
-    runs["packets"] = (runs["packets"] * 1.2).round().astype(int)
-    runs = runs.drop(columns=[c for c in LAB3_RATE_COLUMNS if c in runs]).reset_index(drop=True)
-    flows = flows.drop(columns=[c for c in LAB3_RATE_COLUMNS if c in flows]).reset_index(drop=True)
-    return runs, flows, losses

@@ -13,12 +13,15 @@ causes with no runs in the results are "not measured", saying what is missing.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
-from ... import stats
+from ...judge import stats
+from ...judge import claims as judge
 from ...judge.claims import FAILS, GREATER, HOLDS, LESS, Claim, Control, Verdict
 from .controls import wait_table
 from .detail import Detail, find_details, load_details, subflow_inflight
@@ -44,6 +47,13 @@ def tables(results_dir: Path | str) -> dict:
     return {"sweep": sweep, "paper": load_paper_point(d),
             "waits": wait_table(details, sweep) if details else pd.DataFrame(),
             "observed": observed(d)}
+
+
+def judged(results_dir: Path | str) -> dict:
+    """The ledger's verdicts on a results folder: its claims.json, or the ledger evaluated now (a
+    folder made before the kit wrote one)."""
+    d = Path(results_dir)
+    return judge.load(d) or judge.document(SimpleNamespace(id="lab1", claims=sys.modules[__name__]), d)
 
 
 def observed(results_dir: Path | str) -> pd.DataFrame:

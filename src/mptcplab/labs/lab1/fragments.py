@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 
@@ -29,7 +28,7 @@ def fragments(ref: Path | str) -> dict[str, str]:
     ref = Path(ref)
     runs = load_paper_point(ref)
     sweep = load_sweep(ref)
-    doc = judged.load(ref) or judged.document(SimpleNamespace(id="lab1", claims=ledger), ref)
+    doc = ledger.judged(ref)
     return {"claims": judged.markdown(doc), "reference": reference(ref, sweep, runs),
             "sweep": sweep_region(sweep), "controls": controls(ref, sweep),
             "schedulers": _section(runs, "schedulers"), HELD: _section(runs, HELD), "held-runs": held_runs(runs),

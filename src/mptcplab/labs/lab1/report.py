@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ... import places
+from ...judge import claims as judge
+from .claims import judged
 from .bounds import full_path_mbps, mptcp_bounds, window_bounds
 from .controls import wait_table
 from .detail import Detail, _read_table, load_details, path_names, subflow_inflight
 from .measure import cwnd_drops
-from .paper_point import divergence, load_paper_point, paper_point_markdown, paper_point_setting
+from .paper_point import load_paper_point, paper_point_markdown, paper_point_setting
 from .second_place import agreement_markdown
 from .sweep import PAPER, _kib, degradation_region, load_sweep, throughput_table
 
@@ -47,6 +48,15 @@ def observed_rp(sweep_dir: Path | str) -> str:
     return "; ".join(out)
 
 
+def _claim_reading(doc: dict, ids: tuple[str, ...]) -> str:
+    """What the ledger says of these claims: each one's verdict, and for one that does not hold the
+    status of its causes (claims.json, mptcplab.judge.claims)."""
+    by_id = {c["id"]: c for c in doc.get("claims", [])}
+    return "; ".join(f"{i}: {by_id[i]['status']}" + (f" ({by_id[i]['cause']})" if by_id[i].get("cause") else "")
+                     + (f" ({by_id[i]['note']})" if by_id[i]["status"] == judge.UNMEASURED else "")
+                     for i in ids if i in by_id)
+
+
 def report(sweep_dir: Path | str) -> str:
     """The "paper vs this run" markdown table (kernel and place from the manifests), then the
     paper's point with each scheduler where it ran ([paper_point])."""
@@ -55,13 +65,15 @@ def report(sweep_dir: Path | str) -> str:
     paper_md = paper_point_markdown(paper, paper_point_setting(sweep_dir, paper)) if len(paper) else ""
     second = agreement_markdown(sweep_dir)
     paper_md += ("\n" if paper_md and second else "") + second
+    doc = judged(sweep_dir)
+    claims_md = "## The paper's claims, judged on this run\n\n" + judge.markdown(doc) + "\n"
     try:
         sweep = load_sweep(sweep_dir)
     except FileNotFoundError:
         sweep = pd.DataFrame()
     if sweep.empty:
         if paper_md:  # only the paper's point ran (paper_point.only)
-            return "# Lab 1: paper vs this run\n\n" + paper_md
+            return "# Lab 1: paper vs this run\n\n" + claims_md + paper_md
         raise FileNotFoundError(f"no completed lab1 transfers in {sweep_dir}: run `sudo mptcplab run lab1 --quick`")
     t = throughput_table(sweep)
     d = Detail.load(sweep_dir)
@@ -74,8 +86,6 @@ def report(sweep_dir: Path | str) -> str:
     drops = cwnd_drops(d.probe)
     peak = d.probe.groupby("path")["snd_cwnd"].max().to_dict()
     reps = int(sweep["rep"].max()) if "rep" in sweep else 1
-    eff = sweep[(sweep["config"] == "mptcp") & (sweep["method"] == "wmem")]
-    eff_ratio = (eff["sndbuf_effective"] / eff["buffer_bytes"]).median() if "sndbuf_effective" in eff else np.nan
     blocked = float(d.waits["duration_s"].sum())
     waits = wait_table(load_details(sweep_dir), sweep)
     ctrl = waits[waits["control"].notna()]
@@ -87,10 +97,7 @@ def report(sweep_dir: Path | str) -> str:
         ("MPTCP goodput at tcp_wmem = 1 MiB", f"{PAPER['mptcp_mbps_mean']} Mbit/s (42.4-49.8, sd 3.54, 5 runs)",
          f"{at_1m['mean']:.1f} Mbit/s (sd {0 if pd.isna(at_1m['std']) else at_1m['std']:.1f}, n={int(at_1m['count'])})"
          if at_1m is not None else "not in this sweep",
-         divergence(paper) if len(paper) else
-         "upstream gives the MPTCP socket tcp_wmem[0] + the subflows' buffers "
-         f"(here {eff_ratio:.2g} x B), so 1 MiB is already past the region" if eff_ratio == eff_ratio else
-         "upstream gives the MPTCP socket tcp_wmem[0] + the subflows' buffers"),
+         "the paper's claims (claims.json): " + _claim_reading(doc, ("slower-than-tcp", "slower-than-tcp-upstream"))),
         ("Single-path TCP on the fast path", "about 100 Mbit/s link", f"{fast:.1f} Mbit/s goodput (mean over buffers)",
          "goodput excludes headers: {:.1f} Mbit/s is a full {} link".format(*full_path_mbps(d.manifest, "fast"))),
         ("Buffer sizes where MPTCP < single-path TCP (tcp_wmem)", "1 MiB (medium buffers in refs [16, 17])",
@@ -140,6 +147,9 @@ def report(sweep_dir: Path | str) -> str:
         f"{d.manifest.get('network', {}).get('sysctls', {}).get('snd', {}).get('net.mptcp.scheduler', 'default')}) "
         f"in a {place}; {'quick sweep, 1 repetition' if reps == 1 else f'{reps} repetitions'} "
         f"({len(sweep)} transfers); detailed run `{d.path.name}`. Paper: {PAPER['kernel']}.",
+        "",
+        claims_md,
+        "## This run beside the paper",
         "",
         "| quantity | paper | this run | why they may differ |",
         "|---|---|---|---|",

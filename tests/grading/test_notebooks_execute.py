@@ -50,6 +50,9 @@ def test_solution_passes_and_unfilled_fails_with_messages(master, assign_dir, tm
     sol = res["solution"]
     failed = [(q["question"], c["message"]) for q in sol["questions"] for c in q["cases"] if not c["passed"]]
     assert not failed and sol["score"] == sol["possible"] > 0, (failed, sol["problems"])
+    # Nothing to act on for a correct student (issue 40: every correct Lab 1 row said `problems`).
+    assert sol["status"] == "ok" and not sol["problems"] and not sol.get("skipped_values"), \
+        (sol["problems"], sol.get("skipped_values"))
 
     empty = res["unfilled"]
     assert empty["status"] != "grader-error", empty["problems"]

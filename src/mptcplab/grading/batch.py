@@ -210,7 +210,8 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
             raise Refused(refuse)
         data = read_submission(submission, opt.notebook_mb << 20)  # as data: no link, FIFO or second name
     except (Refused, Oversized) as exc:  # not run at all: its own row says why
-        why = (f"{submission.name}: {exc.args[0]}: not graded; hand in the notebook file itself" if isinstance(exc, Refused)
+        why = (f"{submission.name}: {exc.args[0]}: not graded" + ("" if refuse else "; hand in the notebook file itself")
+               if isinstance(exc, Refused)
                else f"your notebook file is {exc.args[0] / 2**20:.1f} MiB; the grader takes notebooks up to "
                     f"{opt.notebook_mb} MiB: clear its outputs (Edit > Clear Outputs of All Cells), save and hand it in again")
         _not_graded(result, ag.points(), why)

@@ -8,6 +8,7 @@ and breaks it one way. The expected scores live in tests/grading/test_grading_ba
 
 import copy
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -172,7 +173,7 @@ print("formula visible:", "24 * n * n" in src)
 pyc = glob.glob(os.path.join(os.path.dirname(models.__file__), "__pycache__", "models*.pyc"))
 print("bytecode files:", len(pyc))
 import pandas as _pd
-from mptcplab.lab import REPO_ROOT
+from mptcplab.run.lab import REPO_ROOT
 cols = list(_pd.read_csv(REPO_ROOT / "solutions" / "results" / "lab3" / "runs.csv").columns)
 print("answer columns:", [c for c in cols if c in ("model1", "model2", "err_model1", "err_model2")])"""))
 
@@ -248,6 +249,86 @@ def malformed_cell(nb):
     nb.cells[3]["source"] = 12345
 
 
+def tcp_hog(nb):
+    """Issue 40, 7. Fill loopback TCP buffers (64 connections, 4 MiB buffers, never read) and hold them."""
+    nb.cells.insert(3, nbf.v4.new_code_cell(r"""import socket
+_listener = socket.create_server(("127.0.0.1", 0))
+_pairs, queued = [], 0
+for _ in range(64):
+    _a = socket.create_connection(_listener.getsockname())
+    _b, _ = _listener.accept()
+    _a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    _b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    _a.setblocking(False)
+    _pairs.append((_a, _b))
+    try:
+        while True:
+            queued += _a.send(b"x" * 65536)
+    except OSError:
+        pass
+print("queued MiB:", queued >> 20)"""))
+
+
+# ---------------------------------------------------------------- issue 40, 6: built at test time (one UID, in turn)
+
+KEYS = r"""import ctypes, os
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_ADD_KEY, _KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
+_persistent = _libc.syscall(_KEYCTL, 22, -1, -3)  # KEYCTL_GET_PERSISTENT into the session keyring
+_RINGS = {"user": -4, "user-session": -5, "session": -3, "persistent": _persistent}
+_PLACES = ["/tmp/mlab-left", "/dev/shm/mlab-left", os.path.expanduser("~/mlab-left"), "mlab-left", "/var/tmp/mlab-left"]
+_SHM_KEY = 0x4D4C4142
+"""
+
+
+def keyring_writer(nb):
+    """Leave a key in every keyring the UID has, files wherever it can write, a SysV segment."""
+    nb.cells.insert(3, nbf.v4.new_code_cell(KEYS + r"""left = []
+for _name, _ring in _RINGS.items():
+    if _libc.syscall(_ADD_KEY, b"user", b"mlab-left", b"LEFT-BEHIND", 11, ctypes.c_long(_ring)) > 0:
+        left.append(_name)
+for _p in _PLACES:
+    try:
+        open(_p, "w").write("LEFT-BEHIND")
+        left.append(_p)
+    except OSError:
+        pass
+if _libc.shmget(_SHM_KEY, 4096, 0o1666) >= 0:  # IPC_CREAT | 0666
+    left.append("sysv-shm")
+print("left:", " ".join(left))"""))
+
+
+def keyring_reader(nb):
+    """Look for what a writer graded before under the same UID left."""
+    nb.cells.insert(3, nbf.v4.new_code_cell(KEYS + r"""found = []
+for _name, _ring in _RINGS.items():
+    if _libc.syscall(_KEYCTL, 10, ctypes.c_long(_ring), b"user", b"mlab-left", 0) > 0:  # KEYCTL_SEARCH
+        found.append(_name)
+found += [_p for _p in _PLACES if os.path.exists(_p)]
+if _libc.shmget(_SHM_KEY, 0, 0) >= 0:
+    found.append("sysv-shm")
+print("found:", " ".join(found) or "nothing")"""))
+
+
+def place_unreadable(dest: Path, master: Path, secret: Path) -> dict[str, str]:
+    """Issue 40, 4 and 5: what an LMS archive can hold besides notebooks, made in dest at test time
+    (git holds no FIFO; links point into this machine). `secret` is a root-only file of the test's.
+    Returns file name -> the reason its row must give."""
+    (dest / "master_link.ipynb").symlink_to(master)  # graded 20/20 `ok` with every hidden test, once
+    (dest / "shadow_link.ipynb").symlink_to("/etc/shadow")
+    (dest / "dangling.ipynb").symlink_to(dest / "nowhere.ipynb")
+    os.link(secret, dest / "hard_link.ipynb")  # a second name of a root-only file
+    os.mkfifo(dest / "fifo.ipynb")  # hung the batch for ever
+    (dest / "folder.ipynb").mkdir()  # crashed the batch
+    (dest / "garbage.ipynb").write_bytes(os.urandom(2048))
+    return {"master_link.ipynb": "a symbolic link, not a notebook", "shadow_link.ipynb": "a symbolic link, not a notebook",
+            "dangling.ipynb": "a symbolic link, not a notebook",
+            "hard_link.ipynb": "a hard link (one of 2 names of one file), not a notebook of its own",
+            "fifo.ipynb": "a FIFO (named pipe), not a notebook", "folder.ipynb": "a directory, not a notebook",
+            "garbage.ipynb": "its lab cannot be told"}
+
+
 NOTES = {
     syntax_error: "a syntax error in the q1 answer; q2 is right.",
     infinite_loop: "an endless loop in q1: that cell is stopped at the cell time limit, the rest still runs.",
@@ -266,6 +347,7 @@ NOTES = {
     symlink_out: "replaces its output places and saved values with links to /root, /etc/shadow, /etc/passwd; answers q2 only.",
     sigint_runner: "answers correctly, then SIGINTs the runner and loops forever ignoring SIGINT.",
     malformed_cell: "answers correctly; one cell's source is a number.",
+    tcp_hog: "fills 64 loopback TCP connections' buffers and holds them, then answers correctly.",
 }
 
 

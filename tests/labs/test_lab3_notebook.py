@@ -1,6 +1,5 @@
-"""Lab 3 notebook, executed headless: `otter assign` accepts the master (and runs every test,
-hidden ones included, on the solution), the unfilled student notebook fails every check with its
-hint, and a submission that copies the printed Algorithm 1 fails Q1 with the misprint hint.
+"""Lab 3 notebook, executed headless: `otter assign` accepts the master, the solution passes every
+public check, the unfilled student notebook fails every check with its hint, and a submission that copies the printed Algorithm 1 fails Q1 with the misprint hint.
 
 Skipped where otter-grader or nbclient are not installed; CI installs both (`.[dev]`).
 """
@@ -49,9 +48,10 @@ UNFILLED = {
     "q1": "returned nothing (None)",
     "q2": "returned nothing (None)",
     "q3": "count_loss_events([], 0.06) returned nothing (None)",
-    "q4": "loss_rates should return a DataFrame with the columns p, p_e and p_r",
-    "q5": "comparison needs the columns",
-    "q6": "graded needs the columns err1, err2 (from comparison), in_band1 and in_band2",
+    "q4": "cumulative_rates should return a DataFrame",
+    "q5": "per_flow_rate should return a Series named p",
+    "q6": "compare should return a DataFrame",
+    "q7": "in_scope should return a boolean Series",
 }
 
 
@@ -64,7 +64,8 @@ def assigned(tmp_path_factory):
     env = {**os.environ, "MPTCPLAB_LAB3_RESULTS": str(REFERENCE)}
     proc = subprocess.run([str(exe) if exe.exists() else "otter", "assign", "--no-pdfs", str(MASTER), str(dest)],
                           capture_output=True, text=True, env=env, timeout=2 * TIMEOUT, cwd=dest.parent)
-    # run_tests: true -> otter runs every test (hidden too) on the solution and fails otherwise.
+    # The hidden tests need the grader's unseen draw: the master is graded on them by `mptcplab grade`
+    # (tests/grading/test_notebooks_execute.py), so assign does not run them (run_tests: false).
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     return dest
 
@@ -92,10 +93,20 @@ def _checks(nb) -> dict[str, str]:
     return out
 
 
-def test_solution_passes_every_check(assigned):
-    nb = _execute(assigned / "autograder" / "03-parallel-tcp.ipynb")
+def _solution(assigned, tmp_path) -> Path:
+    """The student notebook with the master's answers (public checks only, as a student runs them)."""
+    from mptcplab.grading import autograder
+
+    path = tmp_path / "03-parallel-tcp.ipynb"
+    nbformat.write(autograder.filled_student_notebook(assigned / "student" / "03-parallel-tcp.ipynb",
+                                                      assigned / "autograder" / "03-parallel-tcp.ipynb"), path)
+    return path
+
+
+def test_solution_passes_every_check(assigned, tmp_path):
+    nb = _execute(_solution(assigned, tmp_path))
     checks = _checks(nb)
-    assert set(checks) == {f"q{i}" for i in range(1, 7)}
+    assert set(checks) == {f"q{i}" for i in range(1, 8)}
     for q, text in checks.items():
         assert "passed" in text and "failed" not in text.lower(), f"{q}: {text[-1500:]}"
 
@@ -123,8 +134,8 @@ def test_copying_the_printed_algorithm_1_fails_with_the_misprint_hint(assigned, 
     assert "equation (27)" in checks["q1"]
 
 
-def test_q6_grades_the_selection_not_whether_runs_fall_inside_the_bands(assigned, tmp_path):
-    """Every run measured at twice its throughput: every model misses its band, and Q6 still passes.
+def test_q7_grades_the_selection_not_whether_runs_fall_inside_the_bands(assigned, tmp_path):
+    """Every run measured at twice its throughput: every model misses its band, and Q7 still passes.
     The same results carry the kernel's RTTs, so the "Which RTT?" table is drawn from them."""
     import pandas as pd
 
@@ -135,7 +146,7 @@ def test_q6_grades_the_selection_not_whether_runs_fall_inside_the_bands(assigned
     if "srtt" not in runs:  # a reference recorded before the kit kept the kernel's RTTs
         runs = runs.assign(srtt=runs.rtt, min_rtt=runs.base_rtt, ack_rtt=runs.rtt * 1.1)
     runs.to_csv(results / "runs.csv", index=False)
-    nb = _execute(assigned / "autograder" / "03-parallel-tcp.ipynb", results)
+    nb = _execute(_solution(assigned, tmp_path), results)
     checks = _checks(nb)
     assert all("passed" in checks[q] and "failed" not in checks[q].lower() for q in checks), checks
     shown = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Shown, not graded"))

@@ -219,8 +219,8 @@ def create(memory_mb: int, pids: int, socket_mb: int, batch: str, cpus: float = 
 
 
 def leftovers(live: set[str]) -> list[Cgroup]:
-    """Groups of batches whose token is not in `live` (their grader is gone), one Cgroup per name
-    across the hierarchies."""
+    """Groups of batches whose token is not in `live` (their grader is gone), and empty groups of
+    older graders, one Cgroup per name across the hierarchies."""
     found: dict[str, Cgroup] = {}
     v2 = ROOT / "mlab-grading"
     tops = [(v2, 2)] if v2.is_dir() else []
@@ -230,6 +230,8 @@ def leftovers(live: set[str]) -> list[Cgroup]:
             mine = [d for d in dirs if d.startswith(PREFIX)]
             dirs[:] = [d for d in dirs if not d.startswith(PREFIX)]
             for d in mine:
-                if d[len(PREFIX):].rpartition("-")[0] not in live:
-                    found.setdefault(d, Cgroup([], version)).dirs.append(Path(here) / d)
+                token = d[len(PREFIX):].rpartition("-")[0]
+                if token in live or not token and (Path(here) / d / "cgroup.procs").read_text().strip():
+                    continue  # a live batch's, or an older grader's still in use (named without a batch)
+                found.setdefault(d, Cgroup([], version)).dirs.append(Path(here) / d)
     return list(found.values())

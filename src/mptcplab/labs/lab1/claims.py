@@ -106,7 +106,8 @@ def _against_tcp(t: dict, group: str, scheduler: str, what: str) -> Verdict:
 
 
 def _slower_than_tcp(t: dict) -> Verdict:
-    if t["paper"].empty or not (t["paper"]["scheduler"] == MINRTT_RP).any():
+    p = t["paper"]
+    if p.empty or not ((p["scheduler"] == MINRTT_RP) & p["mbps"].notna()).any():
         return Verdict.missing(f"no minrtt+rp runs at tcp_wmem 1 MiB ({UML_HINT})")
     return _against_tcp(t, "schedulers", MINRTT_RP, "tcp_wmem 1 MiB")
 

@@ -22,15 +22,15 @@ DSS_FIELDS = ("ip.src", "tcp.stream", "tcp.seq", "tcp.options.mptcp.rawdataseqno
 
 
 def held_out(tables: dict, rng: np.random.Generator) -> dict:
-    """{"sweep", "mean_tput", "method", "packets", "waits", "duration_s", "fields", "buffers",
+    """{"sweep", "mean_tput", "packets", "waits", "duration_s", "fields", "buffers",
     "paper_runs", "starvation"}: one input per graded question (the kit's `load` gives `tables`)."""
     sweep = _sweep(tables["sweep"], rng)
     paper_runs = _paper_runs(tables["paper_runs"], rng)
     waits, duration = _waits(rng)
-    return {"sweep": sweep, "mean_tput": mean_goodput(sweep), "method": str(rng.choice(["wmem", "sndbuf"])),
+    return {"sweep": sweep, "mean_tput": mean_goodput(sweep),
             "packets": _packets(tables["packets"], rng), "waits": waits, "duration_s": duration,
             "fields": _fields(rng), "buffers": _buffers(rng), "paper_runs": paper_runs,
-            "starvation": starvation(paper_runs)}
+            "starvation": _starvation_table(starvation(paper_runs), rng)}
 
 
 def _sweep(sweep: pd.DataFrame, rng) -> pd.DataFrame:
@@ -90,7 +90,8 @@ def _buffers(rng) -> list[tuple[str, int, int]]:
 def _paper_runs(runs: pd.DataFrame, rng) -> pd.DataFrame:
     """The paper's point: each (group, config, scheduler)'s goodput times 0.5-1.5, the slow subflow's
     bytes in flight times 0.5-1.0 per run, one repetition of each dropped; a scheduler that did not
-    run (`blest`: mbps NaN) added to the schedulers group; rows shuffled. The tso control stays."""
+    run (`blest`: mbps NaN) added to the schedulers group; rows shuffled. The tso control stays, its MPTCP runs
+    named by the scheduler they ran with (upstream's default), so a function must keep only the two groups."""
     r = runs[[c for c in PAPER_COLUMNS if c in runs]].copy()
     keys = ["group", "config", "scheduler"]
     factor = r.groupby(keys, dropna=False)["mbps"].transform(lambda g: rng.uniform(0.5, 1.5))
@@ -98,9 +99,21 @@ def _paper_runs(runs: pd.DataFrame, rng) -> pd.DataFrame:
     r["inflight_max_slow"] = (r["inflight_max_slow"] * rng.uniform(0.5, 1.0, len(r))).round()
     first = r.groupby(keys, dropna=False).head(1).index
     r = r.drop(index=first[rng.random(len(first)) < 0.5])
+    r.loc[(r["group"] == "tso") & (r["config"] == "mptcp"), "scheduler"] = "default"  # upstream's, as it ran
     ghost = r[(r["group"] == "schedulers") & (r["config"] == "mptcp")].head(2).copy()
     ghost["scheduler"], ghost["mbps"] = "blest", np.nan
     return pd.concat([r, ghost]).sample(frac=1, random_state=rng).reset_index(drop=True)
+
+
+def _starvation_table(table: pd.DataFrame, rng) -> pd.DataFrame:
+    """Q19's input: a starvation table whose vs_tcp is redrawn, its rows in reverse order with the first
+    two below TCP (listed as they come, they are unsorted), one above and one exactly at it (not
+    below), so that any other rule than `vs_tcp < 0`, sorted, picks other rows or another order."""
+    t = table.sort_index(ascending=False).copy()
+    vs = rng.normal(0, 30, len(t))
+    vs[:4] = [-abs(vs[0]) - 1, -abs(vs[1]) - 1, abs(vs[2]) + 1, 0.0][:len(t)]
+    t["vs_tcp"] = vs
+    return t
 
 
 # ---------------------------------------------------------------- the answers (answer keys)
@@ -159,7 +172,7 @@ def answers(inputs: dict) -> dict:
     """What each graded question's function should return on `held_out`'s inputs."""
     return {
         "q1": mean_goodput(inputs["sweep"]),
-        "q2": degraded_buffers(inputs["mean_tput"], inputs["method"]),
+        "q2": {m: degraded_buffers(inputs["mean_tput"], m) for m in ("wmem", "sndbuf")},
         "q3": bytes_per_path(inputs["packets"]),
         "q4": dsn_span(inputs["packets"]),
         "q6": blocked_share(inputs["waits"], inputs["duration_s"]),

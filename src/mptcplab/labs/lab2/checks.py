@@ -1,0 +1,320 @@
+"""Lab 2's public checks: one function per question, called by a one-line test in the notebook.
+
+Each check tries the student's function on small made-up inputs written here (whose right
+answers follow from the question's words) and looks at the shape of what it returns on the
+student's own tables. A failure says, in a few lines, what kind of answer was expected, what was
+found and which mistake it suggests (mptcplab.grading.feedback). No check computes the answer of
+a graded question on inputs it is given: that would make it an oracle for any table; the points
+come from the hidden tests, on inputs drawn at grading time (unseen.py).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ...grading.feedback import expect
+from ...judge.stats import t975
+from .ccref import ALGORITHMS
+
+TOL = 1e-6
+
+
+def _call(name: str, fn, *args):
+    """fn(*args), or a short failure naming what it raised."""
+    expect(callable(fn), f"{name} should be a function (def {name}(...): ...); found {type(fn).__name__}.")
+    try:
+        return fn(*args)
+    except Exception as exc:  # the student's code: any error is the finding
+        raise_ = f"{name} raised {type(exc).__name__}: {str(exc)[:160]}"
+        expect(False, f"{raise_}\nIt was called on a small made-up input of the kind the question describes.")
+
+
+def _number(name: str, v) -> float:
+    expect(isinstance(v, (int, float)) and not isinstance(v, bool) and v == v,
+           f"{name} should return a number; it returned {type(v).__name__} ({v!r:.60}).\n"
+           "Hint: a function that ends without `return` returns None.")
+    return float(v)
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= TOL * max(1.0, abs(b))
+
+
+def _not_the_mistake(got: float, right: float, mistakes: dict[float, str]) -> None:
+    """Fail with the message of the first mistake `got` matches (one whose value differs from the
+    right one on this input)."""
+    for value, message in mistakes.items():
+        expect(_close(right, value) or not _close(got, value), message)
+
+
+# ---------------------------------------------------------------- Part A
+
+def q1(my_cs218_increase) -> None:
+    """The CS218 per-ACK increase: LIA's, plus lia_inc * best_rtt / last_rtt once ack_count > 5."""
+    f = lambda *a: _number("my_cs218_increase", _call("my_cs218_increase", my_cs218_increase, *a))  # noqa: E731
+    for n in range(0, 6):
+        v = f(0.01, n, 0.02, 0.02)
+        expect(_close(v, 0.01), f"With ack_count = {n} there is no delay window yet: the increase should be lia_inc "
+               f"itself (0.01 here); you return {v:.6g}.\nHint: the window applies only when ack_count > 5 "
+               "(from the 6th packet acked), not >= 5.")
+    v = f(0.01, 6, 0.02, 0.02)
+    expect(not _close(v, 0.01), "With ack_count = 6 the delay window applies already (ack_count > 5); your function "
+           "still returns lia_inc alone.\nHint: the condition is ack_count > 5, not > 6.")
+    expect(_close(v, 0.02), f"With the last RTT equal to the best one, the delay window equals lia_inc, so the "
+           f"increase doubles (0.02 for lia_inc = 0.01); you return {v:.6g}.\n"
+           "Hint: DWND = lia_inc * best_rtt / last_rtt, added to lia_inc (not best_rtt / last_rtt alone).")
+    v = f(0.01, 50, 0.02, 0.04)
+    expect(_close(v, 0.015), f"With the last RTT twice the best, DWND is half of lia_inc: the increase should be "
+           f"1.5 x lia_inc; you return {v / 0.01:.4g} x lia_inc.\n"
+           "Hint: the ratio is best_rtt / last_rtt (it shrinks as the queue grows), not last_rtt / best_rtt.")
+    v = f(0.01, 50, 0.02, 200.0)
+    expect(abs(v - 0.01) < 1e-5, f"As the last RTT grows the rule must tend to LIA (lia_inc); at 10,000 x the best "
+           f"RTT you return {v / 0.01:.4g} x lia_inc.")
+
+
+def q2(sim_ratio) -> None:
+    """MPTCP throughput / TCP throughput after 5 s, per algorithm, in the fairness simulation."""
+    expect(isinstance(sim_ratio, dict), f"sim_ratio should be a dict {{algorithm: ratio}}; found {type(sim_ratio).__name__}.")
+    expect(set(sim_ratio) == set(ALGORITHMS), f"sim_ratio needs one entry per algorithm of ccref.ALGORITHMS; "
+           f"missing {sorted(set(ALGORITHMS) - set(sim_ratio))}, extra {sorted(set(sim_ratio) - set(ALGORITHMS))}.")
+    for a, v in sim_ratio.items():
+        expect(isinstance(v, (int, float)) and v == v and v > 0, f"sim_ratio[{a!r}] should be a positive number; found {v!r:.60}.")
+    expect(sim_ratio["uncoupled"] > 1.6, f"Uncoupled's ratio is {sim_ratio['uncoupled']:.3g}: two Reno subflows should take "
+           "about twice the TCP flow's share.\nHint: divide MPTCP's throughput by TCP's (not TCP's by MPTCP's).")
+    expect(sim_ratio["coupled"] < sim_ratio["uncoupled"], "Fully coupled should take less than uncoupled from the TCP "
+           "flow; your ratios say the opposite.\nHint: simulate each algorithm with its own name (scenario_fairness(algo)).")
+
+
+def q3(sim_fair, sim_ratio) -> None:
+    """The algorithms whose simulated ratio is at most 1.3."""
+    expect(isinstance(sim_fair, set), f"sim_fair should be a set of algorithm names; found {type(sim_fair).__name__}.")
+    expect(sim_fair <= set(ALGORITHMS), f"sim_fair holds names that are not algorithms: {sorted(sim_fair - set(ALGORITHMS))}.")
+    want = {a for a, v in sim_ratio.items() if v <= 1.3}
+    expect(sim_fair == want, f"sim_fair should hold exactly the algorithms whose ratio in your sim_ratio is at most 1.3; "
+           f"yours {'misses ' + str(sorted(want - sim_fair)) if want - sim_fair else ''}"
+           f"{' has extra ' + str(sorted(sim_fair - want)) if sim_fair - want else ''}.\n"
+           "Hint: at most 1.3 is <= 1.3 (a fair algorithm has a small ratio).")
+
+
+# ---------------------------------------------------------------- Part B
+
+# A made-up throughput table: three runs of LIA and four of CS218 per variant, whose mean and
+# median differ, so a median, a normal (1.96) interval or ddof=0 each give another answer.
+TP = pd.DataFrame({"algo": ["lia"] * 3 + ["cs218"] * 4 + ["lia"] * 3 + ["cs218"] * 4,
+                   "variant": ["static"] * 7 + ["mobility"] * 7,
+                   "rep": [1, 2, 3, 1, 2, 3, 4] * 2,
+                   "mbps": [10.0, 11.0, 15.0, 12.0, 12.5, 13.0, 16.5, 8.0, 9.0, 13.0, 9.0, 9.5, 10.0, 13.5]})
+
+
+def _row(table: pd.DataFrame, algo: str, variant: str) -> pd.Series:
+    got = table[(table.algo == algo) & (table.variant == variant)]
+    expect(len(got) == 1, f"Your table should have exactly one row per (algo, variant); it has {len(got)} for "
+           f"({algo!r}, {variant!r}).\nHint: group by both columns: tp.groupby(['algo', 'variant']).")
+    return got.iloc[0]
+
+
+def _table_shape(table, name: str) -> None:
+    expect(isinstance(table, pd.DataFrame), f"{name} should return a pandas DataFrame; found {type(table).__name__}.")
+    need = {"algo", "variant", "mean_mbps", "ci95_mbps", "runs"}
+    expect(need <= set(table.columns), f"{name}'s table needs the columns {sorted(need)} (algo and variant as "
+           f"columns, not as the index); missing {sorted(need - set(table.columns))}.\n"
+           "Hint: build it from a list of dicts, or .reset_index() after a groupby.")
+
+
+def q4(my_throughput_table, tp_table, tp) -> None:
+    """Per (algo, variant): mean_mbps, ci95_mbps (Student's t, n - 1 dof), runs."""
+    t = _call("my_throughput_table", my_throughput_table, TP.copy())
+    _table_shape(t, "my_throughput_table")
+    expect(len(t) == 4, f"On a made-up table with 2 algorithms x 2 variants your function returns {len(t)} rows; "
+           "it should return 4.\nHint: group by both algo and variant.")
+    for (algo, variant), g in TP.groupby(["algo", "variant"]):
+        r = _row(t, algo, variant)
+        n = len(g)
+        expect(r.runs == n, f"({algo}, {variant}) has {n} runs in the made-up table; your `runs` says {r.runs}.")
+        expect(_close(float(r.mean_mbps), g.mbps.mean()), f"({algo}, {variant}): your mean_mbps is not the arithmetic "
+               "mean of its runs' mbps.\nHint: .mean(), not .median(); one group's runs only.")
+        s = g.mbps.std(ddof=1)
+        ci = float(r.ci95_mbps)
+        wrong = {1.96 * s / math.sqrt(n): "the normal quantile 1.96: with a few runs use Student's t, la.t975(n - 1)",
+                 t975(n) * s / math.sqrt(n): "t with n degrees of freedom: a mean of n runs has n - 1",
+                 t975(n - 1) * g.mbps.std(ddof=0) / math.sqrt(n): "the spread with ddof=0: the sample's s divides by n - 1",
+                 t975(n - 1) * s: "t * s, the spread of one run: the mean's interval divides by sqrt(n)"}
+        right = t975(n - 1) * s / math.sqrt(n)
+        _not_the_mistake(ci, right, {v: f"({algo}, {variant}): your ci95_mbps matches {hint}." for v, hint in wrong.items()})
+        expect(_close(ci, right), f"({algo}, {variant}): your ci95_mbps is not the half-width of "
+               "the 95% interval of the mean.\nHint: t975(n - 1) * s / sqrt(n), s the sample standard deviation (ddof=1).")
+    _table_shape(tp_table, "tp_table")
+    sizes = tp.groupby(["algo", "variant"]).size()
+    got = tp_table.set_index(["algo", "variant"]).runs
+    expect(len(tp_table) == len(sizes) and all(got.get(k) == v for k, v in sizes.items()),
+           "tp_table's (algo, variant) rows and their run counts do not match the run this notebook loaded (`tp`).\n"
+           "Hint: tp_table = my_throughput_table(tp), on this notebook's `tp` (not another run's table).")
+
+
+# A made-up table in tp_table's shape: CS218 and LIA in both variants, the intervals chosen so that
+# each mistake below gives another answer.
+TABLE = pd.DataFrame({"algo": ["lia", "cs218", "coupled", "lia", "cs218"],
+                      "variant": ["static", "static", "static", "mobility", "mobility"],
+                      "mean_mbps": [10.0, 12.0, 11.5, 8.0, 6.0],
+                      "ci95_mbps": [0.5, 1.0, 1.2, 0.4, 0.3],
+                      "runs": [10] * 5})
+
+
+def q5(cs218_vs_lia) -> None:
+    """CS218's mean throughput / LIA's, static variant."""
+    v = _number("cs218_vs_lia", _call("cs218_vs_lia", cs218_vs_lia, TABLE.copy()))
+    expect(not _close(v, 10.0 / 12.0), "On a made-up table your function returns LIA / CS218.\n"
+           "Hint: CS218's mean divided by LIA's.")
+    expect(not _close(v, 6.0 / 8.0) and not _close(v, 18.0 / 18.0), "On a made-up table your function uses the "
+           "mobility rows (or both variants).\nHint: keep the static variant only.")
+    expect(_close(v, 12.0 / 10.0), f"On a made-up table (static: CS218 12.0 ± 1.0, LIA 10.0 ± 0.5 Mbit/s) your function "
+           f"returns {v:.4g}, not the ratio of the two means.\nHint: use mean_mbps, not ci95_mbps.")
+
+
+def q6(clearly_better) -> None:
+    """True only if a's 95% interval lies entirely above b's (static variant)."""
+    cases = [("cs218", "lia", True, "CS218 12.0 ± 1.0 against LIA 10.0 ± 0.5: the intervals do not overlap"),
+             ("lia", "cs218", False, "LIA below CS218 is not better"),
+             ("coupled", "lia", False, "coupled 11.5 ± 1.2 against LIA 10.0 ± 0.5: 10.3 < 10.5, they overlap, "
+                                       "though coupled's lower end is above LIA's mean"),
+             ("cs218", "coupled", False, "CS218 12.0 ± 1.0 against coupled 11.5 ± 1.2: the means differ, the intervals overlap"),
+             ("lia", "lia", False, "an algorithm is not clearly better than itself")]
+    for a, b, want, why in cases:
+        v = _call("clearly_better", clearly_better, TABLE.copy(), a, b)
+        expect(isinstance(v, bool) or type(v).__name__ == "bool_", f"clearly_better should return True or False; "
+               f"it returned {type(v).__name__}.")
+        expect(bool(v) == want, f"clearly_better(table, {a!r}, {b!r}) on a made-up static table returns {bool(v)}: {why}.\n"
+               "Hint: a's mean - a's CI > b's mean + b's CI, static rows only.")
+
+
+# ---------------------------------------------------------------- Part C
+
+def _fair(rows: dict[str, list[tuple[float, float]]]) -> pd.DataFrame:
+    """A made-up fairness table from {algo: [(tcp_on_shared, mptcp_on_shared), ...]}: tcp_mbps
+    (the TCP flow's own goodput over its own span) differs from tcp_on_shared_mbps, and the
+    MPTCP connection's total (mptcp_mbps) from its part on the shared path."""
+    out = []
+    for algo, runs in rows.items():
+        for i, (tcp, mp) in enumerate(runs, 1):
+            out.append({"algo": algo, "rep": i, "mptcp_mbps": mp + 3.0, "tcp_mbps": tcp * 0.8,
+                        "mptcp_on_shared_mbps": mp, "tcp_on_shared_mbps": tcp})
+    return pd.DataFrame(out)
+
+
+# Shares chosen so the mean of the per-run shares differs from the ratio of the means.
+FAIR = _fair({"uncoupled": [(2.5, 2.5), (1.0, 4.0), (3.0, 1.0)], "lia": [(4.0, 1.0), (3.0, 2.0), (1.0, 1.0)]})
+
+
+def q7(tcp_share, fair) -> None:
+    """{algo: mean over runs of tcp_on_shared / (tcp_on_shared + mptcp_on_shared)}."""
+    v = _call("tcp_share", tcp_share, FAIR.copy())
+    expect(isinstance(v, dict), f"tcp_share should return a dict {{algorithm: share}}; found {type(v).__name__}.\n"
+           "Hint: a Series converts with .to_dict().")
+    expect(set(v) == {"uncoupled", "lia"}, f"On a made-up table of two algorithms your dict has the keys {sorted(map(str, v))}.")
+    for algo, g in FAIR.groupby("algo"):
+        got = _number(f"tcp_share(...)[{algo!r}]", v[algo])
+        per_run = g.tcp_on_shared_mbps / (g.tcp_on_shared_mbps + g.mptcp_on_shared_mbps)
+        right = per_run.mean()
+        expect(0 <= got <= 1, f"{algo}: a share lies between 0 and 1; yours is {got:.4g}.")
+        _not_the_mistake(got, right, {
+            1 - right: f"{algo}: your share is MPTCP's part of the shared path.\n"
+                       "Hint: the TCP flow's part: tcp_on_shared / (tcp_on_shared + mptcp_on_shared).",
+            g.tcp_on_shared_mbps.sum() / (g.tcp_on_shared_mbps.sum() + g.mptcp_on_shared_mbps.sum()):
+                f"{algo}: your share is the ratio of the runs' sums (or means).\n"
+                "Hint: compute each run's share, then average the shares.",
+            per_run.median(): f"{algo}: your share is the median of the runs' shares; the question asks their mean."})
+        expect(_close(got, right), f"{algo}: your share is not the mean over runs of "
+               "tcp_on_shared_mbps / (tcp_on_shared_mbps + mptcp_on_shared_mbps).\n"
+               "Hint: tcp_mbps is the TCP flow over its own span, mptcp_mbps both paths: use the *_on_shared columns.")
+    own = _call("tcp_share", tcp_share, fair)
+    expect(isinstance(own, dict) and set(own) == set(fair.algo), "tcp_share(fair) should have one entry per algorithm "
+           "of this notebook's `fair`.")
+
+
+# Per-run TCP shares vs uncoupled's (5 runs each): "far" leaves TCP clearly more; "near" more at 95%
+# uncorrected (Welch p 0.037), not after Holm's correction over the four comparisons (judged at
+# 0.05 / 2); "same" as uncoupled; "less" clearly less; the TCP flow's share of "far" below one half.
+FAIR8 = _fair({
+    "uncoupled": [(1.5, 3.5), (1.7, 3.3), (1.6, 3.4), (1.4, 3.6), (1.8, 3.2)],
+    "far": [(2.4, 2.6), (2.3, 2.7), (2.45, 2.55), (2.2, 2.8), (2.35, 2.65)],
+    "near": [(1.85, 3.15), (1.95, 3.05), (1.65, 3.35), (1.75, 3.25), (1.95, 3.05)],
+    "same": [(1.6, 3.4), (1.5, 3.5), (1.7, 3.3), (1.65, 3.35), (1.55, 3.45)],
+    "less": [(0.6, 4.4), (0.7, 4.3), (0.5, 4.5), (0.8, 4.2), (0.65, 4.35)],
+})
+
+
+def q8(harmless, fair) -> None:
+    """The algorithms whose TCP share exceeds uncoupled's by a Holm-corrected Welch interval above 0."""
+    v = _call("harmless", harmless, FAIR8.copy())
+    expect(isinstance(v, set), f"harmless should return a set of algorithm names; found {type(v).__name__}.")
+    expect("uncoupled" not in v, "The baseline (uncoupled) is compared with the others, not with itself: leave it out.")
+    expect("less" not in v, "On a made-up table your set holds an algorithm that leaves TCP clearly *less* than "
+           "uncoupled.\nHint: keep the comparisons whose corrected interval lies above zero (lo > 0).")
+    expect("far" in v, "On a made-up table an algorithm whose TCP share is clearly above uncoupled's (by far more than "
+           "the noise) but below one half is missing.\nHint: compare with uncoupled (stats.welch), not with 0.5.")
+    expect("near" not in v, "On a made-up table your set holds an algorithm whose difference from uncoupled lies above "
+           "zero only at 95% uncorrected.\nHint: correct the family of comparisons with stats.holm; its lo and hi "
+           "are the corrected interval.")
+    own = _call("harmless", harmless, fair)
+    expect(isinstance(own, set) and own <= set(fair.algo) - {"uncoupled"},
+           "harmless(fair) should be a set of this notebook's algorithms, uncoupled left out.")
+
+
+# ---------------------------------------------------------------- graded (hidden tests, in the checker only)
+# Each calls the student's function on the grader's unseen inputs (unseen.held_out) and compares with
+# the kit's answers on them (unseen.answers), which only the checker holds; nothing here computes an
+# answer, and no message quotes one.
+
+def _unseen(key: str):
+    from ...grading.reference import unseen
+
+    return unseen("lab2")[key]
+
+
+def _expected(q: str):
+    from ...grading.reference import expected
+
+    return expected("lab2", q)
+
+
+def graded_q1(my_cs218_increase) -> None:
+    from .unseen import _cs218_args
+
+    for args, want in zip(_cs218_args(_unseen("cs218_inputs")), _expected("q1"), strict=True):
+        expect(abs(my_cs218_increase(*args) - want) <= 1e-9 * max(1.0, abs(want)), "Q1 differs on unseen inputs.")
+
+
+def graded_q4(my_throughput_table) -> None:
+    want = _expected("q4").set_index(["algo", "variant"])
+    got = my_throughput_table(_unseen("throughput"))
+    expect(isinstance(got, pd.DataFrame) and {"algo", "variant", "mean_mbps", "ci95_mbps", "runs"} <= set(got.columns),
+           "Q4's table lacks its columns on unseen inputs.")
+    got = got.set_index(["algo", "variant"])
+    expect(len(got) == len(want) and not got.index.has_duplicates and set(got.index) == set(want.index),
+           "Q4's rows differ on unseen inputs.")
+    for k, r in want.iterrows():
+        expect(int(got.loc[k, "runs"]) == r.runs and abs(got.loc[k, "mean_mbps"] - r.mean_mbps) <= 1e-6
+               and abs(got.loc[k, "ci95_mbps"] - r.ci95_mbps) <= 1e-6, "Q4 differs on unseen inputs.")
+
+
+def graded_q5(cs218_vs_lia) -> None:
+    expect(abs(cs218_vs_lia(_unseen("table")) - _expected("q5")) <= 1e-9, "Q5 differs on unseen inputs.")
+
+
+def graded_q6(clearly_better) -> None:
+    table = _unseen("table")
+    for (a, b), want in _expected("q6").items():
+        expect(bool(clearly_better(table, a, b)) == want, "Q6 differs on unseen inputs.")
+
+
+def graded_q7(tcp_share) -> None:
+    want, got = _expected("q7"), tcp_share(_unseen("fairness"))
+    expect(isinstance(got, dict) and set(got) == set(want), "Q7's keys differ on unseen inputs.")
+    expect(all(abs(got[a] - w) <= 1e-9 for a, w in want.items()), "Q7 differs on unseen inputs.")
+
+
+def graded_q8(harmless) -> None:
+    got = harmless(_unseen("fairness"))
+    expect(isinstance(got, set) and got == _expected("q8"), "Q8 differs on unseen inputs.")

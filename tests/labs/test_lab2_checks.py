@@ -1,0 +1,294 @@
+"""Lab 2's public checks (labs/lab2/checks.py): the right answer passes; every plausible wrong
+answer fails with a short message in the checker's words that shows neither its source nor a
+graded value. And the graded checks, on the grader's unseen inputs, tell the right answer from
+the wrong ones the public checks let through."""
+
+import inspect
+import math
+import re
+
+import pandas as pd
+import pytest
+
+from mptcplab.judge import stats
+from mptcplab.grading import reference
+from mptcplab.grading.feedback import CheckFailed
+from mptcplab.labs.lab2 import analysis as la
+from mptcplab.labs.lab2 import ccref, checks, unseen
+
+REF = la.load(reference.results("lab2"))
+TP, FAIR = REF["throughput"], REF["fairness"]
+
+
+# Lines of the checks' code long enough to recognise, for "the message quotes no source".
+SOURCE = {ln.strip() for ln in inspect.getsource(checks).splitlines() if len(ln.strip()) > 24}
+
+
+def fails(check, *args) -> str:
+    """The check's failure message; asserts it is short and quotes no code."""
+    with pytest.raises(CheckFailed) as err:
+        check(*args)
+    msg = str(err.value)
+    assert len(msg.splitlines()) <= 6, msg
+    assert "Traceback" not in msg and not any(ln in msg for ln in SOURCE), msg
+    return msg
+
+
+# ---------------------------------------------------------------- Q1
+
+def cs218(lia_inc, ack_count, best_rtt, last_rtt):
+    return lia_inc + (lia_inc * best_rtt / last_rtt if ack_count > 5 else 0.0)
+
+
+Q1_WRONG = {
+    "returns nothing": lambda l, n, b, r: None,
+    "from the 5th packet (>= 5)": lambda l, n, b, r: l + (l * b / r if n >= 5 else 0.0),
+    "from the 7th packet (> 6)": lambda l, n, b, r: l + (l * b / r if n > 6 else 0.0),
+    "ratio inverted (last / best)": lambda l, n, b, r: l + (l * r / b if n > 5 else 0.0),
+    "DWND without lia_inc (best / last)": lambda l, n, b, r: l + (b / r if n > 5 else 0.0),
+    "DWND alone": lambda l, n, b, r: l * b / r if n > 5 else l,
+    "no delay window at all": lambda l, n, b, r: l,
+    "raises": lambda l, n, b, r: 1 / 0,
+}
+
+
+def test_q1_right_passes():
+    checks.q1(cs218)
+
+
+@pytest.mark.parametrize("wrong", Q1_WRONG, ids=list(Q1_WRONG))
+def test_q1_wrong_fails(wrong):
+    fails(checks.q1, Q1_WRONG[wrong])
+
+
+# ---------------------------------------------------------------- Q2, Q3 (feedback only)
+
+def sim_ratios(inverted=False, start=5):
+    out = {}
+    for algo in ccref.ALGORITHMS:
+        r = ccref.scenario_fairness(algo, cs218_rule=cs218)
+        m, t = r.throughput("mptcp", start), r.throughput("tcp", start)
+        out[algo] = t / m if inverted else m / t
+    return out
+
+
+@pytest.fixture(scope="module")
+def ratios():
+    return sim_ratios()
+
+
+def test_q2_right_passes(ratios):
+    checks.q2(ratios)
+
+
+def test_q2_wrong_fails(ratios):
+    fails(checks.q2, sim_ratios(inverted=True))  # TCP / MPTCP
+    fails(checks.q2, {a: v for a, v in ratios.items() if a != "cs218"})  # an algorithm missing
+    fails(checks.q2, {a: ratios["uncoupled"] for a in ratios} | {"coupled": 3.0})  # one algorithm simulated for all
+    fails(checks.q2, list(ratios.values()))
+
+
+def test_q3(ratios):
+    checks.q3({a for a, v in ratios.items() if v <= 1.3}, ratios)
+    fails(checks.q3, {a for a, v in ratios.items() if v >= 1.3}, ratios)  # the unfair ones
+    fails(checks.q3, {a for a, v in ratios.items() if v <= 1.0}, ratios)  # another threshold
+    fails(checks.q3, [a for a, v in ratios.items() if v <= 1.3], ratios)  # a list
+
+
+# ---------------------------------------------------------------- Q4
+
+def table(tp, ci=lambda g: la.t975(len(g) - 1) * g.mbps.std(ddof=1) / math.sqrt(len(g)), mean=lambda g: g.mbps.mean(),
+          keys=("algo", "variant")):
+    rows = []
+    for k, g in tp.groupby(list(keys)):
+        k = k if isinstance(k, tuple) else (k,)
+        rows.append({**dict(zip(keys, k)), "mean_mbps": mean(g), "ci95_mbps": ci(g), "runs": len(g)})
+    out = pd.DataFrame(rows)
+    return out if "variant" in out else out.assign(variant="static")
+
+
+Q4_WRONG = {
+    "median": lambda tp: table(tp, mean=lambda g: g.mbps.median()),
+    "normal 1.96": lambda tp: table(tp, ci=lambda g: 1.96 * g.mbps.std(ddof=1) / math.sqrt(len(g))),
+    "t with n dof": lambda tp: table(tp, ci=lambda g: la.t975(len(g)) * g.mbps.std(ddof=1) / math.sqrt(len(g))),
+    "ddof=0": lambda tp: table(tp, ci=lambda g: la.t975(len(g) - 1) * g.mbps.std(ddof=0) / math.sqrt(len(g))),
+    "no sqrt(n)": lambda tp: table(tp, ci=lambda g: la.t975(len(g) - 1) * g.mbps.std(ddof=1)),
+    "the standard error": lambda tp: table(tp, ci=lambda g: g.mbps.std(ddof=1) / math.sqrt(len(g))),
+    "grouped by algo only": lambda tp: table(tp, keys=("algo",)),
+    "bits as bytes": lambda tp: table(tp, mean=lambda g: g.mbps.mean() / 8),
+    "keys as the index": lambda tp: table(tp).set_index(["algo", "variant"]),
+    "no runs column": lambda tp: table(tp).drop(columns="runs"),
+}
+
+
+def test_q4_right_passes():
+    checks.q4(table, table(TP), TP)
+
+
+@pytest.mark.parametrize("wrong", Q4_WRONG, ids=list(Q4_WRONG))
+def test_q4_wrong_fails(wrong):
+    fails(checks.q4, Q4_WRONG[wrong], Q4_WRONG[wrong](TP), TP)
+
+
+def test_q4_table_of_another_run_fails():
+    """tp_table computed from the reference while the notebook analyses a (quick) run of its own."""
+    own = TP.groupby(["algo", "variant"]).head(2)
+    fails(checks.q4, table, table(TP), own)
+
+
+# ---------------------------------------------------------------- Q5, Q6
+
+def static(t):
+    return t[t.variant == "static"].set_index("algo")
+
+
+Q5_WRONG = {
+    "inverted": lambda t: static(t).loc["lia", "mean_mbps"] / static(t).loc["cs218", "mean_mbps"],
+    "mobility": lambda t: (lambda m: m.loc["cs218", "mean_mbps"] / m.loc["lia", "mean_mbps"])(
+        t[t.variant == "mobility"].set_index("algo")),
+    "both variants": lambda t: t[t.algo == "cs218"].mean_mbps.sum() / t[t.algo == "lia"].mean_mbps.sum(),
+    "the CIs": lambda t: static(t).loc["cs218", "ci95_mbps"] / static(t).loc["lia", "ci95_mbps"],
+    "a difference": lambda t: static(t).loc["cs218", "mean_mbps"] - static(t).loc["lia", "mean_mbps"],
+}
+
+
+def test_q5():
+    checks.q5(lambda t: static(t).loc["cs218", "mean_mbps"] / static(t).loc["lia", "mean_mbps"])
+    for wrong in Q5_WRONG.values():
+        fails(checks.q5, wrong)
+
+
+def better(t, a, b):
+    s = static(t)
+    return bool(s.loc[a, "mean_mbps"] - s.loc[a, "ci95_mbps"] > s.loc[b, "mean_mbps"] + s.loc[b, "ci95_mbps"])
+
+
+Q6_WRONG = {
+    "means only": lambda t, a, b: bool(static(t).loc[a, "mean_mbps"] > static(t).loc[b, "mean_mbps"]),
+    "b's CI forgotten": lambda t, a, b: bool(static(t).loc[a, "mean_mbps"] - static(t).loc[a, "ci95_mbps"]
+                                             > static(t).loc[b, "mean_mbps"]),
+    "a's CI forgotten": lambda t, a, b: bool(static(t).loc[a, "mean_mbps"]
+                                             > static(t).loc[b, "mean_mbps"] + static(t).loc[b, "ci95_mbps"]),
+    "overlap allowed (>=)": lambda t, a, b: bool(static(t).loc[a, "mean_mbps"] + static(t).loc[a, "ci95_mbps"]
+                                                 > static(t).loc[b, "mean_mbps"] - static(t).loc[b, "ci95_mbps"]),
+    "always True": lambda t, a, b: True,
+    "a string": lambda t, a, b: "yes" if better(t, a, b) else "no",
+    "both variants": lambda t, a, b: bool((t[t.algo == a].mean_mbps - t[t.algo == a].ci95_mbps).min()
+                                          > (t[t.algo == b].mean_mbps + t[t.algo == b].ci95_mbps).max()),
+}
+
+
+def test_q6():
+    checks.q6(better)
+    for name, wrong in Q6_WRONG.items():
+        if name != "both variants":
+            fails(checks.q6, wrong)
+
+
+# ---------------------------------------------------------------- Q7, Q8
+
+def shares(fair, tcp="tcp_on_shared_mbps", mptcp="mptcp_on_shared_mbps"):
+    return fair[tcp] / (fair[tcp] + fair[mptcp])
+
+
+def tcp_share(fair):
+    return {a: float(s.mean()) for a, s in shares(fair).groupby(fair.algo)}
+
+
+Q7_WRONG = {
+    "MPTCP's share": lambda f: {a: float(1 - s.mean()) for a, s in shares(f).groupby(f.algo)},
+    "ratio of the means": lambda f: {a: float(g.tcp_on_shared_mbps.mean() / (g.tcp_on_shared_mbps.mean()
+                                                                            + g.mptcp_on_shared_mbps.mean()))
+                                     for a, g in f.groupby("algo")},
+    "median": lambda f: {a: float(s.median()) for a, s in shares(f).groupby(f.algo)},
+    "TCP over its own span": lambda f: {a: float(s.mean()) for a, s in shares(f, tcp="tcp_mbps").groupby(f.algo)},
+    "MPTCP's both paths": lambda f: {a: float(s.mean()) for a, s in shares(f, mptcp="mptcp_mbps").groupby(f.algo)},
+    "a Series": lambda f: shares(f).groupby(f.algo).mean(),
+}
+
+
+def test_q7():
+    checks.q7(tcp_share, FAIR)
+    for wrong in Q7_WRONG.values():
+        fails(checks.q7, wrong, FAIR)
+
+
+def harmless(fair, correct=True, level_test=lambda w: w["lo"] > 0):
+    s = shares(fair)
+    base = s[fair.algo == "uncoupled"]
+    others = [a for a in fair.algo.unique() if a != "uncoupled"]
+    family = [stats.welch(s[fair.algo == a], base) for a in others]
+    if correct:
+        family = stats.holm(family)
+    return {a for a, w in zip(others, family) if level_test(w)}
+
+
+Q8_WRONG = {
+    "share >= 0.5": lambda f: {a for a, v in tcp_share(f).items() if v >= 0.5 and a != "uncoupled"},
+    "uncorrected (95%)": lambda f: harmless(f, correct=False),
+    "resolved either way": lambda f: harmless(f, level_test=lambda w: w["lo"] > 0 or w["hi"] < 0),
+    "leaves TCP less": lambda f: harmless(f, level_test=lambda w: w["hi"] < 0),
+    "uncoupled included": lambda f: harmless(f) | {"uncoupled"},
+    "a mean above uncoupled's": lambda f: {a for a, v in tcp_share(f).items() if v > tcp_share(f)["uncoupled"]},
+    "a list": lambda f: sorted(harmless(f)),
+}
+
+
+def test_q8():
+    checks.q8(harmless, FAIR)
+    for wrong in Q8_WRONG.values():
+        fails(checks.q8, wrong, FAIR)
+
+
+def test_no_check_prints_a_graded_value():
+    """The public checks' messages are built from their own made-up tables: none names the
+    reference's numbers (a check that received the student's table and printed the kit's answer
+    on it would leak it)."""
+    source = inspect.getsource(checks)
+    public = source[:source.index("# ---------------------------------------------------------------- graded")]
+    assert not re.search(r"\b(throughput_table|fairness_table|_share|cs218_increase|delay_window)\(|grading\.reference",
+                         public)
+
+
+# ---------------------------------------------------------------- graded, on unseen inputs
+
+@pytest.fixture(scope="module")
+def draw():
+    return reference.draw("lab2", b"a test secret")
+
+
+@pytest.fixture
+def drawn(draw):
+    reference.provide({"lab2": draw})
+    yield
+    reference.provide({})
+
+
+RIGHT = {"q1": cs218, "q4": table, "q5": lambda t: static(t).loc["cs218", "mean_mbps"] / static(t).loc["lia", "mean_mbps"],
+         "q6": better, "q7": tcp_share, "q8": harmless}
+
+
+@pytest.mark.parametrize("q", RIGHT)
+def test_graded_right_passes(drawn, q):
+    getattr(checks, f"graded_{q}")(RIGHT[q])
+
+
+def test_graded_wrong_fails(drawn):
+    for q, wrongs in (("q1", Q1_WRONG), ("q4", Q4_WRONG), ("q5", Q5_WRONG), ("q6", Q6_WRONG), ("q7", Q7_WRONG),
+                      ("q8", Q8_WRONG)):
+        for name, wrong in wrongs.items():
+            with pytest.raises(Exception):
+                getattr(checks, f"graded_{q}")(wrong)
+
+
+def test_unseen_inputs_differ_from_the_reference_and_between_secrets():
+    a, b = reference.draw("lab2", b"one")["inputs"], reference.draw("lab2", b"two")["inputs"]
+    assert not a["throughput"].equals(b["throughput"]) and not a["fairness"].equals(b["fairness"])
+    assert not TP.mbps.round(4).isin(a["throughput"].mbps).all()
+    assert unseen.answers(a)["q7"] != tcp_share(FAIR)
+
+
+def test_unseen_outside_the_checker_raises():
+    reference.provide({})
+    with pytest.raises(LookupError):
+        checks.graded_q1(cs218)

@@ -280,3 +280,12 @@ def test_held_out_draws_every_case_the_public_checks_try(tables):
     answers = unseen.answers(a)
     assert sorted(answers) == [f"q{i}" for i in range(1, 8)]
     assert 0 < len(answers["q7"]) < len(scope)
+
+
+@pytest.mark.parametrize("q", sorted(RIGHT))
+def test_an_unfilled_answer_is_told_to_implement_it(q, tables):
+    """The handed-out stubs return None: each public check says so in a line or two."""
+    with pytest.raises(CheckFailed) as failed:
+        public(q, lambda *args: None, tables)
+    msg = " ".join(str(failed.value).split())
+    assert len(str(failed.value).splitlines()) <= 2 and ("returned nothing (None)" in msg or "returned NoneType" in msg), msg

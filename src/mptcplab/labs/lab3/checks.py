@@ -58,7 +58,8 @@ def _grid_mismatch(values, want) -> int | None:
 def _model_check(func, name: str, grid, problem, reference_of, draw, terms: str) -> None:
     values = nb3.values_on_grid(func, grid)
     msg = problem(values)
-    expect(msg is None, _say(f"{msg}." if msg else ""))
+    expect(msg is None, _say(f"{msg}." if msg else "", "Implement it and re-run its cell."
+                             if msg and "returned nothing" in msg else ""))
     for points in (grid, draw(_public())):
         values = nb3.values_on_grid(func, points)
         msg = nb3._first_problem(values, points, name)
@@ -148,10 +149,10 @@ def _table(got, name: str, runs: pd.DataFrame, columns: tuple[str, ...]) -> pd.D
     """The student's answer as a frame indexed by run, after the checks of its kind."""
     if isinstance(got, pd.Series) and columns == ("p",):
         got = got.rename("p").to_frame()
+    kind = "a Series named p" if columns == ("p",) else f"a DataFrame with the columns {', '.join(columns)}"
     expect(isinstance(got, pd.DataFrame) and set(columns) <= set(got.columns),
-           _say(f"{name} should return a {'Series named p' if columns == ('p',) else 'DataFrame'} indexed by run",
-                f"with {'the column' if len(columns) == 1 else 'the columns'} {', '.join(columns)}; it returned",
-                f"{type(got).__name__}" + (f" with the columns {list(got.columns)[:6]}." if isinstance(got, pd.DataFrame) else ".")))
+           _say(f"{name} should return {kind}, indexed by run; it returned {type(got).__name__}"
+                + (f" with the columns {list(got.columns)[:6]}." if isinstance(got, pd.DataFrame) else ".")))
     missing, extra = set(runs.run) - set(got.index), set(got.index) - set(runs.run)
     expect(not missing and not extra,
            _say(f"{name} should have one row per run of the runs it is given, indexed by run;",

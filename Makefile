@@ -16,7 +16,7 @@ setup-dev:
 
 # Without netem the labs run in the UML kernel: build it (or find it cached) first, with its own
 # progress line, outside any per-test timeout and outside the first lab's time (reproduce's time ratio).
-UML_IF_NEEDED = $(VENV)/bin/python -c "import sys; from mptcplab.kernel import netem_usable; sys.exit(not netem_usable())" \
+UML_IF_NEEDED = $(VENV)/bin/python -c "import sys; from mptcplab.core.kernel import netem_usable; sys.exit(not netem_usable())" \
 	  || $(MPTCPLAB) uml build
 
 reproduce: setup

@@ -27,8 +27,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from mptcplab.tshark import MPTCP_PREFS  # noqa: E402
 from mptcplab.labs.lab1.analysis import PACKET_FIELDS  # noqa: E402
+from mptcplab.measure.tshark import MPTCP_PREFS  # noqa: E402
 
 FILTER = "tcp.len > 0 && tcp.dstport == 5201"
 
@@ -43,7 +43,7 @@ print(len(d.packets))
 
 PYSHARK = """
 import sys
-from mptcplab.tshark import pyshark_capture
+from mptcplab.measure.tshark import pyshark_capture
 cap = pyshark_capture(sys.argv[1], display_filter=sys.argv[2])
 rows = []
 limit = int(sys.argv[3])
@@ -114,10 +114,10 @@ def tshark_argv(pcap: Path) -> list[str]:
 
 def record(out: Path) -> Path:
     """A 10 s MPTCP transfer with a large buffer (both paths busy), observed as in Lab 1's detailed run."""
-    from mptcplab.lab import get_lab
+    from mptcplab.core.state import signals_unwind
     from mptcplab.labs.lab1.experiment import _detail_run, topology
-    from mptcplab.results import Sweep, experiment_lock
-    from mptcplab.state import signals_unwind
+    from mptcplab.run.lab import get_lab
+    from mptcplab.run.results import Sweep, experiment_lock
 
     params = get_lab("lab1").load_params(False, {"detail": {"buffer": "4M", "duration_s": 10}})
     params["sweep"]["buffers"] = ["4M"]
@@ -155,7 +155,7 @@ def main() -> int:
 
 
 def run_all(a, detail: Path, py: str) -> dict:
-    from mptcplab.results import experiment_lock
+    from mptcplab.run.results import experiment_lock
 
     # Timings and experiments disturb each other on a small machine: take the experiment lock.
     with experiment_lock("benchmark: waiting for the running experiment to finish"):

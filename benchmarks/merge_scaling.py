@@ -36,7 +36,7 @@ PLATFORM = {"where": "vm", "kernel_release": "6.12.95+deb12-amd64", "machine": "
 
 
 def params_for(runs: int) -> dict:
-    from mptcplab.lab import get_lab
+    from mptcplab.run.lab import get_lab
 
     reps = (runs - 5 * FAIRNESS_REPS) // 10
     return get_lab("lab2").load_params(False, {"repetitions": reps, "fairness": {"repetitions": FAIRNESS_REPS}})
@@ -44,7 +44,7 @@ def params_for(runs: int) -> dict:
 
 def network(params: dict) -> dict:
     """The manifest's `network` as topology.Network.record writes it (the part the analysis reads)."""
-    from mptcplab.links import LinkSpec
+    from mptcplab.net.links import LinkSpec
 
     paths = []
     for i, (name, p) in enumerate(params["paths"].items(), start=1):
@@ -55,8 +55,8 @@ def network(params: dict) -> dict:
 
 
 def generate(root: Path, runs: int, n_shards: int) -> list[Path]:
-    from mptcplab.lab import get_lab
-    from mptcplab.shards import Shard, select
+    from mptcplab.run.lab import get_lab
+    from mptcplab.run.shards import Shard, select
 
     rnd = random.Random(runs)
     params = params_for(runs)
@@ -104,8 +104,9 @@ def _cpu() -> float:
 
 def merge_once(out: Path, dirs: list[str]) -> dict:
     """In this process: plan + write, timed; the process's peak RSS."""
-    from mptcplab import log, merge
-    from mptcplab.lab import all_labs
+    from mptcplab.core import log
+    from mptcplab.run import merge
+    from mptcplab.run.lab import all_labs
 
     log.setup(-1)
     all_labs()  # imported before the clock starts: the merge is timed, not Python's imports

@@ -4,7 +4,7 @@ what one shard at a time measures? Lab 3's DropTail runs paired by run key betwe
     .venv/bin/python benchmarks/uml_two_at_once.py NEW_RUNS_CSV OLD_RUNS_CSV > benchmarks/results/uml_two_at_once.md
 
 Each quantity's paired difference (new - old) with its interval, Holm-corrected over the family
-(mptcplab.stats: the kit's one computation of a paired verdict). DropTail only: the random-loss runs
+(mptcplab.judge.stats: the kit's one computation of a paired verdict). DropTail only: the random-loss runs
 of the older sweeps ran behind a leftover 20 Mbit/s rate (see Lab 3's report), so they measured
 something else.
 """
@@ -15,7 +15,7 @@ import sys
 
 import pandas as pd
 
-from mptcplab import stats
+from mptcplab.judge import stats
 
 QUANTITIES = [  # column, label, scale for printing, unit
     ("fill", "goodput / capacity", 100, "points"),

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from mptcplab import paths
+from mptcplab.core import paths
 from mptcplab.places import vm
 from stamped import Stamped  # benchmarks/ is the script's folder, first on sys.path
 
@@ -33,8 +33,8 @@ grep -c " 9p " /proc/mounts | sed 's/^/9p mounts: /'
 t=$(up); {py} -c 'import pandas'; echo "import pandas: $t -> $(up)"
 t=$(up); {py} -c 'import pandas'; echo "import pandas again: $t -> $(up)"
 t=$(up); for i in $(seq 20); do tc -V >/dev/null; done; echo "20 tc -V: $t -> $(up)"
-t=$(up); {py} -m mptcplab.bulk --help >/dev/null; echo "bulk tool's start: $t -> $(up)"
-t=$(up); {py} -m mptcplab.bulk --help >/dev/null; echo "bulk tool's start again: $t -> $(up)"
+t=$(up); {py} -m mptcplab.measure.bulk --help >/dev/null; echo "bulk tool's start: $t -> $(up)"
+t=$(up); {py} -m mptcplab.measure.bulk --help >/dev/null; echo "bulk tool's start again: $t -> $(up)"
 """
 
 

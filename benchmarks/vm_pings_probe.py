@@ -11,8 +11,8 @@ import sys
 import threading
 import time
 
-from mptcplab import latency
-from mptcplab.lab import get_lab
+from mptcplab.net import latency
+from mptcplab.run.lab import get_lab
 
 ROUNDS, STAGGER = 2, 0.05
 lab = get_lab("lab2")

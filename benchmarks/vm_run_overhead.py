@@ -17,7 +17,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from mptcplab.results import transfer_s
+from mptcplab.run.results import transfer_s
 
 
 def _epoch(iso: str) -> float:

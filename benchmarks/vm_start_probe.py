@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from mptcplab import paths
+from mptcplab.core import paths
 from mptcplab.places import vm
 from stamped import Stamped  # benchmarks/ is the script's folder, first on sys.path
 
@@ -21,8 +21,8 @@ out = Path(sys.argv[1]).resolve()
 out.mkdir(parents=True, exist_ok=True)
 py = sys.executable
 here = Path(__file__).resolve().parent
-imports = ("import mptcplab.cli as c; c.build_parser(); from mptcplab import lab; [l for l in lab.all_labs()]; "
-           "import mptcplab.engine, mptcplab.labs.lab2.experiment")
+imports = ("import mptcplab.cli as c; c.build_parser(); from mptcplab.run import lab; [l for l in lab.all_labs()]; "
+           "import mptcplab.run.engine, mptcplab.labs.lab2.experiment")
 script = f"""
 echo "guest uptime at the script's start: $(cut -d' ' -f1 /proc/uptime)"
 dmesg > {out}/dmesg.txt

@@ -9,7 +9,7 @@
 #   scripts/lab1-reference.sh next        the first step not done yet (run it again for the next)
 #   scripts/lab1-reference.sh STEP        one step by name; `status` lists them and which are done
 #
-# Steps: shard-1 .. shard-10  the lab's whole experiment.toml split round-robin (mptcplab.shards),
+# Steps: shard-1 .. shard-10  the lab's whole experiment.toml split round-robin (mptcplab.run.shards),
 #                             about 40 runs each: ~20 min at ~29 s of wall-clock time per 10 s run
 #                             in UML (the last reference's mean, runs-manifest.csv host_wall_s)
 #        merge                the shards into one directory (mptcplab merge; seconds)

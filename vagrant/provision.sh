@@ -115,12 +115,12 @@ step_modules() {
     done
   fi
   need "modules persisted in $conf" test -s "$conf" || true
-  # The real test: can a netem qdisc be created? The kit's own probe (mptcplab.kernel: a qdisc in
+  # The real test: can a netem qdisc be created? The kit's own probe (mptcplab.core.kernel: a qdisc in
   # a throwaway namespace), run from its source with the system's python3, as the kit is installed
   # only by a later step.
   local kit=$SRC/src rc=0
-  [ -f "$kit/mptcplab/kernel.py" ] || kit=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/src
-  PYTHONPATH=$kit python3 -c 'import sys; from mptcplab import kernel; sys.exit(0 if kernel.netem_usable() else 3)' || rc=$?
+  [ -f "$kit/mptcplab/core/kernel.py" ] || kit=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/src
+  PYTHONPATH=$kit python3 -c 'import sys; from mptcplab.core import kernel; sys.exit(0 if kernel.netem_usable() else 3)' || rc=$?
   if [ "$rc" = 0 ]; then say "ok: netem qdisc created in a throwaway namespace"; return 0; fi
   [ "$rc" = 3 ] || die "the kit's netem probe did not run (python3 and the kit's source at $SRC/src?)"
   local why="this kernel ($kernel) cannot create a netem qdisc, so Labs 1 and 3 cannot emulate delay and loss."

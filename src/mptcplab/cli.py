@@ -12,8 +12,9 @@ import importlib
 import pkgutil
 import sys
 
-from . import __version__, commands, log
-from .errors import EnvironmentProblem, ExperimentFailed, UsageError
+from . import __version__, commands
+from .core import log
+from .core.errors import EnvironmentProblem, ExperimentFailed, UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,9 +11,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import kernel, places, process
-from .errors import EnvironmentProblem
-from .paths import TRACEFS
+from . import places
+from .core import kernel, process
+from .core.errors import EnvironmentProblem
+from .core.paths import TRACEFS
 from .places import overview
 from .places.decide import decide
 
@@ -94,7 +95,7 @@ def report() -> tuple[str, bool]:
         lines.append(f"[{mark:7}] {c.name}" + (f": {c.detail}" if c.detail else ""))
         if not c.ok:
             lines.append(f"          fix: {c.fix}")
-    from .lab import all_labs
+    from .run.lab import all_labs
 
     lines += ["", "Places to run (--where):", *overview.lines(), ""]
     for lab in all_labs().values():
@@ -106,7 +107,7 @@ def report() -> tuple[str, bool]:
             lines.append(f"{lab.id} ({lab.title}): CANNOT RUN here: {exc}")
     if not all_labs():
         lines.append(f"labs needing netem will run {'natively' if kernel.netem_usable() or places.inside_guest() else 'in a guest'}")
-    from .physics import describe_last
+    from .judge.physics import describe_last
 
     lines += ["", *describe_last()]
     return "\n".join(lines), all_ok

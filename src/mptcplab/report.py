@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import places
 from .places import compare, records
-from .results import clock_totals
+from .run.results import clock_totals
 
 
 @dataclass

@@ -40,7 +40,7 @@ def test_a_lab_import_in_the_engine_a_lab_importing_a_lab_and_a_cycle_break_them
                    "No import cycles between sibling modules or packages BROKEN",
                    "Layers: a module imports only from the layers below it BROKEN"):
         assert broken in report, report
-    assert "mptcplab.engine -> mptcplab.labs.lab1.analysis" in report
+    assert "mptcplab.run.engine -> mptcplab.labs.lab1.analysis" in report
     assert "mptcplab.labs.lab1.measure -> mptcplab.labs.lab3.models" in report
 
 

@@ -1,8 +1,8 @@
-"""`pip install .` ships what the kit reads outside the package (see mptcplab.paths)."""
+"""`pip install .` ships what the kit reads outside the package (see mptcplab.core.paths)."""
 
 import tomllib
 
-from mptcplab import paths
+from mptcplab.core import paths
 
 
 def test_every_lab_parameter_file_and_the_uml_config_are_data_files():

@@ -11,8 +11,8 @@ import plotly.graph_objects as go
 
 from mptcplab import report
 from mptcplab.commands import reproduce as rep
-from mptcplab.lab import Lab
 from mptcplab.places.choice import Choice
+from mptcplab.run.lab import Lab
 
 
 def _lab(id_, needs=(), figures=None):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab import kernel
+from mptcplab.core import kernel
 from mptcplab.places import kvm_probe
 
 REPO = Path(__file__).resolve().parents[2]
@@ -237,7 +237,7 @@ def test_module_step_persists_and_fails_loudly_without_netem(tmp_path):
     r = _provision(tmp_path, "--only", "modules")
     conf = tmp_path / "etc" / "modules-load.d" / "mptcplab.conf"
     assert "sch_netem" in conf.read_text()
-    assert probes() <= before  # the kit's probe (mptcplab.kernel) removed its namespace
+    assert probes() <= before  # the kit's probe (mptcplab.core.kernel) removed its namespace
     if kernel.netem_usable():
         assert r.returncode == 0 and "netem qdisc created" in r.stdout
     else:  # e.g. this CI host: no module loading; the step must say so and stop

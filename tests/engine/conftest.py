@@ -11,7 +11,8 @@ def fake_place(monkeypatch, tmp_path):
 
     import fake_place as fake
 
-    from mptcplab import places, runner
+    from mptcplab import places
+    from mptcplab.run import runner
 
     monkeypatch.setitem(places.REGISTRY, "fake", "fake_place")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

@@ -5,9 +5,9 @@ import csv
 
 import pytest
 
-from mptcplab import physics
-from mptcplab.check import check_runs_table
-from mptcplab.traffic import bulk_result
+from mptcplab.judge import physics
+from mptcplab.judge.check import check_runs_table
+from mptcplab.measure.traffic import bulk_result
 
 IV = 0.1
 CEILING = physics.link_ceiling_bps(4e6)  # 3.826 Mbit/s of payload through a 4 Mbit/s link
@@ -119,7 +119,7 @@ def test_a_nearly_still_count_is_a_stall_too():
     import json
     from pathlib import Path
 
-    from mptcplab.traffic import BulkResult
+    from mptcplab.measure.traffic import BulkResult
 
     d = json.loads((Path(__file__).parent / "fixtures" / "goodput" / "vm-lab2-p4-loss-repair.json").read_text())
     r = BulkResult("kit", "tcp", 4.0, d["t0"], d["t_end"], [], None, samples=d["samples"])
@@ -139,7 +139,7 @@ def test_a_window_starting_in_the_release_after_a_repair_counts_the_repair():
     import json
     from pathlib import Path
 
-    from mptcplab.traffic import BulkResult
+    from mptcplab.measure.traffic import BulkResult
 
     d = json.loads((Path(__file__).parent / "fixtures" / "goodput" / "uml-lab1-slow-release.json").read_text())
     r = BulkResult("kit", "tcp", 3.0, d["t0"], d["t_end"], [], None, samples=d["samples"])
@@ -157,7 +157,7 @@ def test_a_window_starting_in_a_gap_of_the_samples_counts_the_whole_gap():
     import json
     from pathlib import Path
 
-    from mptcplab.traffic import BulkResult
+    from mptcplab.measure.traffic import BulkResult
 
     d = json.loads((Path(__file__).parent / "fixtures" / "goodput" / "vm-lab2-p4-sampling-gap.json").read_text())
     r = BulkResult("kit", "tcp", 5.7, d["t0"], d["t_end"], [], None, samples=d["samples"])
@@ -191,7 +191,7 @@ def test_a_tail_repaired_by_timeout_does_not_count_as_the_links_pace():
     import json
     from pathlib import Path
 
-    from mptcplab.traffic import BulkResult
+    from mptcplab.measure.traffic import BulkResult
 
     d = json.loads((Path(__file__).parent / "fixtures" / "goodput" / "vm-lab2-p2-tail-timeout.json").read_text())
     r = BulkResult("kit", "tcp", 3.0, d["t0"], d["t_end"], [], None, samples=d["samples"])
@@ -213,7 +213,7 @@ def test_a_short_slow_end_is_the_last_interval_not_a_tail_to_cut():
     import json
     from pathlib import Path
 
-    from mptcplab.traffic import BulkResult
+    from mptcplab.measure.traffic import BulkResult
 
     d = json.loads((Path(__file__).parent / "fixtures" / "goodput" / "vm-lab2-p1-release-at-the-end.json").read_text())
     r = BulkResult("kit", "tcp", 3.0, d["t0"], d["t_end"], [], None, samples=d["samples"])

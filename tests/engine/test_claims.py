@@ -6,8 +6,9 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from mptcplab import runner, stats
 from mptcplab.judge import claims as cl
+from mptcplab.judge import stats
+from mptcplab.run import runner
 
 FAST = [10.0, 10.2, 9.9, 10.1, 10.0]
 SLOW = [8.0, 8.1, 7.9, 8.2, 8.0]

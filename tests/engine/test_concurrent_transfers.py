@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from mptcplab.state import kill_process_group
-from mptcplab.traffic import Transfer, concurrent, spawn
+from mptcplab.core.state import kill_process_group
+from mptcplab.measure.traffic import Transfer, concurrent, spawn
 
 
 class LoopbackNet:

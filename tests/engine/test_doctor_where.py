@@ -2,9 +2,10 @@
 
 import pytest
 
-from mptcplab import doctor, kernel
+from mptcplab import doctor
+from mptcplab.core import kernel
+from mptcplab.core.errors import EnvironmentProblem, UsageError
 from mptcplab.places.decide import decide
-from mptcplab.errors import EnvironmentProblem, UsageError
 
 
 @pytest.fixture

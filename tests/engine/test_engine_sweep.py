@@ -6,11 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from mptcplab import engine, paths
 from mptcplab.cli import main
-from mptcplab.lab import Lab, Point, RunContext, get_lab
+from mptcplab.core import paths
 from mptcplab.labs.lab1 import experiment as l1
-from mptcplab.results import Sweep, git_commit, tool_versions
+from mptcplab.run import engine
+from mptcplab.run.lab import Lab, Point, RunContext, get_lab
+from mptcplab.run.results import Sweep, git_commit, tool_versions
 
 
 class FakeNet:
@@ -119,7 +120,7 @@ def test_time_left_counts_the_runs_not_the_setup(tmp_path, monkeypatch, caplog):
     (["run", "lab3", "--quick", "--set", "model_b=fast"], "model_b"),
 ])
 def test_bad_parameters_fail_before_any_place_starts(argv, says, capsys, monkeypatch):
-    from mptcplab import runner
+    from mptcplab.run import runner
 
     monkeypatch.setattr(runner, "in_place", lambda *a: pytest.fail("a place was started"))
     assert main(argv) == 2
@@ -127,7 +128,7 @@ def test_bad_parameters_fail_before_any_place_starts(argv, says, capsys, monkeyp
 
 
 def test_the_runner_runs_a_lab_in_a_guest_place_it_knows_only_by_its_registry_entry(fake_place, tmp_path):
-    from mptcplab import runner
+    from mptcplab.run import runner
 
     out = tmp_path / "lab1"
     assert runner.run_lab("lab1", quick=True, where="fake", out=out, overrides={"sweep": {"repetitions": 1}}) == 0
@@ -150,8 +151,8 @@ def test_the_runner_runs_a_lab_in_a_guest_place_it_knows_only_by_its_registry_en
 def test_a_shard_in_a_guest_gets_quick_only_when_asked(fake_place, tmp_path, quick):
     """The guest's command says --quick only for a quick run, and gets the parameters of the run
     asked for (a full shard's are the full sweep's, not [quick]'s)."""
-    from mptcplab import runner
-    from mptcplab.shards import Shard
+    from mptcplab.run import runner
+    from mptcplab.run.shards import Shard
 
     assert runner.run_lab("lab3", quick=quick, where="fake", out=tmp_path / "s", shard=Shard(2, 3)) == 0
     (argv, _, handed), = fake_place.calls
@@ -162,8 +163,8 @@ def test_a_shard_in_a_guest_gets_quick_only_when_asked(fake_place, tmp_path, qui
 def test_a_place_decided_by_the_caller_is_not_decided_again(fake_place, tmp_path, monkeypatch, caplog):
     """`reproduce` decides each lab's place once (to report it) and hands the decision on; the
     "runs X: why" line is still said once, by run_lab."""
-    from mptcplab import runner
     from mptcplab.places.choice import Choice
+    from mptcplab.run import runner
 
     monkeypatch.setattr(runner, "decide", lambda *a, **k: pytest.fail("decided a second time"))
     caplog.set_level("INFO")
@@ -176,7 +177,7 @@ def test_a_place_decided_by_the_caller_is_not_decided_again(fake_place, tmp_path
 
 
 def test_a_lab_goes_to_the_test_place_only_when_it_offers_what_the_lab_needs(fake_place):
-    from mptcplab.errors import EnvironmentProblem
+    from mptcplab.core.errors import EnvironmentProblem
     from mptcplab.places.decide import decide
 
     assert decide("fake", ("netem",)).place == "fake"
@@ -185,7 +186,7 @@ def test_a_lab_goes_to_the_test_place_only_when_it_offers_what_the_lab_needs(fak
 
 
 def test_inside_the_test_place_the_manifest_carries_its_facts(fake_place, monkeypatch, tmp_path):
-    from mptcplab.results import Sweep
+    from mptcplab.run.results import Sweep
 
     from mptcplab import places
 
@@ -203,7 +204,7 @@ def test_the_host_prepares_a_guest_under_the_experiment_lock(fake_place, tmp_pat
     experiment: beside another run's measurement it would disturb it. It counts in the lab's time."""
     import contextlib
 
-    from mptcplab import runner
+    from mptcplab.run import runner
 
     held = []
 
@@ -223,7 +224,9 @@ def test_a_guest_records_the_tool_versions_and_commit_the_host_handed_it(fake_pl
     """In a guest the manifests carry the host's reading of the tools and the checkout (the same
     files): the VM under software emulation ran `tshark --version` past its timeout and recorded
     None, and its first `git status` over 9p took ~8 s of the setup check."""
-    from mptcplab import paths, places, process, results
+    from mptcplab import places
+    from mptcplab.core import paths, process
+    from mptcplab.run import results
 
     commit = {"commit": "0123abc", "dirty": False}
     monkeypatch.setenv("MPTCPLAB_WHERE", "fake")
@@ -246,7 +249,7 @@ def test_check_setup_repeats_the_check_on_fresh_networks_and_tables_every_attemp
     """`run LAB --check-setup N`: N attempts, each its own network and run directory; a refusal is
     one row (with what it had measured), not the end of the series; nothing is measured. Its
     progress is said as a sweep's runs are (engine.Progress)."""
-    from mptcplab.errors import ExperimentFailed
+    from mptcplab.core.errors import ExperimentFailed
 
     attempts, clock = [], [0.0]
     monkeypatch.setattr(engine, "wall_clock", lambda out: clock[0])
@@ -281,8 +284,8 @@ def test_check_setup_repeats_the_check_on_fresh_networks_and_tables_every_attemp
 def test_a_guest_that_dies_under_a_sweep_is_started_once_more_and_the_restart_kept(fake_place, tmp_path, monkeypatch):
     """A guest ending without an exit status (the emulator or its kernel died: virtme-ng's 255) is
     not the experiment's verdict: the sweep resumes after its finished runs in a new guest, once."""
-    from mptcplab import runner
     from mptcplab.places import guest
+    from mptcplab.run import runner
 
     deaths = ["[  512.1] Out of memory: Killed process 71 (python3)", "qemu: terminating"]
     real_run = fake_place.run

@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from mptcplab import eta, log
+from mptcplab.core import log
+from mptcplab.run import eta
 
 
 def test_progress_says_what_is_known():

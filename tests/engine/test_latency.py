@@ -15,11 +15,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from mptcplab import kernel, latency, physics, topology, verify
-from mptcplab.errors import ExperimentFailed
-from mptcplab.links import LinkSpec
-from mptcplab.results import Sweep
-from mptcplab.topology import Network, NetPath, Topology
+from mptcplab.core import kernel
+from mptcplab.core.errors import ExperimentFailed
+from mptcplab.judge import physics, verify
+from mptcplab.net import latency, topology
+from mptcplab.net.links import LinkSpec
+from mptcplab.net.topology import Network, NetPath, Topology
+from mptcplab.run.results import Sweep
 
 TCG = {"undelayed": 1.1, "delayed": 2.0}  # ms a round trip, as measured under QEMU TCG (rounded)
 NATIVE = {"undelayed": 0.05, "delayed": 0.05}
@@ -276,7 +278,7 @@ def test_a_place_that_got_faster_after_compensation_is_named_not_netem(tmp_path,
 def test_paths_at_once_judges_each_path_as_alone_from_transfers_side_by_side(tmp_path, no_cache, monkeypatch):
     """Lab 2's setup check: every path pinged alone first, then the single-path TCP transfers of all
     paths side by side (traffic.concurrent, one per path), each judged against its own link."""
-    from mptcplab import traffic
+    from mptcplab.measure import traffic
 
     asked = []
 
@@ -302,7 +304,7 @@ def test_paths_at_once_judges_each_path_as_alone_from_transfers_side_by_side(tmp
 
 
 def test_paths_at_once_refuses_the_path_that_falls_short_as_alone(tmp_path, no_cache, monkeypatch):
-    from mptcplab import traffic
+    from mptcplab.measure import traffic
 
     monkeypatch.setattr(traffic, "concurrent", lambda net, transfers, duration: [
         SimpleNamespace(mbps=m, transfer_mbps=m, steady_mbps=lambda w, m=m: m, reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0, samples=[])

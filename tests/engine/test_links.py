@@ -2,8 +2,8 @@
 
 import pytest
 
-from mptcplab.errors import EnvironmentProblem, UsageError
-from mptcplab.links import LinkSpec
+from mptcplab.core.errors import EnvironmentProblem, UsageError
+from mptcplab.net.links import LinkSpec
 
 
 def test_parse_full_spec():

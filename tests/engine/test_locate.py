@@ -10,8 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from mptcplab import paths, runner
+from mptcplab.core import paths
 from mptcplab.run import locate as loc
+from mptcplab.run import runner
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab import observe
-from mptcplab.observe import parse_ss, parse_trace, sndbuf_waits
+from mptcplab.measure import observe
+from mptcplab.measure.observe import parse_ss, parse_trace, sndbuf_waits
 
 TRACE = """\
  mlab-send-201    [000] d..2.   100.000000: sched_switch: prev_comm=mlab-send prev_pid=201 prev_prio=120 prev_state=S ==> next_comm=swapper next_pid=0 next_prio=120
@@ -76,7 +76,7 @@ QDISC = """\
 
 
 def test_qdisc_samples_keep_the_root_counters_and_skip_a_cut_line():
-    from mptcplab.observe import parse_qdisc
+    from mptcplab.measure.observe import parse_qdisc
 
     q = parse_qdisc(QDISC)
     assert q.time.tolist() == [1000.0, 1000.2]  # the last sample was cut short by the stop
@@ -86,7 +86,7 @@ def test_qdisc_samples_keep_the_root_counters_and_skip_a_cut_line():
 
 def test_one_sample_of_every_device_gives_each_devices_root_counters():
     """QdiscSampler with several devices samples the whole host at once (the setup check's paths)."""
-    from mptcplab.observe import parse_qdisc
+    from mptcplab.measure.observe import parse_qdisc
 
     sample = lambda t, a, b: (f"@ {t}\n"  # noqa: E731
                               f'[{{"kind":"noqueue","handle":"0:","dev":"br-p1","root":true,"bytes":0,"packets":0}},'
@@ -105,7 +105,7 @@ def test_a_sampler_leaves_by_itself_instead_of_being_signalled(tmp_path):
     # the loop through its stop file, so the shell exits with status 0, not by SIGTERM (-15).
     import subprocess
 
-    from mptcplab.observe import _Loop
+    from mptcplab.measure.observe import _Loop
 
     class Host:  # the network's two calls the loop makes, without namespaces
         def popen(self, host, argv, what="", **kw):
@@ -134,7 +134,7 @@ def test_the_sampling_loop_starts_no_program_but_its_command_and_never_spins(tmp
     import subprocess
     import time
 
-    from mptcplab.observe import loop_script
+    from mptcplab.measure.observe import loop_script
 
     script = loop_script(Path("/run/x y/.s.stop"), "ss -tin", 0.25, Path("/run/p.fifo"))
     assert "date" not in script and "[ ! -e '/run/x y/.s.stop' ]" in script and "LC_ALL=C" in script
@@ -192,7 +192,7 @@ def test_a_capture_and_counters_say_where_their_time_went(tmp_path, monkeypatch)
     import json
     import subprocess
 
-    from mptcplab.results import RunDir
+    from mptcplab.run.results import RunDir
 
     class Tcpdump:
         pid = 0

@@ -1,4 +1,4 @@
-"""The capture check's reader (mptcplab.pcap) against tshark's reading, and on made-up packets."""
+"""The capture check's reader (mptcplab.measure.pcap) against tshark's reading, and on made-up packets."""
 
 import hashlib
 import shutil
@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab import pcap, process
-from mptcplab.errors import ExperimentFailed
-from mptcplab.traffic import verify_capture
+from mptcplab.core import process
+from mptcplab.core.errors import ExperimentFailed
+from mptcplab.measure import pcap
+from mptcplab.measure.traffic import verify_capture
 
 ROOT = Path(__file__).resolve().parents[2]
 # Real MPTCP captures: a pcapng written by tshark's tools, and a Lab 1 reference capture (tcpdump's pcap)
@@ -18,7 +19,7 @@ REAL = [ROOT / "tests/engine/fixtures/tshark/mptcp-dsn-above-2e63.pcap",
 
 
 def tshark_reading(path: Path) -> dict:
-    """What verify_capture returned when it read the capture with tshark (its code before mptcplab.pcap)."""
+    """What verify_capture returned when it read the capture with tshark (its code before mptcplab.measure.pcap)."""
     fields = ["tcp.stream", "mptcp.stream", "ip.src", "ip.dst", "tcp.len", "tcp.options.mptcp.subtype",
               "tcp.flags.syn", "tcp.flags.ack"]
     out = process.run(["tshark", "-r", str(path), "-o", "mptcp.analyze_mappings:TRUE", "-Y", "mptcp", "-T", "fields",

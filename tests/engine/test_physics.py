@@ -5,10 +5,10 @@ import math
 import subprocess
 from pathlib import Path
 
-from mptcplab import physics, verify
-from mptcplab.check import check_results
 from mptcplab.cli import main
-from mptcplab.observe import parse_ss
+from mptcplab.judge import physics, verify
+from mptcplab.judge.check import check_results
+from mptcplab.measure.observe import parse_ss
 
 FIXTURES = Path(__file__).parent / "fixtures" / "physics"
 
@@ -96,9 +96,9 @@ def window_check(tmp_path, monkeypatch, skmem_tb: int | None):
     with the sender's own getsockopt(SO_SNDBUF) reading 65536: (verdicts, the recorded window)."""
     import pandas as pd
 
-    from mptcplab import observe, traffic
-    from mptcplab.results import Sweep
-    from mptcplab.topology import NetPath, Topology
+    from mptcplab.measure import observe, traffic
+    from mptcplab.net.topology import NetPath, Topology
+    from mptcplab.run.results import Sweep
 
     t0 = 1000.0
     rows = [(t0 + 0.24, 103, 164504), (t0 + 0.38, 39, 57432)] + [(t0 + 1.0 + 0.1 * k, 50, 90000) for k in range(30)]
@@ -108,7 +108,7 @@ def window_check(tmp_path, monkeypatch, skmem_tb: int | None):
 
     per_s = 50 * 1448 / 0.06  # 50 segments a round trip
     samples = [[t0 + 0.1 * k, per_s * 0.1 * k, per_s * 0.1 * k] for k in range(41)]
-    result = traffic.BulkResult("mptcplab.bulk", "tcp", 4.0, t0, t0 + 4.0, [{"bytes": per_s * 4, "sndbuf": 65536}],
+    result = traffic.BulkResult("mptcplab.measure.bulk", "tcp", 4.0, t0, t0 + 4.0, [{"bytes": per_s * 4, "sndbuf": 65536}],
                                 pd.DataFrame(), samples=[samples])
     monkeypatch.setattr(observe, "parse_ss", lambda text: table)  # the real sampler, playing these samples
     monkeypatch.setattr(traffic, "bulk", lambda *a, **kw: result)
@@ -224,7 +224,7 @@ def test_a_run_whose_kernel_queued_past_its_buffer_stays_outside_with_the_measur
         head + "tsokernel-128K-tcp-slow-r2,wmem,131072,tcp-slow,44.66,131072,1481304,1683640,2\n"
         "tso64-128K-tcp-slow-r1,wmem,131072,tcp-slow,12.2,131072,131768,133952,64\n"
         "broken-128K-tcp-slow-r1,wmem,131072,tcp-slow,30.0,131072,,133952,64\n")
-    from mptcplab.check import check_sweep
+    from mptcplab.judge.check import check_sweep
     verdicts = check_sweep(tmp_path / "paper-point.csv")
     bad = {(v.check.split(" ")[0].split("/")[-1], v.check.rsplit(": ", 1)[-1]): v for v in verdicts if not v.ok}
     assert set(bad) == {("tsokernel-128K-tcp-slow-r2", "single-path TCP vs window bound"),

@@ -271,7 +271,7 @@ def test_die_with_parent(tmp_path):
 
 
 def test_vm_prepares_on_the_host_only_for_labs_that_build_something(monkeypatch):
-    from mptcplab.lab import get_lab
+    from mptcplab.run.lab import get_lab
 
     asked = []
     monkeypatch.setattr(vm, "kernel", lambda: Path("/boot/vmlinuz-6.12.117+deb12-amd64"))
@@ -316,7 +316,7 @@ def test_a_guest_in_its_own_session_under_a_live_run_is_not_an_orphan(tmp_path, 
     import subprocess
     import sys
 
-    from mptcplab import state
+    from mptcplab.core import state
 
     monkeypatch.setattr(state, "STATE_DIR", tmp_path)
     code = ("import os, subprocess, sys, time\n"
@@ -356,7 +356,7 @@ def test_a_guest_uses_the_hosts_cache_directory(tmp_path, monkeypatch):
     """A host whose XDG_CACHE_HOME moves the kit's cache hands it to the guest, whose own HOME would
     otherwise put the cache elsewhere (the VM: a read-only /root/.cache, where the setup check's
     physics record failed to be written in a fresh-cache `make reproduce`)."""
-    from mptcplab import paths
+    from mptcplab.core import paths
     from mptcplab.places import guest
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache dir"))

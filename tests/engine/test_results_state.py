@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from mptcplab import state
-from mptcplab.results import Sweep, clock_totals, completed_names, transfer_seconds
+from mptcplab.core import state
+from mptcplab.run.results import Sweep, clock_totals, completed_names, transfer_seconds
 
 
 def test_run_dir_is_atomic_and_has_provenance(tmp_path):
@@ -99,7 +99,7 @@ def test_state_file_records_and_clean_removes_dead_owner(tmp_path, monkeypatch):
 def test_a_runs_stamps_are_the_hosts_wall_clock(tmp_path, monkeypatch):
     """In UML the guest's clock skips idle time (Lab 3's runs were stamped 40 min late): `started`,
     `finished` and `failed` come from the place's reading of the host's clock (results.wall_clock)."""
-    from mptcplab import results
+    from mptcplab.run import results
 
     clock = iter([1795000000.0, 1795000042.5, 1795000050.0])
     monkeypatch.setattr(results, "wall_clock", lambda directory: next(clock))

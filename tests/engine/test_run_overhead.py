@@ -11,11 +11,12 @@ import time
 import pandas as pd
 import pytest
 
-from mptcplab import netns, observe
-from mptcplab.results import Sweep
-from mptcplab import topology
-from mptcplab.errors import EnvironmentProblem
-from mptcplab.topology import Cmd
+from mptcplab.core import netns
+from mptcplab.core.errors import EnvironmentProblem
+from mptcplab.measure import observe
+from mptcplab.net import topology
+from mptcplab.net.topology import Cmd
+from mptcplab.run.results import Sweep
 
 from test_observe_parsers import TRACE
 
@@ -100,7 +101,7 @@ def test_a_failed_batch_names_the_command_that_failed(monkeypatch):
 
 
 def test_a_sweeps_transfer_time_is_its_runs_spans_or_common_windows(tmp_path):
-    from mptcplab.results import transfer_seconds
+    from mptcplab.run.results import transfer_seconds
 
     for key, summary in (("verify", {"checks": {}}), ("static-lia-r1", {"span_s": 9.5}),
                          ("fair-lia-r1", {"shared_window_s": [100.0, 108.25]})):
@@ -110,7 +111,7 @@ def test_a_sweeps_transfer_time_is_its_runs_spans_or_common_windows(tmp_path):
 
 
 def test_a_guests_finished_runs_are_converted_beside_it_and_never_after_it_exits(tmp_path):
-    from mptcplab.runner import converting
+    from mptcplab.run.runner import converting
 
     calls = []
     with converting(tmp_path, lambda out: calls.append((out, time.monotonic())), every_s=0.05):
@@ -133,7 +134,7 @@ def test_a_guests_finished_runs_are_converted_beside_it_and_never_after_it_exits
 
 
 def test_the_hosts_work_for_a_guest_runs_beside_its_boot_and_a_failure_is_only_said(caplog):
-    from mptcplab.runner import beside_the_boot
+    from mptcplab.run.runner import beside_the_boot
 
     done = []
     with beside_the_boot(lambda: (time.sleep(0.2), done.append("built"))):

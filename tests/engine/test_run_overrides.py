@@ -3,7 +3,7 @@
 import pytest
 
 from mptcplab.commands.run import parse_overrides
-from mptcplab.errors import UsageError
+from mptcplab.core.errors import UsageError
 
 
 def test_values_are_toml_and_keys_may_hold_dots():
@@ -21,9 +21,9 @@ def test_bad_override():
 def test_dry_run_lists_the_engines_points_per_setting_and_what_is_done(tmp_path):
     """`mptcplab run --dry-run` plans from the lab's own points (nothing measured): every run is
     counted once under its setting, and a run already done in --out is counted as done."""
-    from mptcplab.lab import get_lab
-    from mptcplab.runner import plan
-    from mptcplab.shards import Shard
+    from mptcplab.run.lab import get_lab
+    from mptcplab.run.runner import plan
+    from mptcplab.run.shards import Shard
 
     lab = get_lab("lab1")
     params = lab.load_params(True, {"sweep": {"repetitions": 2}})

@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from mptcplab import engine, merge
 from mptcplab.cli import main
-from mptcplab.errors import UsageError
-from mptcplab.lab import Lab, Point, RunContext, get_lab
-from mptcplab.results import Sweep
-from mptcplab.shards import SHARD_FILE, Shard, select, share
+from mptcplab.core.errors import UsageError
+from mptcplab.run import engine, merge
+from mptcplab.run.lab import Lab, Point, RunContext, get_lab
+from mptcplab.run.results import Sweep
+from mptcplab.run.shards import SHARD_FILE, Shard, select, share
 
 LAB3 = {"flows": [1, 2, 4], "random": {"loss": ["2%"]}, "droptail": {"capacity": []}}  # 3 runs
 
@@ -252,7 +252,7 @@ def test_slurm_refuses_an_array_larger_than_the_sweep_before_writing_anything(tm
 def test_a_shard_reaches_the_guest_place_as_its_own_option(fake_place, tmp_path, monkeypatch):
     """The fake guest place (tests/engine/fake_place.py) gets `--shard K/N`; the default results
     directory names the shard."""
-    from mptcplab import runner
+    from mptcplab.run import runner
 
     monkeypatch.chdir(tmp_path)
     runner.run_lab("lab3", quick=True, where="fake", overrides=LAB3, shard=Shard(2, 3))

@@ -1,11 +1,11 @@
-"""mptcplab.stats: quantiles, intervals, Holm's correction and runs needed."""
+"""mptcplab.judge.stats: quantiles, intervals, Holm's correction and runs needed."""
 
 import math
 
 import pandas as pd
 import pytest
 
-from mptcplab import stats
+from mptcplab.judge import stats
 
 
 def test_t_quantiles_are_students():
@@ -79,8 +79,8 @@ def test_the_kit_and_its_labs_load_without_scipy_until_a_statistic_is_asked_for(
     import subprocess
     import sys
 
-    code = ("import sys; from mptcplab.cli import build_parser; build_parser(); from mptcplab import lab, runner; "
+    code = ("import sys; from mptcplab.cli import build_parser; build_parser(); from mptcplab.run import lab, runner; "
             "[lab.get_lab(f'lab{i}') for i in (1, 2, 3)]; assert 'scipy' not in sys.modules, 'scipy imported'; "
-            "from mptcplab import stats; stats.t975(4); assert 'scipy' in sys.modules")
+            "from mptcplab.judge import stats; stats.t975(4); assert 'scipy' in sys.modules")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -2,8 +2,8 @@
 
 import pytest
 
-from mptcplab.errors import UsageError
-from mptcplab.topology import NetPath, Topology
+from mptcplab.core.errors import UsageError
+from mptcplab.net.topology import NetPath, Topology
 
 
 def kato(**kw):
@@ -30,7 +30,7 @@ def test_offloads_off_on_every_veth_end():
 
 def test_offloads_are_read_back_as_ethtool_reports_them():
     import subprocess
-    from mptcplab.topology import Network
+    from mptcplab.net.topology import Network
 
     out = ("Features for p1:\nrx-checksumming: on\ntcp-segmentation-offload: off\n"
            "\ttx-tcp-segmentation: off\ngeneric-segmentation-offload: off\ngeneric-receive-offload: on\n"
@@ -46,7 +46,7 @@ def test_offloads_are_read_once_per_network_for_every_interface_of_every_path():
     """Set when the network is built and changed by nothing after, so read once, not before every
     run (an `ethtool` per interface costs seconds in an emulated CPU)."""
     import subprocess
-    from mptcplab.topology import Network
+    from mptcplab.net.topology import Network
 
     asked = []
     net = Network(kato())
@@ -87,7 +87,7 @@ def test_sysctls_per_host_and_metrics_cache_off():
 
 
 def test_kernel_limits_are_raised_by_the_topology_never_lowered_and_put_back(monkeypatch):
-    import mptcplab.topology as topology
+    import mptcplab.net.topology as topology
 
     monkeypatch.setattr(topology, "_root_sysctl", lambda key: 212992)
     topo = kato(kernel_limits={"net.core.wmem_max": 4 << 20})
@@ -135,7 +135,7 @@ def test_unknown_host_lookup():
 def test_a_link_that_drops_its_rate_gets_a_new_netem_qdisc():
     """netem keeps a rate `tc qdisc replace` does not mention (netem_change sets it only from
     TCA_NETEM_RATE): Lab 3's random-loss runs kept the setup check's 20 Mbit/s that way."""
-    from mptcplab.topology import Network
+    from mptcplab.net.topology import Network
 
     topo = Topology("t", ("snd", "rcv"), [NetPath("p1", "snd", "rcv", "rate=20mbit,delay=30ms", "delay=30ms")],
                     netem=True)
@@ -156,7 +156,7 @@ def test_a_bottleneck_is_one_queue_the_paths_cross_toward_b():
     """Every packet a host on the a side sends on a shared path goes to the bottleneck's ifb first
     (ingress redirect on the emulator's a-side port); the b side and the b->a direction are each
     path's own."""
-    from mptcplab.topology import Bottleneck
+    from mptcplab.net.topology import Bottleneck
 
     topo = Topology("t", ("snd", "rcv"), [NetPath("p1", "snd", "rcv", "delay=10ms"),
                                           NetPath("p2", "snd", "rcv", "delay=20ms")],

@@ -1,4 +1,4 @@
-"""mptcplab.tshark on a real MPTCP capture (the 0.6 s slice shipped with Lab 1's reference results)."""
+"""mptcplab.measure.tshark on a real MPTCP capture (the 0.6 s slice shipped with Lab 1's reference results)."""
 
 import asyncio
 import gc
@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mptcplab import tshark
-from mptcplab.errors import EnvironmentProblem
-from mptcplab.lab import REPO_ROOT
+from mptcplab.core.errors import EnvironmentProblem
+from mptcplab.measure import tshark
+from mptcplab.run.lab import REPO_ROOT
 
 # A slice of a real Lab 1 capture (UML, MPTCP over two paths) whose data sequence numbers are above
 # 2**63: kept here, not read from the reference, because a new reference run draws its own random

@@ -2,8 +2,8 @@
 
 import pytest
 
+from mptcplab.core.errors import EnvironmentProblem
 from mptcplab.places import uml_kernel as uml
-from mptcplab.errors import EnvironmentProblem
 
 
 def test_default_and_chosen_clock(monkeypatch):

@@ -9,15 +9,15 @@ import sys
 import pytest
 
 from mptcplab.cli import main
-from mptcplab.errors import UsageError
-from mptcplab.lab import check_keys, get_lab
+from mptcplab.core.errors import UsageError
 from mptcplab.places import choice, records
 from mptcplab.places.choice import CheckResult
+from mptcplab.run.lab import check_keys, get_lab
 
 
 
 def test_unknown_set_keys_at_any_depth_are_refused_before_anything_starts(monkeypatch, capsys):
-    monkeypatch.setattr("mptcplab.runner.decide", lambda *a, **k: pytest.fail("a place was chosen"))
+    monkeypatch.setattr("mptcplab.run.runner.decide", lambda *a, **k: pytest.fail("a place was chosen"))
     assert main(["run", "lab1", "--quick", "--set", "paths.fast.delay=-3ms"]) == 2
     err = capsys.readouterr().err
     assert "no parameter 'paths.fast.delay'; nearest valid: paths.fast.link" in err and err.count("\n") == 1
@@ -48,7 +48,7 @@ def _interrupt():
 
 @pytest.mark.parametrize("result", [_interrupt, lambda: 130, lambda: 1])
 def test_an_interrupted_or_crashed_check_records_nothing(fake_place, monkeypatch, tmp_path, result):
-    from mptcplab import runner
+    from mptcplab.run import runner
 
     _guest_that(fake_place, monkeypatch, result)
     try:
@@ -59,7 +59,7 @@ def test_an_interrupted_or_crashed_check_records_nothing(fake_place, monkeypatch
 
 
 def test_a_refused_check_is_recorded_under_the_parameters_it_checked(fake_place, monkeypatch, tmp_path):
-    from mptcplab import runner
+    from mptcplab.run import runner
 
     _guest_that(fake_place, monkeypatch, lambda: 4)  # ExperimentFailed inside: the check's verdict
     over = {"sweep": {"repetitions": 1}}
@@ -75,7 +75,7 @@ def test_a_refused_check_is_recorded_under_the_parameters_it_checked(fake_place,
 
 
 def test_recheck_forgets_the_labs_failures_and_checks_again(fake_place, monkeypatch, tmp_path, caplog):
-    from mptcplab import runner
+    from mptcplab.run import runner
 
     records.save(CheckResult(place="fake", lab="lab1", passed=False, wall_s=3.0, how="exit status 4"))
     records.save(CheckResult(place="fake", lab="lab3", passed=False, wall_s=3.0, how="exit status 4"))
@@ -117,8 +117,8 @@ def test_auto_asks_the_places_what_they_offer_and_cost_and_reproduce_says_not_re
         fake_place, monkeypatch, tmp_path):
     """On a host without netem, with only the test place (netem, tbf) besides native: Lab 1 goes there,
     saying what it costs; Lab 2 (netem and struct_ops) has no qualifying place and is not run."""
-    from mptcplab import kernel
     from mptcplab.commands import reproduce as rep
+    from mptcplab.core import kernel
     from mptcplab.places.decide import decide
 
     monkeypatch.setattr(kernel, "has", lambda c: c in {"tbf", "bpf_struct_ops"})

@@ -80,7 +80,7 @@ def test_bad_input_exit_2_and_nothing_configured():
 def test_sigkill_then_clean_leaves_nothing(tmp_path, where):
     # `mptcplab clean` removes everything the kit made, other runs' included: wait until no
     # experiment is running (they hold the lock) so this test never kills someone else's run.
-    from mptcplab.results import experiment_lock
+    from mptcplab.run.results import experiment_lock
 
     tmp_before = {p.name for p in Path("/tmp").iterdir()}
     with experiment_lock("test: waiting for running experiments before testing clean"):
@@ -92,7 +92,7 @@ def _sigkill_then_clean(tmp_path, where, tmp_before):
     env = {**os.environ, "MPTCPLAB_LOCK": str(tmp_path / "child.lock")}
     if where == "native":
         # A network with rate limits only works on any kernel; the process builds it and sleeps.
-        code = ("from mptcplab.topology import Topology, NetPath; import time\n"
+        code = ("from mptcplab.net.topology import Topology, NetPath; import time\n"
                 "t = Topology('k', ('a', 'b'), [NetPath('p', 'a', 'b', 'rate=10mbit')], netem=False)\n"
                 "with t.up() as net:\n"
                 "    net.popen('a', ['sleep', '600'])\n"

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from mptcplab.labs.lab1 import analysis as la
-from mptcplab.results import Sweep
+from mptcplab.run.results import Sweep
 
 # The session's quick reproduction (every lab, ~30 min on a slow 2-core host) runs inside the
 # first of these tests: it needs more than the suite's default 900 s.

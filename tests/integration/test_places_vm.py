@@ -95,7 +95,7 @@ def _start(where: str, tmp_path: Path) -> subprocess.Popen:
 ])
 @pytest.mark.timeout(1500)
 def test_sigkill_kills_the_guest_and_clean_leaves_nothing(tmp_path, where):
-    from mptcplab.results import experiment_lock
+    from mptcplab.run.results import experiment_lock
 
     with experiment_lock("test: waiting for running experiments before testing clean"):
         proc = _start(where, tmp_path)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from mptcplab.lab import all_labs
+from mptcplab.run.lab import all_labs
 
 # The session's quick reproduction (every lab, ~30 min on a slow 2-core host) runs inside the
 # first of these tests: it needs more than the suite's default 900 s.

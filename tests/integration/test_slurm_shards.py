@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab.state import signals_unwind
+from mptcplab.core.state import signals_unwind
 
 KIT = str(Path(sys.executable).with_name("mptcplab"))
 SUBSET = ["--set", "flows=[1, 2]", "--set", 'random.loss=["2%"]', "--set", 'droptail.capacity=["4mbit"]',
@@ -144,7 +144,7 @@ def _clean_leftovers(registry: Path = CLUSTERS) -> list[Path]:
 def _wait_for_lock(seconds: float, lock: Path | None = None) -> None:
     """Wait at most `seconds` for the kit's experiment lock to be free (then release it: the jobs
     take it); fail, saying so, when another experiment holds it longer."""
-    from mptcplab.results import LOCK_FILE
+    from mptcplab.run.results import LOCK_FILE
 
     lock = lock or LOCK_FILE
     lock.parent.mkdir(parents=True, exist_ok=True)
@@ -231,8 +231,8 @@ def _exit_codes(jobs: list[str], env: dict) -> list[str]:
 @pytest.mark.integration
 @pytest.mark.timeout(TIMEOUT_S)
 def test_a_quick_lab3_in_three_shards_on_slurm_merges_into_the_tables_of_one_directory(slurm, tmp_path):
-    from mptcplab.lab import RunContext, get_lab
-    from mptcplab.runner import conclude
+    from mptcplab.run.lab import RunContext, get_lab
+    from mptcplab.run.runner import conclude
 
     _wait_for_lock(LOCK_WAIT_S)
     out = tmp_path / "sweep"

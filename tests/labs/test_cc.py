@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from mptcplab.core.errors import UsageError
 from mptcplab.labs.lab2 import cc
 from mptcplab.labs.lab2.cc import loader
-from mptcplab.errors import UsageError
 
 SS_SAMPLE = """\
 ESTAB 0      179704      10.1.1.1:48436     10.1.2.1:5201

@@ -8,10 +8,11 @@ import time
 
 import pytest
 
-from mptcplab import kernel, traffic
+from mptcplab.core import kernel
 from mptcplab.labs.lab2 import cc
-from mptcplab.results import experiment_lock
-from mptcplab.topology import NetPath, Topology
+from mptcplab.measure import traffic
+from mptcplab.net.topology import NetPath, Topology
+from mptcplab.run.results import experiment_lock
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(not kernel.struct_ops_usable() or __import__("os").geteuid() != 0,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab.errors import EnvironmentProblem
+from mptcplab.core.errors import EnvironmentProblem
 from mptcplab.labs.lab2.cc import image_btf, loader
 
 HOST_BTF = Path("/sys/kernel/btf/vmlinux")

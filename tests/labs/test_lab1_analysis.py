@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mptcplab import stats
-from mptcplab.lab import REPO_ROOT
+from mptcplab.judge import stats
 from mptcplab.labs.lab1 import analysis as la
 from mptcplab.labs.lab1 import measure as lm
 from mptcplab.labs.lab1 import second_place
+from mptcplab.run.lab import REPO_ROOT
 
 REF = REPO_ROOT / "solutions/results/lab1"
 has_tshark = shutil.which("tshark") is not None
@@ -251,7 +251,7 @@ def test_paper_point_export_is_compact_with_provenance_and_checked(tmp_path):
     """The compact paper point: rows, one provenance row per run, one manifest; `mptcplab check`
     judges its single-path rows against physics, and the reference finds it in paper-point/."""
     import pandas as pd
-    from mptcplab.check import check_results
+    from mptcplab.judge.check import check_results
     from mptcplab.labs.lab1 import paper_point as la
 
     manifest = json.loads((REF / "detail-wmem-32K-mptcp" / "manifest.json").read_text())

@@ -15,16 +15,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mptcplab import engine
-from mptcplab.check import check_results
-from mptcplab.errors import UsageError
-from mptcplab.lab import REPO_ROOT, Lab, RunContext, get_lab
+from mptcplab.core.errors import UsageError
+from mptcplab.judge.check import check_results
 from mptcplab.labs.lab1 import analysis as la
-from mptcplab.labs.lab1 import measure as lm
 from mptcplab.labs.lab1 import experiment as l1
-from mptcplab.observe import parse_ss
-from mptcplab.results import Sweep
-from mptcplab.traffic import BulkResult
+from mptcplab.labs.lab1 import measure as lm
+from mptcplab.measure.observe import parse_ss
+from mptcplab.measure.traffic import BulkResult
+from mptcplab.run import engine
+from mptcplab.run.lab import REPO_ROOT, Lab, RunContext, get_lab
+from mptcplab.run.results import Sweep
 
 FIXTURES = REPO_ROOT / "tests" / "engine" / "fixtures" / "physics"
 REF = REPO_ROOT / "solutions" / "results" / "lab1"
@@ -102,7 +102,7 @@ def fake_bulk(mbps):
         flow = {"flow": 0, "bytes": mbps * 1e6 / 8 * duration, "mbps": mbps, "sndbuf": sndbuf * 2 if sndbuf else 65536,
                 "subflows": 2 if proto == "mptcp" else 1}
         iv = pd.DataFrame({"time": [1.0, 1.1], "flow": [0, 0], "bytes": [1000, 1000], "mbps": [0.08, 0.08]})
-        return BulkResult("mptcplab.bulk", proto, duration, 1.0, 1.0 + duration, [flow], iv)
+        return BulkResult("mptcplab.measure.bulk", proto, duration, 1.0, 1.0 + duration, [flow], iv)
     return bulk
 
 

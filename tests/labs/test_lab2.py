@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mptcplab.errors import UsageError
-from mptcplab.lab import get_lab
+from mptcplab.core.errors import UsageError
 from mptcplab.labs.lab2 import analysis as la
 from mptcplab.labs.lab2 import experiment as l2
 from mptcplab.labs.lab2 import measure as l2m
+from mptcplab.run.lab import get_lab
 
 SS = """\
 @ 100.0
@@ -374,7 +374,7 @@ def test_a_controlled_shared_bottleneck_run_gives_the_divergence_its_cause(tmp_p
     cause measured; one that excludes the report's leaves it unexplained, saying what was tried."""
     import shutil
 
-    from mptcplab.check import check_results
+    from mptcplab.judge.check import check_results
 
     ref = tmp_path / "ref"
     shutil.copytree(Path(__file__).parents[2] / "solutions" / "results" / "lab2", ref)
@@ -419,7 +419,7 @@ def test_recorded_callbacks_kept_raw_make_the_trace_the_run_used_to_write(tmp_pa
     manifest then lists it."""
     from mptcplab.labs.lab2 import cc, cctrace
     from mptcplab.labs.lab2.cc.loader import Recording
-    from mptcplab.results import Sweep
+    from mptcplab.run.results import Sweep
 
     raw = _raw_events()
     with Sweep(tmp_path).run("static-cs218-r1", {}) as rd:
@@ -439,8 +439,8 @@ def test_a_fairness_runs_split_is_counted_from_its_capture_after_the_run(tmp_pat
     """The run keeps the emulator's capture (tshark starts slowly in an emulated CPU); the analysis
     counts the split from it once: into the summary, links.csv.gz, the capture removed. A capture
     with no span both flows used fails the lab, naming the run."""
-    from mptcplab.errors import ExperimentFailed
-    from mptcplab.results import Sweep
+    from mptcplab.core.errors import ExperimentFailed
+    from mptcplab.run.results import Sweep
 
     flows = [("tcp", "10.1.0.1", 40001, 5202, 1448, 1000.0, 1004.0, False),
              ("m1", "10.1.0.1", 40000, 5201, 1428, 1000.5, 1004.0, False),

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mptcplab.labs.lab3 import models
-from mptcplab.errors import UsageError
-from mptcplab.lab import get_lab
+from mptcplab.core.errors import UsageError
 from mptcplab.labs.lab3 import analysis as la
-from mptcplab.labs.lab3 import measure as lm
 from mptcplab.labs.lab3 import experiment as l3
+from mptcplab.labs.lab3 import measure as lm
+from mptcplab.labs.lab3 import models
+from mptcplab.run.lab import get_lab
 
 
 def test_parameters_and_points():
@@ -258,7 +258,7 @@ class _Source:
 
 def test_transfer_records_window_goodput_emulator_loss_and_kernel_rtts(tmp_path, monkeypatch):
     """transfer() with its sources faked: 2 flows, a 10 s window after 2 s of warm-up."""
-    from mptcplab.traffic import bulk_result
+    from mptcplab.measure.traffic import bulk_result
 
     t0, warmup, steady = 1000.0, 2.0, 10.0
     window = (t0 + warmup, t0 + warmup + steady)
@@ -442,7 +442,7 @@ def test_run_sysctls_are_set_for_each_run_after_the_setup_check():
     them back); the network's own sysctls are what the setup check ran with."""
     import types
 
-    from mptcplab.links import LinkSpec
+    from mptcplab.net.links import LinkSpec
 
     lab = l3.LAB
     params = lab.load_params(False, {"flows": [1], "random": {"loss": ["2%"]}, "droptail": {"capacity": []},

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from mptcplab.labs.lab3 import measure as lm
-from mptcplab.observe import qdisc_window
+from mptcplab.measure.observe import qdisc_window
 
 MSS = 1000
 RTT = 0.06
@@ -128,9 +128,9 @@ def test_read_capture_types_tshark_columns_like_the_untyped_reader():
     """On a real capture (Lab 1's reference slice), the typed reader gives the same packet table."""
     import json
 
-    from mptcplab.lab import REPO_ROOT
     from mptcplab.labs.lab1.analysis import find_detail
-    from mptcplab.tshark import fields
+    from mptcplab.measure.tshark import fields
+    from mptcplab.run.lab import REPO_ROOT
 
     d = find_detail(REPO_ROOT / "solutions/results/lab1")
     sender = json.loads((d / "manifest.json").read_text())["network"]["paths"][0]["a_addr"]
@@ -198,7 +198,7 @@ def test_models_get_the_kernel_srtt_and_every_rtt_is_kept():
 def test_qdisc_rate_bounds_take_the_time_a_read_may_have_taken():
     """Under TCG starting `tc` takes a while: the sample's read happened between `time` and
     `time_after`, so the lowest rate the samples allow divides by the longest span."""
-    from mptcplab.observe import parse_qdisc
+    from mptcplab.measure.observe import parse_qdisc
     text = ("@ 10.0\n[{\"kind\":\"netem\",\"root\":true,\"packets\":0,\"bytes\":0,\"drops\":0}]\n= 10.2\n"
             "@ 12.0\n[{\"kind\":\"netem\",\"root\":true,\"packets\":900,\"bytes\":1375000,\"drops\":0}]\n= 12.5\n")
     q = parse_qdisc(text)

@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from mptcplab import check, physics
-from mptcplab.lab import REPO_ROOT
+from mptcplab.judge import check, physics
+from mptcplab.run.lab import REPO_ROOT
 
 RESULTS = REPO_ROOT / "solutions" / "results"
 TABLES = ("throughput.csv", "fairness.csv", "runs.csv", "sweep.csv", "paper-point.csv")

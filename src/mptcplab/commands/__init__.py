@@ -15,7 +15,7 @@ def add_guest_run(actions, place: str, what: str, run):
 
 def guest_command(args, place: str) -> list[str]:
     """CMD of `mptcplab PLACE run -- CMD [ARGS...]` (the `--` is optional); a usage error if empty."""
-    from ..errors import UsageError
+    from ..core.errors import UsageError
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 
 def register(sub) -> None:
@@ -16,7 +16,7 @@ def register(sub) -> None:
 
 
 def _check(args) -> int:
-    from ..check import check_results
+    from ..judge.check import check_results
 
     if not args.results.is_dir():
         raise UsageError(f"{args.results}: not a directory")

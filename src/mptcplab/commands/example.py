@@ -11,12 +11,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .. import log
+from ..core import log
+from ..judge.verify import check_paths, describe
+from ..net.topology import NetPath, Topology
 from ..places.decide import decide
-from ..results import Sweep
-from ..runner import in_place
-from ..topology import NetPath, Topology
-from ..verify import check_paths, describe
+from ..run.results import Sweep
+from ..run.runner import in_place
 
 
 def register(sub) -> None:

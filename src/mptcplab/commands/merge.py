@@ -15,8 +15,8 @@ def register(sub) -> None:
 
 
 def _merge(args) -> int:
-    from .. import merge
-    from ..runner import default_out
+    from ..run import merge
+    from ..run.runner import default_out
 
     plan = merge.plan(args.shards)
     merge.write(plan, args.out or default_out(plan.lab.id, plan.quick))

@@ -8,10 +8,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .. import log
-from ..errors import UsageError
+from ..core import log
+from ..core.errors import UsageError
 from ..grading import autograder as ag
-from ..lab import get_lab
+from ..run.lab import get_lab
 
 
 def register(sub) -> None:

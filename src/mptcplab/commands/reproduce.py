@@ -19,11 +19,13 @@ import sys
 import time
 from pathlib import Path
 
-from .. import log, report, results
-from ..errors import EnvironmentProblem, ExperimentFailed, UsageError
-from ..lab import all_labs
+from .. import report
+from ..core import log
+from ..core.errors import EnvironmentProblem, ExperimentFailed, UsageError
 from ..places.decide import decide
-from ..runner import restarts, run_lab
+from ..run import results
+from ..run.lab import all_labs
+from ..run.runner import restarts, run_lab
 
 
 _log = log.get("reproduce")

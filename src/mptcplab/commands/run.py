@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UsageError
-from ..lab import all_labs
-from ..runner import plan, run_lab
-from ..shards import Shard
+from ..core.errors import UsageError
+from ..run.lab import all_labs
+from ..run.runner import plan, run_lab
+from ..run.shards import Shard
 
 
 def register(sub) -> None:

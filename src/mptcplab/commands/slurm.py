@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..errors import EnvironmentProblem
+from ..core.errors import EnvironmentProblem
 
 SHARDS = """#!/bin/bash
 # {lab}: shard K of {n} of the sweep, one array task per shard (written by `mptcplab slurm`).
@@ -80,9 +80,9 @@ def scripts(lab: str, n: int, quick: bool, overrides: list[str], out: Path, sbat
 
 
 def _slurm(a) -> int:
-    from ..lab import get_lab
-    from ..runner import default_out
-    from ..shards import Shard, share
+    from ..run.lab import get_lab
+    from ..run.runner import default_out
+    from ..run.shards import Shard, share
     from .run import parse_overrides
 
     lab = get_lab(a.lab)

@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from ..errors import UsageError
-from ..lab import get_lab
-from ..topology import NetPath, Topology
+from ..core.errors import UsageError
+from ..net.topology import NetPath, Topology
+from ..run.lab import get_lab
 
 
 def register(sub) -> None:

@@ -21,7 +21,7 @@ def register(sub) -> None:
 
 def _run(args) -> int:
     cmd = guest_command(args, "vm")
-    from ..state import signals_unwind
+    from ..core.state import signals_unwind
 
     with signals_unwind():
         return vm.boot(cmd, writable=[Path.cwd(), *args.rwdir], timeout=args.timeout)

@@ -18,7 +18,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from ..lab import all_labs
+from ..run.lab import all_labs
 from .reference import results
 
 

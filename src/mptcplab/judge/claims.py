@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from .. import stats
+from . import stats
 
 HOLDS, FAILS, UNRESOLVED, UNMEASURED = "holds", "does not hold", "not resolved", "not measured"
 STATUSES = (HOLDS, FAILS, UNRESOLVED, UNMEASURED)

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 # name -> module. Imported by name when asked for, so a place's dependencies (virtme-ng, the UML
 # build) load only where it is used. A fourth place is one module and one line here.
@@ -40,7 +40,7 @@ class Place(Protocol):
         """Can this host offer the place at all (kernel built/installed, tools present), and why."""
 
     def capabilities(self) -> set[str]:
-        """What its kernel offers: netem, tbf, kprobes, bpf_struct_ops (mptcplab.kernel.CAPABILITIES)."""
+        """What its kernel offers: netem, tbf, kprobes, bpf_struct_ops (mptcplab.core.kernel.CAPABILITIES)."""
 
     def cost(self) -> str:
         """What running a lab here costs compared with the host's kernel, in words ("" if nothing):

@@ -4,9 +4,9 @@ offers and their recorded checks, and says its reason once (`decide` returns it)
 
 from __future__ import annotations
 
-from .. import kernel, log
-from ..errors import EnvironmentProblem, UsageError
 from . import REGISTRY, all_places, choice, choices, get, inside_guest, records
+from ..core import kernel, log
+from ..core.errors import EnvironmentProblem, UsageError
 
 
 def decide(requested: str, needs: tuple[str, ...] = ("netem",), lab: str = "example") -> choice.Choice:

@@ -17,8 +17,8 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import EnvironmentProblem
-from ..state import TRACKER, kill_process_group
+from ..core.errors import EnvironmentProblem
+from ..core.state import TRACKER, kill_process_group
 from .lifetime import die_with_parent_preexec, guarded, guest_pids, wait_gone
 
 PANIC = "Kernel panic - not syncing"

@@ -70,7 +70,7 @@ def orphan_guests() -> list[int]:
     """Guest processes that no live kit process owns (its state file's owner is dead or absent)."""
     import json
 
-    from ..state import STATE_DIR, _pid_alive
+    from ..core.state import STATE_DIR, _pid_alive
 
     owned: set[int] = set()
     for f in STATE_DIR.glob("*.json") if STATE_DIR.exists() else []:
@@ -103,7 +103,7 @@ def _descends_from(pid: int, groups: set[int]) -> bool:
 def reap_orphan_guests(timeout: float = 15.0) -> list[int]:
     """SIGKILL guests of dead runs and wait until they are gone; returns the pids it killed.
     Raises EnvironmentProblem when one survives: an experiment must not run beside a guest."""
-    from ..errors import EnvironmentProblem
+    from ..core.errors import EnvironmentProblem
 
     pids = orphan_guests()
     for pid in pids:

@@ -6,7 +6,7 @@ import platform as _platform
 import time
 from pathlib import Path
 
-from .. import kernel
+from ..core import kernel
 
 NAME = "native"
 GUEST = False

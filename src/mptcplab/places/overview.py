@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..errors import EnvironmentProblem
 from . import all_places
+from ..core.errors import EnvironmentProblem
 
 ORDER = ("netem", "tbf", "kprobes", "bpf_struct_ops")
 

@@ -20,8 +20,9 @@ import json
 import os
 from pathlib import Path
 
-from .. import __version__, paths
-from ..paths import git_commit
+from .. import __version__
+from ..core import paths
+from ..core.paths import git_commit
 from .choice import CheckResult
 
 
@@ -124,7 +125,7 @@ def from_run(run_dir: Path, lab: str, place: str, params: str = "") -> CheckResu
         measured[f"{name}.own_rtt_ms"] = (row.get("own_latency") or {}).get("own_rtt_ms")
         if row.get("link_utilisation"):
             bound[f"{name}.tcp_mbps"] = round(row["tcp_steady_mbps"] / row["link_utilisation"], 2)
-    # The window-limited transfer's verdicts (mptcplab.verify.check_window), when the check ran one.
+    # The window-limited transfer's verdicts (mptcplab.judge.verify.check_window), when the check ran one.
     for v in ((summary.get("physics") or {}).get("window") or {}).get("verdicts", []):
         measured[v["check"]], bound[v["check"]] = v["measured"], v["bound"]
     if (manifest.get("clock") or {}).get("guest_s"):

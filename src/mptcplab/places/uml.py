@@ -8,10 +8,10 @@ import signal
 import sys
 from pathlib import Path
 
-from .. import log
-from ..state import PREFIX
 from . import guest, hand, lifetime
 from . import uml_kernel as uml
+from ..core import log
+from ..core.state import PREFIX
 
 NAME = "uml"
 GUEST = True

@@ -21,10 +21,10 @@ import time
 import uuid
 from pathlib import Path
 
-from .. import log, paths, process
-from ..errors import EnvironmentProblem
-from ..state import PREFIX, TRACKER
 from . import guest
+from ..core import log, paths, process
+from ..core.errors import EnvironmentProblem
+from ..core.state import PREFIX, TRACKER
 
 _log = log.get("uml build")
 CONFIG_FRAGMENT = paths.data("vagrant/uml/mptcplab.config")

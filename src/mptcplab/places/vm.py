@@ -30,10 +30,10 @@ import time
 import uuid
 from pathlib import Path
 
-from .. import log, paths
-from ..errors import EnvironmentProblem
-from ..state import PREFIX
 from . import guest, hand, kvm_probe, lifetime
+from ..core import log, paths
+from ..core.errors import EnvironmentProblem
+from ..core.state import PREFIX
 
 NAME = "vm"
 GUEST = True

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .. import paths
+from ..core import paths
 
 SUMMARY = "lab-summary.json"  # written by runner.conclude: the mark of a finished sweep
 INDEX = "sweeps.jsonl"

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ... import physics
-from ...check import paths_of, single_path_bounds
+from ...judge import physics
+from ...judge.check import paths_of, single_path_bounds
 from .sweep import GOODPUT_LIMIT, LINK_MBPS, _kib
 
 
@@ -27,7 +27,7 @@ def sweep_manifest(path: Path | str) -> dict:
 
 
 def window_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:
-    """Every single-path run of the sweep against the bounds physics sets (mptcplab.physics, the
+    """Every single-path run of the sweep against the bounds physics sets (mptcplab.judge.physics, the
     same bounds `mptcplab check` applies): one row per run with its sk_sndbuf (the largest it can
     have had), the path's RTT, `window_mbps` = (sk_sndbuf + 64 KiB) x 8 / RTT, `ceiling_mbps` (the
     link), and where the run carries the kernel's view, its most bytes in flight against

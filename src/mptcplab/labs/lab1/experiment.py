@@ -18,7 +18,7 @@ Then one degraded run is repeated with full observation for the paper's Figures 
 and the control runs (`[detail] controls`) with the same observation: a sender that writes faster
 than the network carries blocks in sk_stream_wait_memory whatever limits it, so the degraded run's
 waits are read against a single-path TCP run on the fast path at the same buffer and an MPTCP run
-at a large one. The engine runs the points (mptcplab.engine); decoding the capture and the ss
+at a large one. The engine runs the points (mptcplab.run.engine); decoding the capture and the ss
 samples is measure.py, tables and figures analysis.py.
 """
 
@@ -27,17 +27,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from ... import log, physics
-from ...check import check_sweep
-from ...errors import UsageError
-from ...lab import Lab, Point, RunContext
-from ...links import LinkSpec
-from ...observe import Capture, Counters, SsSampler, Tracing
-from ...results import Sweep
-from ...topology import BASE_SYSCTLS, NetPath, Topology
-from ...traffic import bulk, verify_capture
 from . import analysis as lab1_analysis, claims as lab1_claims, fragments as lab1_fragments, paper_point as lab1_paper_point
 from . import unseen as lab1_unseen
+from ...core import log
+from ...core.errors import UsageError
+from ...judge import physics
+from ...judge.check import check_sweep
+from ...measure.observe import Capture, Counters, SsSampler, Tracing
+from ...measure.traffic import bulk, verify_capture
+from ...net.links import LinkSpec
+from ...net.topology import BASE_SYSCTLS, NetPath, Topology
+from ...run.lab import Lab, Point, RunContext
+from ...run.results import Sweep
 from .measure import kernel_view
 
 _log = log.get("lab1")

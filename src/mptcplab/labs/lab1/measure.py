@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ... import physics
-from ...tshark import MPTCP_PREFS, fields
+from ...judge import physics
+from ...measure.tshark import MPTCP_PREFS, fields
 
 PORT = 5201
 # What the figures need from each data segment. The DSS option's own numbers are read, and each

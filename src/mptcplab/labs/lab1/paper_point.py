@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ... import stats
-from ...results import RUN_MANIFEST_COLUMNS, Sweep, run_manifests
+from ...judge import stats
+from ...run.results import RUN_MANIFEST_COLUMNS, Sweep, run_manifests
 from .detail import copy_run_tables
 from .sweep import PAPER, _kib, t95
 
@@ -82,7 +82,7 @@ def _settings(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def paper_verdicts(runs: pd.DataFrame) -> pd.DataFrame:
-    """Each table's comparisons as one family of verdicts (Welch, Holm-corrected: mptcplab.stats).
+    """Each table's comparisons as one family of verdicts (Welch, Holm-corrected: mptcplab.judge.stats).
     schedulers / held: every MPTCP scheduler against single-path TCP on the fast path, and each
     minrtt variant against upstream's default and against each other; tso: the kernel's
     tcp_min_tso_segs against the kit's 64 for each buffer and configuration."""

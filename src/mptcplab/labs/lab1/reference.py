@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ...errors import UsageError
+from ...core.errors import UsageError
 from .detail import Detail, copy_run_tables, find_details
 from .figures import save_images
 from .paper_point import COMPACT_DIR, export_paper_point, load_paper_point

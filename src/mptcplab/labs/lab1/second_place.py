@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ... import stats
-from ...links import LinkSpec
+from ...judge import stats
+from ...net.links import LinkSpec
 from .paper_point import load_paper_point, _manifest_of, verdict_lines
 
 CONTROLLED_DIR = "controlled"  # beside a reference: one folder per controlled run (its paper point)

@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ... import results, stats
-from ...results import Sweep
+from ...judge import stats
+from ...run import results
+from ...run.results import Sweep
 
 PAPER = {  # Kato et al. 2020, Section III-B and IV-B
     "mptcp_mbps_mean": 46.8, "mptcp_mbps_sd": 3.54, "mptcp_mbps_range": (42.4, 49.8),
@@ -92,7 +93,7 @@ def load(path: Path | str) -> dict[str, pd.DataFrame]:
 
 
 def t95(dof: int) -> float:
-    """Student's t 97.5% quantile (the 95% interval's multiplier): mptcplab.stats, as every lab.
+    """Student's t 97.5% quantile (the 95% interval's multiplier): mptcplab.judge.stats, as every lab.
     (The table that was here gave dof 11-14 the quantile of 10, 16-19 that of 15, ...: too narrow.)"""
     return stats.t975(dof)
 

@@ -21,13 +21,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from ... import check, observe, physics, results, stats
-from ...errors import ExperimentFailed
 from . import cctrace
-from .measure import link_packets, shared_link_rates
+from ...core.errors import ExperimentFailed
+from ...judge import check, physics, stats
+from ...measure import observe
+from ...net.links import LinkSpec
+from ...run import results
+from ...run.results import run_commit
 from .cc.loader import events_frame, load_raw
-from ...results import run_commit
-from ...links import LinkSpec
+from .measure import link_packets, shared_link_rates
 
 # The report's tables (Mbit/s, mean of 10 runs; ns-3, 5 Mbit/s links, UDP cross traffic).
 # "Mobility": the Wi-Fi MANET with random mobility (first table); "static": no mobility (second).
@@ -56,7 +58,7 @@ FAIRNESS_COLUMNS = ["algo", "rep", "mptcp_mbps", "tcp_mbps", "mptcp_share_on_sha
                     "tcp_on_shared_mbps", "mptcp_on_other_mbps", "shared_wire_mbps", "ss_mptcp_on_shared_mbps",
                     "commit"]
 
-# The statistics are mptcplab.stats' (one computation for the log, the report and the notebook);
+# The statistics are mptcplab.judge.stats' (one computation for the log, the report and the notebook);
 # t975 and mean_ci are named here too because the notebook calls them as la.t975 and la.mean_ci.
 t975, mean_ci = stats.t975, stats.mean_ci
 
@@ -862,7 +864,7 @@ def report(out: Path) -> str:
                   "",
                   "Run r meets the same seeded cross traffic under every algorithm, so the differences are taken "
                   f"per run (Mbit/s, t with pairs − 1 dof). The {len(pt)} comparisons below are one family: each "
-                  "interval is Holm-corrected (`mptcplab.stats.holm`, family-wise error 5%) at the level in brackets, "
+                  "interval is Holm-corrected (`mptcplab.judge.stats.holm`, family-wise error 5%) at the level in brackets, "
                   "and a verdict is drawn only where that interval excludes zero; *not resolved* otherwise. "
                   "*Runs needed*: pairs for an interval at the same level to exclude zero with 80% power if the "
                   "true difference were the observed one. The uncorrected 95% half-width is beside it: "

@@ -16,15 +16,15 @@ import contextlib
 import threading
 import time
 
-from ... import log
-from ...check import check_fairness_table, check_runs_table
-from ...errors import ExperimentFailed, UsageError
-from ...lab import Lab, Point, RunContext
-from ...links import LinkSpec
-from ...observe import Capture, SsSampler, Tracing
-from ...topology import EMULATOR, Bottleneck, NetPath, Topology
-from ...traffic import Transfer, bulk, concurrent, start_time, udp_onoff
 from . import analysis as lab2_analysis, cc
+from ...core import log
+from ...core.errors import ExperimentFailed, UsageError
+from ...judge.check import check_fairness_table, check_runs_table
+from ...measure.observe import Capture, SsSampler, Tracing
+from ...measure.traffic import Transfer, bulk, concurrent, start_time, udp_onoff
+from ...net.links import LinkSpec
+from ...net.topology import EMULATOR, Bottleneck, NetPath, Topology
+from ...run.lab import Lab, Point, RunContext
 from .measure import subflow_table
 
 _log = log.get("lab2")

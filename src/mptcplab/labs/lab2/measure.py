@@ -10,8 +10,8 @@ import re
 
 import pandas as pd
 
-from ... import tshark
 from . import cc
+from ...measure import tshark
 
 
 def subflow_table(ss_text: str, want_cc: str) -> list[dict]:

@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ... import results, stats
 from . import models
-from ...links import WIRE_BYTES, LinkSpec
+from ...judge import stats
+from ...net.links import WIRE_BYTES, LinkSpec
+from ...run import results
 
 COMPACT = ("runs.csv", "flows.csv", "losses.csv", "runs-manifest.csv", "lab3-manifest.json", "paper-vs-this-run.md")
 MODELS = {  # column -> label

@@ -15,15 +15,15 @@ import time
 
 import pandas as pd
 
-from ... import log
-from ...check import check_runs_table
-from ...errors import ExperimentFailed, UsageError
-from ...lab import Lab, Point, RunContext
-from ...links import WIRE_BYTES, LinkSpec
-from ...observe import Capture, Counters, CpuTimes, QdiscSampler, SsSampler, qdisc_window
-from ...topology import EMULATOR, NetPath, Topology
-from ...traffic import bulk
 from . import analysis as lab3_analysis, measure as lab3_measure, unseen as lab3_unseen
+from ...core import log
+from ...core.errors import ExperimentFailed, UsageError
+from ...judge.check import check_runs_table
+from ...measure.observe import Capture, Counters, CpuTimes, QdiscSampler, SsSampler, qdisc_window
+from ...measure.traffic import bulk
+from ...net.links import WIRE_BYTES, LinkSpec
+from ...net.topology import EMULATOR, NetPath, Topology
+from ...run.lab import Lab, Point, RunContext
 
 _log = log.get("lab3")
 PORT = 5201

@@ -50,7 +50,7 @@ TSHARK_PREFS = {"tcp.relative_sequence_numbers": "TRUE", "tcp.analyze_sequence_n
 
 def read_capture(pcap, sender: str, port: int) -> pd.DataFrame:
     """The packet table of one capture (tshark -T fields, typed columns), only the connections to `port`."""
-    from ...tshark import fields
+    from ...measure.tshark import fields
 
     raw = fields(pcap, TSHARK_FIELDS, display_filter=f"tcp.port == {port}", prefs=TSHARK_PREFS)
     return packet_table(raw, sender, port)

@@ -19,7 +19,7 @@ import subprocess
 import zlib
 from pathlib import Path
 
-from ....errors import EnvironmentProblem
+from ....core.errors import EnvironmentProblem
 
 HDRS = b"HdrS"  # the x86 boot protocol's setup header signature, at 0x202
 

@@ -38,10 +38,11 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from .... import paths, process, results
-from ....errors import EnvironmentProblem, UsageError
-from ....observe import ss_sockets
 from . import image_btf
+from ....core import paths, process
+from ....core.errors import EnvironmentProblem, UsageError
+from ....measure.observe import ss_sockets
+from ....run import results
 
 PREFIX = "mlab_"
 SOURCE = Path(__file__).with_name("mlab_cc.bpf.c")

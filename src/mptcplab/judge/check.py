@@ -27,7 +27,7 @@ import json
 from pathlib import Path
 
 from . import physics
-from .links import LinkSpec
+from ..net.links import LinkSpec
 
 
 def paths_of(manifest: dict) -> dict[str, dict]:
@@ -299,7 +299,7 @@ def _min_rtt_verdict(where: str, measured_ms: float, lowest_ms: float) -> physic
 
 def check_results(root: Path | str) -> list[physics.Verdict]:
     """Every verdict for the results under `root`."""
-    from .lab import all_labs
+    from ..run.lab import all_labs
 
     root = Path(root)
     out = []

@@ -1,7 +1,7 @@
 """The MPTCP subflows of a capture, read from the pcap file in Python: what the setup check's
 capture check needs (traffic.verify_capture), without tshark.
 
-Why not tshark here, the kit's tool for captures (mptcplab.tshark): the check runs inside the
+Why not tshark here, the kit's tool for captures (mptcplab.measure.tshark): the check runs inside the
 place before every lab, and in the VM under software emulation tshark's start-up alone (it
 registers every dissector) took most of the check's 22 s (benchmarks/results/vm_run_overhead.md);
 this reader needs a few struct reads per packet. Not dpkt, the pure-Python pcap library, either:
@@ -25,7 +25,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import EnvironmentProblem
+from ..core.errors import EnvironmentProblem
 
 TCPOPT_MPTCP = 30
 MP_CAPABLE, MP_JOIN = 0, 1

@@ -8,7 +8,7 @@ Points a lab adds once its sweep is complete (Lab 1's detailed run at the most d
 need the whole sweep: no shard runs them; `mptcplab run` on the merged directory adds them.
 
 Each shard writes `shard.json` beside its runs: the lab, K/N, the full parameters, the kit's
-commit and its runs. `mptcplab merge` (mptcplab.merge) checks the shards against each other.
+commit and its runs. `mptcplab merge` (mptcplab.run.merge) checks the shards against each other.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import UsageError
+from ..core.errors import UsageError
 from .results import Sweep
 
 SHARD_FILE = "shard.json"

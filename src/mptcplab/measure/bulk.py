@@ -1,10 +1,10 @@
 """The kit's own traffic tool: bulk TCP/MPTCP transfers and UDP on/off cross traffic.
 
-    python -m mptcplab.bulk server --bind ADDR --port P --flows N          (prints JSON when done)
-    python -m mptcplab.bulk client --connect ADDR --port P --proto mptcp --duration 10 [--sndbuf B] [--cc reno]
-    python -m mptcplab.bulk udp --connect ADDR --port P --rate 2mbit --on 1 --off 1 --duration 30 --seed 1
-    python -m mptcplab.bulk udp-sink --bind ADDR --port P
-    python -m mptcplab.bulk spawner --socket PATH   (forks any of the above on request: traffic.spawn)
+    python -m mptcplab.measure.bulk server --bind ADDR --port P --flows N          (prints JSON when done)
+    python -m mptcplab.measure.bulk client --connect ADDR --port P --proto mptcp --duration 10 [--sndbuf B] [--cc reno]
+    python -m mptcplab.measure.bulk udp --connect ADDR --port P --rate 2mbit --on 1 --off 1 --duration 30 --seed 1
+    python -m mptcplab.measure.bulk udp-sink --bind ADDR --port P
+    python -m mptcplab.measure.bulk spawner --socket PATH   (forks any of the above on request: traffic.spawn)
 
 Why not only iperf3: iperf3's `-w` sets SO_SNDBUF *and* SO_RCVBUF on both ends, so it cannot
 change the sender's buffer alone; it writes through non-blocking sockets, so a sender short of
@@ -320,7 +320,7 @@ def spawner(path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mptcplab.bulk", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m mptcplab.measure.bulk", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="role", required=True)
     w = sub.add_parser("spawner", help="fork the roles below on request (traffic.spawn)")
     w.add_argument("--socket", required=True)

@@ -8,7 +8,7 @@ Every lab is a package `mptcplab.labs.labN` with the same modules:
 - `measure.py`: pure functions from captures and traces to tables;
 - `analysis.py`: `compact`, `load`, `report`, `figures`, `export_reference`.
 
-The engine (`mptcplab.engine`) owns the loop: it builds the network, runs the setup check once,
+The engine (`mptcplab.run.engine`) owns the loop: it builds the network, runs the setup check once,
 applies each point's settings (`configure`), records the network, measures, resumes and shows
 progress. A lab never loops over its points or records its network itself.
 """
@@ -25,9 +25,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable, ContextManager
 
-from . import paths
-from .errors import UsageError
-from .paths import REPO_ROOT  # noqa: F401  (notebooks find the reference results from it)
+from ..core import paths
+from ..core.errors import UsageError
+from ..core.paths import REPO_ROOT  # noqa: F401  (notebooks find the reference results from it)
 
 
 @dataclass
@@ -36,11 +36,11 @@ class RunContext:
 
     lab: "Lab"
     params: dict
-    out: Path  # the sweep directory: one sub-directory per run (see mptcplab.results)
+    out: Path  # the sweep directory: one sub-directory per run (see mptcplab.run.results)
     quick: bool
     where: str  # the place the kernel under test is (mptcplab.places)
     started: float = 0.0  # time.monotonic() when the sweep started
-    shard: object = None  # mptcplab.shards.Shard: run only shard K of N of the points
+    shard: object = None  # mptcplab.run.shards.Shard: run only shard K of N of the points
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class Lab:
     id: str  # "lab1"
     slug: str  # "01-send-buffer": folder under labs/, notebooks/, solutions/
     title: str
-    topology: Callable[[dict], object]  # params -> mptcplab.topology.Topology (the lab's network)
+    topology: Callable[[dict], object]  # params -> mptcplab.net.topology.Topology (the lab's network)
     points: Callable[[dict, object], list[Point]]  # (params, results.Sweep so far) -> the runs still wanted
     measure: Callable[[object, object, Point, dict], str]  # (net, rundir, point, params): fills the
     #   run's summary; returns one line for the progress log
@@ -76,7 +76,7 @@ class Lab:
     session: Callable[[RunContext], ContextManager] = _no_session  # held around every network (e.g. BPF programs loaded)
     path_checks: dict = field(default_factory=dict)  # options of verify.check_paths for the setup check
     extra_check: Callable[[object, object, dict], str] | None = None  # (net, rundir, params) -> a line
-    # What a place's kernel must offer to honour the lab's inputs (mptcplab.kernel.CAPABILITIES): netem
+    # What a place's kernel must offer to honour the lab's inputs (mptcplab.core.kernel.CAPABILITIES): netem
     # for its paths' delays and loss, and the features it measures; `auto` picks only such places.
     needs: tuple[str, ...] = ("netem",)
     parameters: Callable[[dict], None] | None = None  # checks beyond the generic ones (see check_params)
@@ -219,7 +219,7 @@ def _merge(base: dict, over: dict) -> dict:
 def all_labs() -> dict[str, Lab]:
     """Every lab package under mptcplab.labs (its `experiment` module defines LAB). Imported by name,
     so the engine's modules never import a lab (the import contracts in pyproject.toml check that)."""
-    labs = importlib.import_module(f"{__package__}.labs")
+    labs = importlib.import_module("..labs", __package__)
     found = {}
     for info in pkgutil.iter_modules(labs.__path__):
         if not info.ispkg:

@@ -20,11 +20,12 @@ import json
 import shutil
 import time
 
-from . import eta, log, shards
-from .errors import ExperimentFailed
+from . import eta, shards
+from ..core import log
+from ..core.errors import ExperimentFailed
+from ..judge.verify import check_paths, describe
 from .lab import Lab, Point, RunContext
 from .results import Sweep, git_commit, wall_clock
-from .verify import check_paths, describe
 
 VERIFY = "verify"  # the setup check's run directory
 
@@ -51,7 +52,7 @@ def setup_check(net, params: dict, ctx: RunContext) -> None:
         # Minutes in an emulated CPU, with nothing to count: its progress against the last time.
         with eta.step(say, "verifying the setup before measuring", f"{lab.id}/{ctx.where}/setup check",
                       clock=lambda: wall_clock(ctx.out)):
-            # window=True: the physics check (mptcplab.physics) in every place, before every lab.
+            # window=True: the physics check (mptcplab.judge.physics) in every place, before every lab.
             check_paths(net, rd, first.a, first.b, **{"window": True, **lab.path_checks})
             lines = [describe(rd.summary["checks"])]
             if lab.extra_check:
@@ -151,7 +152,7 @@ def run(ctx: RunContext, analyse: bool = True) -> dict | None:
     """Every point of the lab's sweep that is not done yet; then the lab's `finish` (with
     analyse=False, none: inside a guest, whose CPU may be emulated ten times slower than the host's,
     the runner has the host analyse the runs after the guest exits). A shard (ctx.shard, see
-    mptcplab.shards) runs its share of the points and records itself instead: its tables come from
+    mptcplab.run.shards) runs its share of the points and records itself instead: its tables come from
     `mptcplab merge`."""
     lab, params, sweep = ctx.lab, ctx.params, Sweep(ctx.out)
     say = log.get(lab.id)

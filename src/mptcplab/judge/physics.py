@@ -63,8 +63,9 @@ import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import paths, places
-from .links import WIRE_BYTES  # a full-size segment as qdiscs count it
+from .. import places
+from ..core import paths
+from ..net.links import WIRE_BYTES  # a full-size segment as qdiscs count it
 
 TCP_PAYLOAD = 1448  # bytes of data in a full-size segment with TCP timestamps
 GSO_SKB = 65536  # GSO_LEGACY_MAX_SIZE: the most one skb that sendmsg is filling may hold
@@ -329,7 +330,7 @@ def _state_dir() -> Path:
 
 def record(verdicts: list[Verdict], kernel: str, where: str | None = None) -> Path:
     """Keep the last verdicts of this place (doctor shows them)."""
-    from .results import now
+    from ..run.results import now
 
     d = _state_dir()
     d.mkdir(parents=True, exist_ok=True)

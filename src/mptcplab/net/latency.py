@@ -65,8 +65,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from . import physics
-from .errors import ExperimentFailed
+from ..core.errors import ExperimentFailed
+from ..judge import physics
 from .links import LinkSpec
 
 METHOD = ("ping over each path (all paths side by side, drifting in phase) with its configured netem delay, rate and queue (no jitter or loss), the lowest "

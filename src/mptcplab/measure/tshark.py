@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import EnvironmentProblem
+from ..core.errors import EnvironmentProblem
 
 # Preferences without which the MPTCP analysis fields stay empty (both default to FALSE in Wireshark 4).
 MPTCP_PREFS = {

@@ -23,8 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, log, paths, places, process
-from .places import guest
+from .. import __version__, places
+from ..core import log, paths, process
+from ..places import guest
 
 LOCK_FILE = Path(os.environ.get("MPTCPLAB_LOCK", "/run/mptcplab/experiment.lock"))
 

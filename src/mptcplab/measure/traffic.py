@@ -3,7 +3,7 @@
     r = bulk(net, src="snd", dst="rcv", path="fast", proto="mptcp", duration=10)
     r.mbps, r.flows, r.intervals, r.summary()
 
-The transfers use the kit's blocking sender/receiver (`mptcplab.bulk`, see there for why not
+The transfers use the kit's blocking sender/receiver (`mptcplab.measure.bulk`, see there for why not
 iperf3): it sets SO_SNDBUF on the sender alone and TCP_CONGESTION per connection, and reports
 subflows from MPTCP_INFO.
 
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Callable
 
 from . import pcap as pcap_reader
+from ..core.errors import EnvironmentProblem, ExperimentFailed, UsageError
 from .bulk import STARTED
-from .errors import EnvironmentProblem, ExperimentFailed, UsageError
 
 TCP_RTO_MIN_S = 0.2  # the kernel's TCP_RTO_MIN: no timeout repairs a loss sooner
 
@@ -223,7 +223,7 @@ def verify_mptcp_flows(result: BulkResult, expect_subflows: int) -> None:
 # ---------------------------------------------------------------- the kit's bulk tool
 
 def _py(role: str, *args) -> list[str]:
-    return [sys.executable, "-m", "mptcplab.bulk", role, *[str(a) for a in args]]
+    return [sys.executable, "-m", "mptcplab.measure.bulk", role, *[str(a) for a in args]]
 
 
 SPAWNERS = Path("/run/mptcplab")  # their sockets; /run is the guest's own tmpfs in UML and the VM
@@ -458,7 +458,7 @@ def bulk_result(client: dict, srv: dict, addr: str, port: int, proto: str, durat
         # of that, how late its process was ready to wait: the host started it more slowly than
         # start_time allowed (a busy host), not a sender that missed its instant
         extra["ready_late_s"] = round(max(0.0, client["ready"] - client["start_at"]), 3)
-    return BulkResult("mptcplab.bulk", proto, duration, t0, t_end, flows_out, intervals, interval=interval,
+    return BulkResult("mptcplab.measure.bulk", proto, duration, t0, t_end, flows_out, intervals, interval=interval,
                       samples=[f["samples"] for f in srv["flows"]], extra=extra)
 
 
@@ -466,7 +466,7 @@ def verify_capture(pcap: Path, expect_subflows: int) -> dict:
     """Prove from a capture that MPTCP ran with `expect_subflows` subflows carrying data.
 
     Counts MP_CAPABLE and MP_JOIN SYNs and the TCP streams that carry data of the largest MPTCP
-    connection (read by mptcplab.pcap, which says why not tshark). Raises ExperimentFailed otherwise.
+    connection (read by mptcplab.measure.pcap, which says why not tshark). Raises ExperimentFailed otherwise.
     """
     seen = pcap_reader.read(pcap)
     conns: dict[int, list] = {}
@@ -495,7 +495,7 @@ def udp_onoff(net, src: str, dst: str, path: str, rate: str, on_s: float = 1.0, 
     Rate while on is `rate` (e.g. "2mbit"); on and off periods are exponential with the given means,
     from `start_at` (epoch s; see start_time) or as soon as the sender runs.
     """
-    from .links import LinkSpec
+    from ..net.links import LinkSpec
 
     bps = LinkSpec.parse(f"rate={rate}").rate_bps
     addr = net.address(dst, path)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import paths
+from ..core import paths
 
 EVERY_S = 30.0  # a line every 30 s: a step that takes minutes says where it is, a log stays short
 

@@ -21,7 +21,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .errors import EnvironmentProblem, UsageError
+from ..core.errors import EnvironmentProblem, UsageError
 
 WIRE_BYTES = 1514  # a full-size Ethernet frame as qdiscs count it (skb->len with the L2 header)
 MIN_QUEUE = 100

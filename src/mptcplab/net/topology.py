@@ -36,10 +36,12 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from . import kernel, latency, log, mptcpconf, netns, physics, process
-from .errors import EnvironmentProblem, UsageError
+from . import latency, mptcpconf
+from ..core import kernel, log, netns, process
+from ..core.errors import EnvironmentProblem, UsageError
+from ..core.state import PREFIX, TRACKER, kill_process_group, remove_namespace
+from ..judge import physics
 from .links import LinkSpec
-from .state import PREFIX, TRACKER, kill_process_group, remove_namespace
 
 _log = log.get("topology")
 EMULATOR = "emu"

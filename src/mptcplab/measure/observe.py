@@ -22,11 +22,11 @@ import time
 import uuid
 from pathlib import Path
 
-from .errors import EnvironmentProblem
-from . import kernel
-from .paths import TRACEFS
+from ..core import kernel
+from ..core.errors import EnvironmentProblem
+from ..core.paths import TRACEFS
+from ..core.state import PREFIX, TRACKER, kill_process_group, remove_trace_instance
 from .bulk import SENDER_COMM
-from .state import PREFIX, TRACKER, kill_process_group, remove_trace_instance
 
 
 def _note(rd, what: str, **info) -> None:
@@ -273,7 +273,7 @@ class SsSampler:
               interval_s=self.interval, samples=len(table), steady_from=self.since)
         # The kernel's own view of the run (srtt, min RTT, bytes in flight, send buffer): every
         # summary that sampled carries it, and `mptcplab check` judges it against physics.
-        from .physics import ss_summary
+        from ..judge.physics import ss_summary
 
         self.rd.summary.setdefault("kernel_tcp", {})[self.path.stem] = ss_summary(table, since=self.since)
         return False

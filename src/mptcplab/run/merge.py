@@ -3,7 +3,7 @@
     plan = merge.plan([Path("shard-1-of-3"), Path("shard-2-of-3"), Path("shard-3-of-3")])
     merge.write(plan, Path("results/lab3-quick"))
 
-`plan` reads each shard's `shard.json` (mptcplab.shards) and its runs' manifests and refuses,
+`plan` reads each shard's `shard.json` (mptcplab.run.shards) and its runs' manifests and refuses,
 with one line each, what would make the merged sweep differ from one measured on one host:
 shards of another lab, kit commit or parameters; runs measured in different places or kernels
 (pooling them would mix two experiments; merge each group on its own); a run measured twice
@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import log
+from ..core import log
+from ..core.errors import UsageError
 from .engine import VERIFY
-from .errors import UsageError
 from .lab import Lab, RunContext, get_lab
 from .results import Sweep
 from .runner import conclude

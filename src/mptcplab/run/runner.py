@@ -20,14 +20,16 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import engine, eta, kernel, log, paths, places, state
-from .errors import ExperimentFailed
-from .judge import claims
+from . import engine, eta
+from . import locate
+from .. import places
+from ..core import kernel, log, paths, state
+from ..core.errors import ExperimentFailed
+from ..judge import claims
+from ..places import guest, lifetime, records
+from ..places.choice import Choice
+from ..places.decide import decide
 from .lab import RunContext, check_params, get_lab
-from .places import guest, lifetime, records
-from .places.choice import Choice
-from .places.decide import decide
-from .run import locate
 from .results import (Sweep, clock_totals, experiment_lock, git_commit, lock_taken, now, tool_versions,
                       transfer_seconds, completed_names)
 from .shards import Shard, share

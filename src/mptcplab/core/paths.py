@@ -13,7 +13,7 @@ import functools
 import os
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # core/ -> the mptcplab package
 _CHECKOUT = PACKAGE.parents[1]  # src/mptcplab -> the repository, when running from a checkout
 # src/ and labs/ side by side: what the grading sandbox shows of a checkout too (no pyproject.toml).
 CHECKOUT: Path | None = _CHECKOUT if PACKAGE.parent.name == "src" and (_CHECKOUT / "labs").is_dir() else None

@@ -12,13 +12,15 @@ from __future__ import annotations
 import platform
 from dataclasses import asdict
 
-from . import latency, observe, physics, traffic
-from .errors import ExperimentFailed
-from .links import LinkSpec
-from .observe import Capture, Counters, QdiscSampler, qdisc_window
+from . import physics
+from ..core.errors import ExperimentFailed
+from ..measure import observe, traffic
+from ..measure.observe import Capture, Counters, QdiscSampler, qdisc_window
+from ..measure.traffic import bulk, verify_capture
+from ..net import latency
+from ..net.links import LinkSpec
+from ..net.topology import EMULATOR
 from .physics import TCP_PAYLOAD, WIRE_BYTES
-from .topology import EMULATOR
-from .traffic import bulk, verify_capture
 
 GOODPUT_SHARE = TCP_PAYLOAD / WIRE_BYTES  # the best goodput a link of rate R can carry: R * 0.956
 

@@ -1,0 +1,1 @@
+"""Traffic and what observes it: transfers, the blocking sender, captures, ss and tracefs samplers, tshark."""

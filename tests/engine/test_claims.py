@@ -78,4 +78,4 @@ def test_conclude_writes_claims_json_before_the_report_and_the_summary_line(tmp_
     assert line.startswith("1 of 3 of the paper's claims hold; does not hold: slower")
     assert "not measured by this run: loss" in line
     table = cl.markdown(doc)
-    assert "| faster: faster statement | 42 | Fig. 1, p. 2 | holds, interval" in table
+    assert "| faster: faster statement | 42 | Fig. 1, p. 2 | holds, difference" in table

@@ -135,7 +135,7 @@ def evaluate(claims: tuple[Claim, ...], tables: dict, alpha: float = stats.ALPHA
         out.append({"id": claim.id, "statement": claim.statement, "paper_value": claim.paper_value,
                     "source": claim.source, "predicate": claim.predicate, **_record(v, m),
                     "causes": [{"control": k.id, "cause": k.cause, **_record(cv, m)} for k, cv in mine],
-                    "cause": cause_summary(v.status, mine)})
+                    "cause": cause_summary(v.status, mine), "cause_short": cause_summary(v.status, mine, short=True)})
     return out
 
 
@@ -160,13 +160,16 @@ def _json(numbers: dict) -> dict:
     return {k: _round(v) if isinstance(v, float) else v for k, v in numbers.items()}
 
 
-def cause_summary(status: str, controls: list[tuple[Control, Verdict]]) -> str:
-    """For a claim that does not hold: which tested cause explains the divergence, or that none did."""
+def cause_summary(status: str, controls: list[tuple[Control, Verdict]], short: bool = False) -> str:
+    """For a claim that does not hold: which tested cause explains the divergence, or that none did
+    (`short`: the controls' names only, for one-line summaries)."""
     if status != FAILS:
         return ""
     measured = [(k, v) for k, v in controls if v.status == HOLDS]
     if measured:
-        return "; ".join(f"cause measured by {k.id}: {k.cause}" + (f", {v.note}" if v.note else "")
+        if short:
+            return "cause measured by " + ", ".join(k.id for k, _ in measured)
+        return "; ".join(f"cause measured by {k.id}: {k.cause}" + (f"; {v.note}" if v.note else "")
                          + (f", corrected interval {_fmt_interval(v.interval)}" if v.interval else "")
                          for k, v in measured)
     tried = [k.id for k, v in controls if v.status != UNMEASURED]
@@ -195,7 +198,7 @@ def document(lab, out: Path) -> dict | None:
     except (OSError, ValueError, KeyError) as exc:
         records = [{"id": c.id, "statement": c.statement, "paper_value": c.paper_value, "source": c.source,
                     "predicate": c.predicate, **_record(Verdict.missing(f"tables unreadable: {exc}"), 0),
-                    "causes": [], "cause": ""} for c in claims]
+                    "causes": [], "cause": "", "cause_short": ""} for c in claims]
     else:
         records = evaluate(claims, tables)
     return {"lab": lab.id, "alpha": stats.ALPHA, "correction": "holm over the lab's claims and controls",
@@ -208,7 +211,7 @@ def write(lab, out: Path) -> Path | None:
     if doc is None:
         return None
     path = Path(out) / FILE
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     return path
 
 
@@ -235,7 +238,7 @@ def summary_line(doc: dict) -> str:
     parts = [f"{len(by[HOLDS])} of {total} of the paper's claims hold"]
     if by[FAILS]:
         parts.append("does not hold: " + ", ".join(
-            c["id"] + (f" ({c['cause']})" if c.get("cause") else "") for c in by[FAILS]))
+            c["id"] + (f" ({c.get('cause_short') or c['cause']})" if c.get("cause") else "") for c in by[FAILS]))
     if by[UNRESOLVED]:
         parts.append("not resolved: " + ", ".join(
             c["id"] + (f" (needs {c['runs_needed']} runs)" if c.get("runs_needed") else "") for c in by[UNRESOLVED]))
@@ -253,7 +256,7 @@ def markdown(doc: dict) -> str:
     for c in doc.get("claims", []):
         verdict = c["status"]
         if c.get("interval"):
-            verdict += f", interval {_fmt_interval(c['interval'])}"
+            verdict += f", difference {_fmt_interval(c['interval'])}"
         if c["status"] == UNRESOLVED and c.get("runs_needed"):
             verdict += f", {c['runs_needed']} runs needed"
         said = "; ".join(x for x in (c.get("note", ""), c.get("cause", "")) if x)

@@ -15,7 +15,8 @@ import time
 
 import pandas as pd
 
-from . import analysis as lab3_analysis, measure as lab3_measure, unseen as lab3_unseen
+from . import analysis as lab3_analysis, claims as lab3_claims, fragments as lab3_fragments
+from . import measure as lab3_measure, unseen as lab3_unseen
 from ...core import log
 from ...core.errors import ExperimentFailed, UsageError
 from ...judge.check import check_runs_table
@@ -233,4 +234,5 @@ LAB = Lab(id="lab3", slug="03-parallel-tcp",
                        "measure": ("group_loss_events",),  # q3-q5
                        "analysis": ("predict", "graded_runs")},  # q6, q7
           answer_columns={"runs.csv": ("model1", "model2", "err_model1", "err_model2")},  # q6: each run's predictions
-          held_out=lab3_unseen.held_out, unseen_answers=lab3_unseen.answers)
+          held_out=lab3_unseen.held_out, unseen_answers=lab3_unseen.answers,
+          claims=lab3_claims, fragments=lab3_fragments.fragments)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from mptcplab.cli import main
 from mptcplab.judge import physics, verify
-from mptcplab.judge.check import check_results
-from mptcplab.measure.observe import parse_ss
+from mptcplab.commands.check import check_results
+from mptcplab.measure.observe import parse_ss, ss_summary
 
 FIXTURES = Path(__file__).parent / "fixtures" / "physics"
 
@@ -45,7 +45,7 @@ def test_verdicts_name_check_value_and_bound_in_one_line():
 
 
 def test_ss_summary_records_srtt_minrtt_inflight_and_buffer():
-    s = physics.ss_summary(parse_ss(SS))
+    s = ss_summary(parse_ss(SS))
     assert s["srtt_ms_median"] == 41.3 and s["min_rtt_ms"] == 0.035
     assert s["inflight_bytes_max"] == 23 * 1448 and s["sk_sndbuf"] == 32768 and s["wmem_queued_max"] == 34272
 
@@ -58,7 +58,7 @@ def test_ss_summary_keeps_the_mptcp_socket_apart_from_its_first_subflow():
             "minrtt:0.05 tcp-ulp-mptcp\n"
             "mptcp ESTAB 0 0 10.1.0.1:40000 10.1.0.2:5201\n"
             "\t skmem:(r0,rb131072,t0,tb200704,f0,w180000,o0,bl0,d0) subflows:1\n")
-    conns = physics.ss_summary(parse_ss(text))["connections"]
+    conns = ss_summary(parse_ss(text))["connections"]
     assert conns["10.1.0.1:40000->10.1.0.2:5201"] == {
         "samples": 1, "srtt_ms_median": 0.3, "min_rtt_ms": 0.05, "sk_sndbuf": 65536, "wmem_queued_max": 30000,
         "inflight_bytes_median": 20 * 1448, "inflight_bytes_max": 20 * 1448}

@@ -251,7 +251,7 @@ def test_paper_point_export_is_compact_with_provenance_and_checked(tmp_path):
     """The compact paper point: rows, one provenance row per run, one manifest; `mptcplab check`
     judges its single-path rows against physics, and the reference finds it in paper-point/."""
     import pandas as pd
-    from mptcplab.judge.check import check_results
+    from mptcplab.commands.check import check_results
     from mptcplab.labs.lab1 import paper_point as la
 
     manifest = json.loads((REF / "detail-wmem-32K-mptcp" / "manifest.json").read_text())

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from mptcplab.core.errors import UsageError
-from mptcplab.judge.check import check_results
+from mptcplab.commands.check import check_results
 from mptcplab.labs.lab1 import analysis as la
 from mptcplab.labs.lab1 import experiment as l1
 from mptcplab.labs.lab1 import measure as lm

@@ -374,7 +374,7 @@ def test_a_controlled_shared_bottleneck_run_gives_the_divergence_its_cause(tmp_p
     cause measured; one that excludes the report's leaves it unexplained, saying what was tried."""
     import shutil
 
-    from mptcplab.judge.check import check_results
+    from mptcplab.commands.check import check_results
 
     ref = tmp_path / "ref"
     shutil.copytree(Path(__file__).parents[2] / "solutions" / "results" / "lab2", ref)

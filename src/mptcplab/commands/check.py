@@ -1,10 +1,12 @@
-"""`mptcplab check RESULTS_DIR`: flag recorded results that break physics (see check.py)."""
+"""`mptcplab check RESULTS_DIR`: flag recorded results that break physics. The judges are judge/check.py's;
+the walk over a results tree is here, as it asks every lab (run.lab.all_labs) which tables it names."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..core.errors import UsageError
+from ..run.lab import all_labs
 
 
 def register(sub) -> None:
@@ -16,8 +18,6 @@ def register(sub) -> None:
 
 
 def _check(args) -> int:
-    from ..judge.check import check_results
-
     if not args.results.is_dir():
         raise UsageError(f"{args.results}: not a directory")
     verdicts = check_results(args.results)
@@ -30,3 +30,23 @@ def _check(args) -> int:
     if not verdicts:
         print("mptcplab check: nothing to judge here (no sweep.csv, runs.csv or sampled run summaries)")
     return 1 if bad else 0
+
+
+def check_results(root: Path | str) -> list:
+    """Every verdict (physics.Verdict) for the results under `root`: the tables each lab names
+    (`Lab.results_checks`), the setup checks its manifests and summaries hold, each sampled run."""
+    from ..judge.check import check_run_dir, check_setup_checks
+
+    root = Path(root)
+    out = []
+    for lab in all_labs().values():
+        for name, judge in lab.results_checks.items():
+            for table in sorted(root.rglob(name)):
+                out += judge(table)
+    for doc in [*sorted(root.rglob("*manifest.json")), *sorted(root.rglob("verify*summary.json")),
+                *sorted(root.rglob("verify/summary.json"))]:
+        out += check_setup_checks(doc)
+    for summary in sorted(root.rglob("summary.json")):
+        if not summary.parent.name.endswith(".partial"):
+            out += check_run_dir(summary.parent)
+    return out

@@ -27,6 +27,7 @@ import json
 from pathlib import Path
 
 from . import physics
+from ..net import latency
 from ..net.links import LinkSpec
 
 
@@ -255,7 +256,7 @@ def check_run_dir(run: Path) -> list[physics.Verdict]:
         for conn, k in (kern.get("connections") or {}).items():
             path = by_addr.get(conn.split("->")[0].rsplit(":", 1)[0])  # parse_ss dropped any %device
             # a path without delay has nothing to judge: its bound, less the slack, is below 0
-            if path and k.get("min_rtt_ms") is not None and lowest.get(path["name"], 0) > physics.rtt_slack_ms(0):
+            if path and k.get("min_rtt_ms") is not None and lowest.get(path["name"], 0) > latency.rtt_slack_ms(0):
                 out.append(_min_rtt_verdict(f"{run.name} ({name}, {conn})", float(k["min_rtt_ms"]),
                                             lowest[path["name"]]))
             if summary.get("proto") == "mptcp" or not k.get("sk_sndbuf") or "inflight_bytes_max" not in k:
@@ -291,26 +292,7 @@ def _lowest_rtts_ms(run: Path, summary: dict) -> dict[str, float]:
 def _min_rtt_verdict(where: str, measured_ms: float, lowest_ms: float) -> physics.Verdict:
     """No packet crosses a path faster than its configured RTT: the kernel's min RTT of a
     connection (`ss` minrtt, over every sample of the run) at least that, less the RTT check's slack
-    (physics.rtt_slack_ms: ping's resolution, 2% of the RTT)."""
-    bound = lowest_ms - physics.rtt_slack_ms(lowest_ms)
+    (latency.rtt_slack_ms: ping's resolution, 2% of the RTT)."""
+    bound = lowest_ms - latency.rtt_slack_ms(lowest_ms)
     return physics.Verdict(f"{where}: the kernel's min RTT", measured_ms, round(bound, 3), "ms", measured_ms >= bound,
                            f"the lowest RTT the path was configured with in the run, {lowest_ms:g} ms, less the RTT check's slack")
-
-
-def check_results(root: Path | str) -> list[physics.Verdict]:
-    """Every verdict for the results under `root`."""
-    from ..run.lab import all_labs
-
-    root = Path(root)
-    out = []
-    for lab in all_labs().values():
-        for name, judge in lab.results_checks.items():
-            for table in sorted(root.rglob(name)):
-                out += judge(table)
-    for doc in [*sorted(root.rglob("*manifest.json")), *sorted(root.rglob("verify*summary.json")),
-                *sorted(root.rglob("verify/summary.json"))]:
-        out += check_setup_checks(doc)
-    for summary in sorted(root.rglob("summary.json")):
-        if not summary.parent.name.endswith(".partial"):
-            out += check_run_dir(summary.parent)
-    return out

@@ -59,23 +59,20 @@ RTT:      ping RTT on an idle path = configured RTT + the ping's own transmissio
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .. import places
 from ..core import paths
-from ..net.links import WIRE_BYTES  # a full-size segment as qdiscs count it
+from ..net.latency import RTT_TOLERANCE, rtt_slack_ms
+from ..net.links import TCP_PAYLOAD, WIRE_BYTES  # a full-size segment: its data, and as qdiscs count it
+from ..net.topology import KIT_MIN_TSO_SEGS
 
-TCP_PAYLOAD = 1448  # bytes of data in a full-size segment with TCP timestamps
 GSO_SKB = 65536  # GSO_LEGACY_MAX_SIZE: the most one skb that sendmsg is filling may hold
-RTT_TOLERANCE = 0.02
 # Receiver-side goodput counts the bytes of its first read from a timestamp taken after that read
 # returned, and bins by the clock: over the labs' >= 3 s transfers that is < 1 % (one 1 MiB read at
 # 100 Mbit/s is 84 ms of 10 s). Only the link ceiling, which correct runs reach, needs it.
 MEASUREMENT_SLACK = 0.01
-# Every host's net.ipv4.tcp_min_tso_segs (topology.BASE_SYSCTLS; why: there): with it (U) holds.
-KIT_MIN_TSO_SEGS = 64
 # The window-limited transfer: SO_SNDBUF 32 KiB -> sk_sndbuf 64 KiB -> U = 128 KiB, 13.1 Mbit/s over
 # 80 ms: far below a 100 Mbit/s link, so the send buffer, not the link, must limit it.
 WINDOW_SO_SNDBUF = 32 * 1024
@@ -191,11 +188,6 @@ def window_limited(sk_sndbuf: int, rtt_s: float, rate_bps: float | None) -> bool
 
 # ---------------------------------------------------------------- judging (pure)
 
-def rtt_slack_ms(configured_ms: float, tolerance: float = RTT_TOLERANCE) -> float:
-    """How far a ping RTT may be from the configured RTT (0.5 ms: ping's own resolution on a 0 ms path)."""
-    return max(tolerance * configured_ms, 0.5)
-
-
 def judge_rtt(path: str, measured_ms: float, configured_ms: float, tolerance: float = RTT_TOLERANCE,
               cause: str | None = None, wire_ms: float = 0.0) -> Verdict:
     """The configured RTT plus `wire_ms`, the ping's own transmission time at the path's rate
@@ -247,58 +239,6 @@ def judge_window(path: str, goodput_bps: float, max_unacked_bytes: float, sk_snd
                     max_unacked_bytes <= bound_u, why),
             Verdict(f"window-limited goodput on path {path}", goodput_bps / 1e6, bound_g / 1e6, "Mbit/s",
                     goodput_bps <= bound_g, f"({why}) / RTT {rtt_s * 1e3:.1f} ms")]
-
-
-# ---------------------------------------------------------------- per-run record (item: every summary)
-
-def ss_stats(rows) -> dict:
-    """What the kernel said about the sockets of `rows` (`observe.parse_ss` rows: a list of dicts or
-    a table), the one statistic of ss samples every summary uses: `samples`, srtt (median) and min
-    RTT in ms, the send buffer's accounting (`skmem` tb = sk_sndbuf and w = sk_wmem_queued, their
-    largest) and bytes in flight (`unacked` segments x mss: median and largest); a figure no row
-    has is left out."""
-    rows = rows.to_dict("records") if hasattr(rows, "to_dict") else list(rows)
-
-    def vals(key):
-        return [r[key] for r in rows if r.get(key) is not None and r[key] == r[key]]  # drop None/NaN
-
-    inflight = [r["unacked"] * (r["mss"] if r.get("mss") and r["mss"] == r["mss"] else TCP_PAYLOAD)
-                for r in rows if r.get("unacked") is not None and r["unacked"] == r["unacked"]]
-    out = {"samples": len(rows)}
-    for name, key, fn in (("srtt_ms_median", "rtt_ms", statistics.median),
-                          ("min_rtt_ms", "minrtt_ms", min),
-                          ("sk_sndbuf", "skmem_tb", max),
-                          ("wmem_queued_max", "skmem_w", max)):
-        v = vals(key)
-        if v:
-            out[name] = round(fn(v), 3)
-    if inflight:
-        out["inflight_bytes_median"] = round(statistics.median(inflight))
-        out["inflight_bytes_max"] = round(max(inflight))
-    return out
-
-
-def ss_summary(table, since: float | None = None) -> dict:
-    """What the kernel said about a run's connections, from `observe.parse_ss` rows: `ss_stats`
-    per sampled connection and overall.
-
-    With `since` (epoch s), from the samples taken then or later (after slow start: (U) above),
-    and the whole transfer's peak kept as `inflight_bytes_max_whole`.
-    """
-    rows = table.to_dict("records") if hasattr(table, "to_dict") else list(table)
-    if since is not None:
-        whole = ss_summary(rows)
-        out = ss_summary([r for r in rows if r["time"] >= since])
-        if "inflight_bytes_max" in whole:
-            out["inflight_bytes_max_whole"] = whole["inflight_bytes_max"]
-        return {**out, "steady_from": since}
-    if not rows:
-        return {}
-    by_conn: dict = {}
-    for r in rows:  # an MPTCP socket apart from its first subflow, whose addresses ss gives it
-        mptcp = " (mptcp socket)" if r.get("netid") == "mptcp" else ""
-        by_conn.setdefault(f"{r.get('local')}->{r.get('peer')}{mptcp}", []).append(r)
-    return {"connections": {k: ss_stats(v) for k, v in by_conn.items()}, **ss_stats(rows)}
 
 
 # ---------------------------------------------------------------- the measurement

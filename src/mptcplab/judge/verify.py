@@ -18,9 +18,8 @@ from ..measure import observe, traffic
 from ..measure.observe import Capture, Counters, QdiscSampler, qdisc_window
 from ..measure.traffic import bulk, verify_capture
 from ..net import latency
-from ..net.links import LinkSpec
+from ..net.links import TCP_PAYLOAD, WIRE_BYTES, LinkSpec
 from ..net.topology import EMULATOR
-from .physics import TCP_PAYLOAD, WIRE_BYTES
 
 GOODPUT_SHARE = TCP_PAYLOAD / WIRE_BYTES  # the best goodput a link of rate R can carry: R * 0.956
 

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import re
+import statistics
 import shlex
 import shutil
 import subprocess
@@ -26,6 +27,7 @@ from ..core import kernel
 from ..core.errors import EnvironmentProblem
 from ..core.paths import TRACEFS
 from ..core.state import PREFIX, TRACKER, kill_process_group, remove_trace_instance
+from ..net.links import TCP_PAYLOAD
 from .bulk import SENDER_COMM
 
 
@@ -236,7 +238,7 @@ class SsSampler:
     """`ss -tinmM` every `interval` seconds inside the host (the fallback when tracepoints are missing).
 
     `-m` adds the send buffer's accounting (skmem w = sk_wmem_queued, tb = sk_sndbuf) that
-    `physics.ss_summary` records for every run. After the block, `table` holds the parsed samples
+    `ss_summary` records for every run. After the block, `table` holds the parsed samples
     and the parsed CSV stays in the run directory; with keep_raw=False the raw text does not (runs
     where only derived numbers are wanted).
 
@@ -273,8 +275,6 @@ class SsSampler:
               interval_s=self.interval, samples=len(table), steady_from=self.since)
         # The kernel's own view of the run (srtt, min RTT, bytes in flight, send buffer): every
         # summary that sampled carries it, and `mptcplab check` judges it against physics.
-        from ..judge.physics import ss_summary
-
         self.rd.summary.setdefault("kernel_tcp", {})[self.path.stem] = ss_summary(table, since=self.since)
         return False
 
@@ -330,6 +330,56 @@ def parse_ss(text: str):
 
 
 # ---------------------------------------------------------------- qdisc counters
+
+def ss_stats(rows) -> dict:
+    """What the kernel said about the sockets of `rows` (`observe.parse_ss` rows: a list of dicts or
+    a table), the one statistic of ss samples every summary uses: `samples`, srtt (median) and min
+    RTT in ms, the send buffer's accounting (`skmem` tb = sk_sndbuf and w = sk_wmem_queued, their
+    largest) and bytes in flight (`unacked` segments x mss: median and largest); a figure no row
+    has is left out."""
+    rows = rows.to_dict("records") if hasattr(rows, "to_dict") else list(rows)
+
+    def vals(key):
+        return [r[key] for r in rows if r.get(key) is not None and r[key] == r[key]]  # drop None/NaN
+
+    inflight = [r["unacked"] * (r["mss"] if r.get("mss") and r["mss"] == r["mss"] else TCP_PAYLOAD)
+                for r in rows if r.get("unacked") is not None and r["unacked"] == r["unacked"]]
+    out = {"samples": len(rows)}
+    for name, key, fn in (("srtt_ms_median", "rtt_ms", statistics.median),
+                          ("min_rtt_ms", "minrtt_ms", min),
+                          ("sk_sndbuf", "skmem_tb", max),
+                          ("wmem_queued_max", "skmem_w", max)):
+        v = vals(key)
+        if v:
+            out[name] = round(fn(v), 3)
+    if inflight:
+        out["inflight_bytes_median"] = round(statistics.median(inflight))
+        out["inflight_bytes_max"] = round(max(inflight))
+    return out
+
+
+def ss_summary(table, since: float | None = None) -> dict:
+    """What the kernel said about a run's connections, from `observe.parse_ss` rows: `ss_stats`
+    per sampled connection and overall.
+
+    With `since` (epoch s), from the samples taken then or later (after slow start: (U) above),
+    and the whole transfer's peak kept as `inflight_bytes_max_whole`.
+    """
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else list(table)
+    if since is not None:
+        whole = ss_summary(rows)
+        out = ss_summary([r for r in rows if r["time"] >= since])
+        if "inflight_bytes_max" in whole:
+            out["inflight_bytes_max_whole"] = whole["inflight_bytes_max"]
+        return {**out, "steady_from": since}
+    if not rows:
+        return {}
+    by_conn: dict = {}
+    for r in rows:  # an MPTCP socket apart from its first subflow, whose addresses ss gives it
+        mptcp = " (mptcp socket)" if r.get("netid") == "mptcp" else ""
+        by_conn.setdefault(f"{r.get('local')}->{r.get('peer')}{mptcp}", []).append(r)
+    return {"connections": {k: ss_stats(v) for k, v in by_conn.items()}, **ss_stats(rows)}
+
 
 class QdiscSampler:
     """`tc -s -j qdisc show dev DEV` every `interval` seconds inside the host: the root qdisc's

@@ -66,8 +66,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from ..core.errors import ExperimentFailed
-from ..judge import physics
 from .links import LinkSpec
+
+RTT_TOLERANCE = 0.02  # the RTT check's band: 2% of the configured RTT (rtt_slack_ms)
+
+
+def rtt_slack_ms(configured_ms: float, tolerance: float = RTT_TOLERANCE) -> float:
+    """How far a ping RTT may be from the configured RTT (0.5 ms: ping's own resolution on a 0 ms path)."""
+    return max(tolerance * configured_ms, 0.5)
 
 METHOD = ("ping over each path (all paths side by side, drifting in phase) with its configured netem delay, rate and queue (no jitter or loss), the lowest "
           "of 20, minus the configured RTT and the ping's transmission at the rate (the path's floor); the lowest over the paths of its kind (delayed or not) "
@@ -173,11 +179,11 @@ class OwnLatency:
     def netem_links(self, link: LinkSpec, reverse: LinkSpec) -> tuple[LinkSpec, LinkSpec]:
         return compensate(link, reverse, self.taken_ms)
 
-    def record(self, link: LinkSpec, reverse: LinkSpec, tolerance: float = physics.RTT_TOLERANCE) -> dict:
+    def record(self, link: LinkSpec, reverse: LinkSpec, tolerance: float = RTT_TOLERANCE) -> dict:
         """For the manifest: what was measured, the configured and the applied netem delays."""
         net_link, net_reverse = self.netem_links(link, reverse)
         configured, applied = rtt_ms(link, reverse), rtt_ms(net_link, net_reverse)
-        slack = physics.rtt_slack_ms(configured, tolerance)
+        slack = rtt_slack_ms(configured, tolerance)
         return {
             "ping_ms": {k: round(v, 3) for k, v in self.ping.items() if k in ("min_ms", "median_ms", "max_ms", "replies")},
             "measured_over_ms": round(self.measured_over_ms, 3),

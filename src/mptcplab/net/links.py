@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from ..core.errors import EnvironmentProblem, UsageError
 
 WIRE_BYTES = 1514  # a full-size Ethernet frame as qdiscs count it (skb->len with the L2 header)
+TCP_PAYLOAD = 1448  # bytes of data in a full-size segment with TCP timestamps
 MIN_QUEUE = 100
 
 _RATE_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}

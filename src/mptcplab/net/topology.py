@@ -40,7 +40,6 @@ from . import latency, mptcpconf
 from ..core import kernel, log, netns, process
 from ..core.errors import EnvironmentProblem, UsageError
 from ..core.state import PREFIX, TRACKER, kill_process_group, remove_namespace
-from ..judge import physics
 from .links import LinkSpec
 
 _log = log.get("topology")
@@ -59,7 +58,8 @@ _NAME = re.compile(r"[a-z][a-z0-9]{0,9}")
 #   against 32 KiB on this host's 6.18 behind a routed tbf hop. 64 >= the 45 segments of a 64 KiB
 #   skb, so each push sends the whole tail and the next write meets the check. See
 #   site/setup/uml.md ("The send buffer") for the evidence.
-BASE_SYSCTLS = {"net.ipv4.tcp_no_metrics_save": "1", "net.ipv4.tcp_min_tso_segs": str(physics.KIT_MIN_TSO_SEGS)}
+KIT_MIN_TSO_SEGS = 64  # every host's net.ipv4.tcp_min_tso_segs: with it physics' (U) holds
+BASE_SYSCTLS = {"net.ipv4.tcp_no_metrics_save": "1", "net.ipv4.tcp_min_tso_segs": str(KIT_MIN_TSO_SEGS)}
 # Read back into the manifest for every host, whether set or not.
 REPORTED_SYSCTLS = (
     "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem", "net.ipv4.tcp_congestion_control",

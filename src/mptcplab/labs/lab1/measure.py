@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...judge import physics
+from ...measure import observe
 from ...measure.tshark import MPTCP_PREFS, fields
 
 PORT = 5201
@@ -115,7 +115,7 @@ def kernel_view(ss: pd.DataFrame, paths: dict[str, str], since: float | None = N
     recorded once, as the sender reads it after the transfer (`sndbuf_effective`, SO_SNDBUF).
 
     With `since` (epoch s), bytes in flight are judged from the samples taken then or later (after
-    slow start, as `physics.ss_summary` does), and the run's whole-transfer peak is kept as
+    slow start, as `observe.ss_summary` does), and the run's whole-transfer peak is kept as
     `inflight_max_whole`.
     """
     out: dict = {"ss_samples": int(ss["time"].nunique()) if len(ss) else 0}
@@ -133,21 +133,21 @@ def kernel_view(ss: pd.DataFrame, paths: dict[str, str], since: float | None = N
     if since is not None and transport["inflight"].notna().any():
         out["inflight_max_whole"] = int(transport.groupby("time")["inflight"].sum().max())
     steady = transport if since is None else transport[transport["time"] >= since]
-    # Each socket's figures are physics.ss_stats (the one statistic of ss samples, as in the run's
+    # Each socket's figures are observe.ss_stats (the one statistic of ss samples, as in the run's
     # `kernel_tcp`), here per path and for the application's socket, under this table's names.
     for path, g in transport.groupby("path"):
-        k = physics.ss_stats(g)
+        k = observe.ss_stats(g)
         for name, key, cast in (("sk_sndbuf", "sk_sndbuf", int), ("srtt_ms", "srtt_ms_median", float),
                                 ("min_rtt_ms", "min_rtt_ms", float)):
             if key in k:
                 out[f"{name}_{path}"] = cast(k[key])
     for path, g in steady.groupby("path"):
-        k = physics.ss_stats(g)
+        k = observe.ss_stats(g)
         if "inflight_bytes_max" in k:
             out[f"inflight_max_{path}"] = int(k["inflight_bytes_max"])
     if steady["inflight"].notna().any():
         out["inflight_max"] = int(steady.groupby("time")["inflight"].sum().max())  # over subflows at once
-    k = physics.ss_stats(app)
+    k = observe.ss_stats(app)
     if "wmem_queued_max" in k:
         out["wmem_queued_max"] = int(k["wmem_queued_max"])
     return out

@@ -1,5 +1,6 @@
 """One self-contained HTML page for `mptcplab reproduce`: per lab, where it ran (or why it could
-not), its "paper vs this run" table, its figures, and every run's manifest.
+not), which of the paper's claims held (its claims.json), its "paper vs this run" table, its
+figures, and every run's manifest.
 
 Plotly's JavaScript is inlined once in the page head, so the file opens offline and can be mailed
 or attached to a course page as is. Figures come from each lab's `Lab.figures(sweep_dir)` (its analysis
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import places
+from .judge import claims
 from .places import compare, records
 from .run.results import clock_totals
 
@@ -38,6 +40,17 @@ class LabOutcome:
     def ratio(self) -> float | None:
         """Wall time per second of transfer (1.0: nothing but the transfers), or None unknown."""
         return self.seconds / self.transfer_s if self.seconds is not None and self.transfer_s else None
+
+    def claims(self) -> dict | None:
+        """Its results' claims.json (judge.claims), or None (no results, or a lab without a ledger)."""
+        return claims.load(self.out) if self.out else None
+
+    def claims_words(self) -> str:
+        """Which of the paper's claims held on this run, in one line."""
+        doc = self.claims()
+        if doc is None:
+            return "the paper's claims not judged: the lab has no claims ledger yet (see paper-vs-this-run.md)"
+        return claims.summary_line(doc)
 
     def timing(self) -> str:
         """"412 s, 2.9x its 140 s of transfers", or the part that is known."""
@@ -97,14 +110,16 @@ def render(outcomes: list[LabOutcome], labs: dict, quick: bool) -> str:
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     rows = "".join(
         f"<tr><td>{html.escape(o.lab_id)}</td><td>{html.escape(o.title)}</td>"
-        f"<td class='{o.status} badge'>{o.status}</td><td>{html.escape(o.where or '-')}</td>"
+        f"<td class='{o.status} badge'>{'ran' if o.status == 'ok' else o.status}</td>"
+        f"<td>{html.escape(o.claims_words() if o.status == 'ok' else '-')}</td><td>{html.escape(o.where or '-')}</td>"
         f"<td>{html.escape(o.timing())}</td><td>{html.escape(o.detail)}</td></tr>" for o in outcomes)
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>mptcplab reproduce</title>",
              f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>",
              f"<h1>mptcplab reproduce{' --quick' if quick else ''}</h1>",
              f"<p>{now} on <code>{html.escape(platform.node())}</code>, kernel "
              f"<code>{html.escape(platform.release())}</code>.</p>",
-             "<table><tr><th>lab</th><th>title</th><th>status</th><th>ran</th><th>wall time</th><th>note</th></tr>", rows, "</table>",
+             "<table><tr><th>lab</th><th>title</th><th>status</th><th>the paper's claims</th><th>ran</th>"
+             "<th>wall time</th><th>note</th></tr>", rows, "</table>",
              "<h2 id='places'>Places compared</h2><p>Each place's latest recorded setup check on this host "
              "(what <code>--where auto</code> chooses from; see the site's VM page):</p>", _places_table()]
     for o in outcomes:
@@ -128,6 +143,9 @@ def render(outcomes: list[LabOutcome], labs: dict, quick: bool) -> str:
             parts.append(f"<p class='failed'><b>Failed:</b> {html.escape(o.detail)}</p>")
             if o.log_tail:
                 parts.append(f"<pre>{html.escape(o.log_tail)}</pre>")
+        doc = o.claims()
+        if doc is not None:  # what held, before the tables it rests on
+            parts.append("<h3>The paper's claims</h3>" + markdown_to_html(claims.markdown(doc)))
         lab = labs.get(o.lab_id)
         if not (o.out and o.out.exists() and lab):
             continue

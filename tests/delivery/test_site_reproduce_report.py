@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from mptcplab import report
 from mptcplab.commands import reproduce as rep
+from mptcplab.judge import claims
 from mptcplab.places.choice import Choice
 from mptcplab.run.lab import Lab
 
@@ -39,6 +40,12 @@ def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, mo
         (run / "manifest.json").write_text(json.dumps({"platform": {"where": "uml"}, "cmd": "tc qdisc add",
                                                        "clock": {"guest_s": 12.0, "host_wall_s": 40.0}}))
         (run / "summary.json").write_text(json.dumps({"span_s": 4.2}))
+        (out / claims.FILE).write_text(json.dumps({"lab": lab_id, "claims": [  # what runner.conclude writes
+            {"id": "faster", "statement": "MPTCP is faster", "paper_value": "46.8", "source": "Fig. 3",
+             "status": "holds", "interval": [1.0, 2.0], "note": "", "cause": ""},
+            {"id": "model", "statement": "the model fits", "paper_value": "-", "source": "Fig. 5",
+             "status": "does not hold", "interval": [3.0, 4.0], "note": "", "cause": "not tested",
+             "cause_short": "not tested"}]}))
         return 0
 
     labs = {"lab1": _lab("lab1"), "lab2": _lab("lab2", needs=("bpf",)),
@@ -52,11 +59,16 @@ def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, mo
 
     page = report.render(outcomes, labs, quick=True)
     assert "Not reproduced here" in page and "no BPF JIT" in page and "Invalid argument" in page
-    # the last lines of `reproduce`: per lab, reproduced or why not
+    # the last lines of `reproduce`: per lab, what held on the run, or why it did not run
     lines = rep.summary(outcomes)
     assert lines[0].split()[:3] == ["lab1", "NOT", "reproduced:"] and "Invalid argument" in lines[0]
     assert "lab2   NOT reproduced: no place here can run it: needs BPF struct_ops" in lines[1]
-    assert lines[2].startswith("  lab3   reproduced natively (")
+    assert lines[2].startswith("  lab3   ran natively (")
+    assert lines[2].endswith(": 1 of 2 of the paper's claims hold; does not hold: model (not tested) "
+                             f"({tmp_path / 'lab3-quick' / 'claims.json'})")
+    assert "The paper's claims" in page and "MPTCP is faster" in page  # the verdicts, in lab3's section
+    assert rep.record(outcomes, quick=True)["labs"][2]["claims"] == {
+        "hold": 1, "of": 2, "verdicts": {"faster": "holds", "model": "does not hold"}}
     assert "<table>" in page and "lab3-quick" in page  # lab3's markdown table, rendered
     assert "fig-of-lab3" in page and "tc qdisc add" in page  # its figure and its manifest
     assert "took 12 s on the UML guest's time-travel clock, 40 s of wall-clock time" in page
@@ -79,9 +91,10 @@ def test_the_time_ratio_is_said_at_the_end_written_in_the_report_and_recorded(tm
                                seconds=30.0, transfer_s=0.0)
     assert ok.ratio == 3.0 and failed.ratio is None
     lines = rep.summary([ok, failed])
-    assert lines[0] == "  lab2   reproduced natively (7 min, 3.0x its 2 min of transfers)"
+    assert lines[0] == ("  lab2   ran natively (7 min, 3.0x its 2 min of transfers): the paper's claims not judged: "
+                        "the lab has no claims ledger yet (see paper-vs-this-run.md)")
     ok.extra["restarts"] = 1  # runner._in_guest started its guest once more
-    assert rep.summary([ok])[0].endswith("transfers); its guest stopped 1x and was started again (restarts.json)")
+    assert "transfers); its guest stopped 1x and was started again (restarts.json): " in rep.summary([ok])[0]
     ok.extra.clear()
     page = report.render([ok, failed], {}, quick=True)
     assert "420 s, 3.0x its 140 s of transfers" in page
@@ -89,5 +102,5 @@ def test_the_time_ratio_is_said_at_the_end_written_in_the_report_and_recorded(tm
     rec = json.loads(json.dumps(rep.record([ok, failed], quick=True)))
     assert rec["quick"] is True and rec["cpus"] and "commit" in rec["git"]
     assert rec["labs"][0] == {"lab": "lab2", "status": "ok", "where": "native", "detail": "", "seconds": 420.0,
-                              "transfer_s": 140.0, "ratio": 3.0}
+                              "transfer_s": 140.0, "ratio": 3.0, "claims": None}
     assert rec["labs"][1]["ratio"] is None

@@ -2,7 +2,9 @@
 
 Each lab goes through the same code path as `mptcplab run labN` (runner.run_lab), one after the
 other (they measure throughput: never two at once). A lab that cannot run on this machine is
-reported with the reason; a lab that fails is reported and the others still run. Each lab's wall
+reported with the reason; a lab that fails is reported and the others still run. A lab that ran
+is reported with the paper's claims that held on its run (its claims.json, judge.claims), never as
+"reproduced" for "ran". Each lab's wall
 time is set against the time its runs spent transferring (the time ratio: the summary's last
 lines, the report, and reproduce.json for benchmarks/time_ratio.py). Exit status:
 0 when every lab that could run succeeded, 1 when one failed (or, with --strict, could not run).
@@ -22,6 +24,7 @@ from pathlib import Path
 from .. import report
 from ..core import log
 from ..core.errors import EnvironmentProblem, ExperimentFailed, UsageError
+from ..judge import claims
 from ..places.decide import decide
 from ..run import results
 from ..run.lab import all_labs
@@ -61,7 +64,8 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
         if report_only:
             if not sweep.exists():
                 o.status, o.detail = "failed", f"no results in {sweep} (run without --report-only)"
-            else:  # where these results were made, as their manifests record it
+            else:  # where these results were made, as their manifests record it; the claims judged again
+                claims.write(lab, sweep)
                 places = {(m.get("platform") or {}).get("where") for _, m in report.manifests(sweep)} - {None}
                 o.where = "/".join(sorted(places)) or o.where
             outcomes.append(o)
@@ -101,7 +105,8 @@ def _why_failed(sweep: Path) -> str:
 
 
 def summary(outcomes: list[report.LabOutcome]) -> list[str]:
-    """The last lines of `reproduce`: per lab, reproduced where, or not reproduced and why."""
+    """The last lines of `reproduce`: per lab, where it ran and which of the paper's claims held on the
+    run (its claims.json: a run that finished is not a reproduction), or why it did not run."""
     from ..places import find
 
     out = []
@@ -112,7 +117,8 @@ def summary(outcomes: list[report.LabOutcome]) -> list[str]:
             took = f" ({_took(o.seconds)}{_ratio(o)})" if o.seconds is not None else ""
             n = o.extra.get("restarts", 0)
             again = f"; its guest stopped {n}x and was started again (restarts.json)" if n else ""
-            out.append(f"  {o.lab_id:6} reproduced {where}{took}{again}")
+            see = f" ({o.out / claims.FILE})" if o.claims() is not None else ""
+            out.append(f"  {o.lab_id:6} ran {where}{took}{again}: {o.claims_words()}{see}")
         elif o.status == "cannot-run":
             out.append(f"  {o.lab_id:6} NOT reproduced: no place here can run it: {o.detail}")
         else:
@@ -130,13 +136,23 @@ def _ratio(o: report.LabOutcome) -> str:
 
 def record(outcomes: list[report.LabOutcome], quick: bool) -> dict:
     """reproduce.json beside the report: per lab where it ran, its wall time, its transfers' time
-    and their ratio (benchmarks/time_ratio.py keeps them per place and lab)."""
+    and their ratio (benchmarks/time_ratio.py keeps them per place and lab), and the claims that held."""
     return {"finished": results.now(), "quick": quick, "host": platform.node(), "kernel": platform.release(),
             "cpus": os.cpu_count(), "load_avg_15min": round(os.getloadavg()[2], 2), "git": results.git_commit(),
             "labs": [{"lab": o.lab_id, "status": o.status, "where": o.where, "detail": o.detail,
                       "seconds": None if o.seconds is None else round(o.seconds, 1),
                       "transfer_s": None if o.transfer_s is None else round(o.transfer_s, 1),
-                      "ratio": None if o.ratio is None else round(o.ratio, 2)} for o in outcomes]}
+                      "ratio": None if o.ratio is None else round(o.ratio, 2), "claims": _claims_record(o)}
+                     for o in outcomes]}
+
+
+def _claims_record(o: report.LabOutcome) -> dict | None:
+    """How many of the lab's claims held on the run, and each claim's verdict (None: not judged)."""
+    doc = o.claims() if o.status == "ok" else None
+    if doc is None:
+        return None
+    verdicts = {c["id"]: c["status"] for c in doc["claims"]}
+    return {"hold": sum(v == claims.HOLDS for v in verdicts.values()), "of": len(verdicts), "verdicts": verdicts}
 
 
 class _Tee(io.TextIOBase):

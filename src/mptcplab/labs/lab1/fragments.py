@@ -1,5 +1,6 @@
-"""Lab 1's generated fragments: every measured number the guide and the reference page quote,
-made from the committed reference (solutions/results/lab1) and its claims.json.
+"""Lab 1's generated fragments: every measured number Lab 1's pages quote (the instructors' reference
+page, minrtt-vs-out-of-tree.md), made from the committed reference (solutions/results/lab1); `lab1.claims`,
+the verdicts of its claims.json, is the kit's own (mptcplab fragments).
 
 `fragments(ref)` returns {name: markdown}; `mptcplab fragments` writes each into the blocks
 `<!-- generated: lab1.NAME -->` of the Markdown files. The tables come from the lab's own
@@ -13,7 +14,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...judge import claims as judged
 from . import claims as ledger
 from .controls import wait_table
 from .detail import load_details
@@ -28,8 +28,7 @@ def fragments(ref: Path | str) -> dict[str, str]:
     ref = Path(ref)
     runs = load_paper_point(ref)
     sweep = load_sweep(ref)
-    doc = ledger.judged(ref)
-    return {"claims": judged.markdown(doc), "reference": reference(ref, sweep, runs),
+    return {"reference": reference(ref, sweep, runs),
             "sweep": sweep_region(sweep), "controls": controls(ref, sweep),
             "schedulers": _section(runs, "schedulers"), HELD: _section(runs, HELD), "held-runs": held_runs(runs),
             "observed": observed(ref), "tso": tso(runs), "second-place": _drop_heading(agreement_markdown(ref))}

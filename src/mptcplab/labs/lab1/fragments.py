@@ -1,6 +1,6 @@
-"""Lab 1's generated fragments: every measured number Lab 1's pages quote (the instructors' reference
-page, minrtt-vs-out-of-tree.md), made from the committed reference (solutions/results/lab1); `lab1.claims`,
-the verdicts of its claims.json, is the kit's own (mptcplab fragments).
+"""Lab 1's generated fragments: every measured number Lab 1's pages quote (the instructors'
+reference page, minrtt-vs-out-of-tree.md), made from the committed reference
+(solutions/results/lab1). `lab1.claims`, the verdicts of its claims.json, is the kit's own.
 
 `fragments(ref)` returns {name: markdown}; `mptcplab fragments` writes each into the blocks
 `<!-- generated: lab1.NAME -->` of the Markdown files. The tables come from the lab's own

@@ -79,8 +79,11 @@ def collect(paths: list[Path], pattern: str = ".ipynb") -> tuple[list[Path], lis
     found: list[Path] = []
     skipped: list[str] = []
     for p in paths:
+        if not os.path.lexists(p):
+            skipped.append(f"{p}: no such file or directory")
+            continue
         if not p.is_dir():  # a file named on the command line, whatever it is: read (or refused) as given
-            found.append(p) if os.path.lexists(p) else skipped.append(f"{p}: no such file or directory")
+            found.append(p)
             continue
         under = []
         for top, dirs, names in os.walk(p, followlinks=False):

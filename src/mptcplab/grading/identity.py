@@ -32,7 +32,6 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import os
-import platform
 import pwd
 import subprocess
 import sys
@@ -70,9 +69,10 @@ KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING =
 
 
 def keyctl(op: int, *args) -> int:
-    number = SYS_KEYCTL.get(platform.machine())
+    """keyctl(2) with integer or bytes arguments (None: NULL); raises OSError as the kernel says."""
+    number = SYS_KEYCTL.get(os.uname().machine)
     if number is None:
-        raise OSError(f"keyctl: no syscall number known for {platform.machine()}")
+        raise OSError(f"keyctl: no syscall number known for {os.uname().machine}")
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     ret = libc.syscall(ctypes.c_long(number), ctypes.c_long(op), *(ctypes.c_long(a) if isinstance(a, int) else a

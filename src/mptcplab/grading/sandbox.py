@@ -106,6 +106,8 @@ def available() -> str | None:
     for tool in ("unshare", "timeout", "setpriv", "ip", "mount"):
         if not shutil.which(tool):
             return f"`{tool}` is missing (apt-get install util-linux iproute2 coreutils)"
+    if os.uname().machine not in identity.SYS_KEYCTL:
+        return f"clearing a submission's kernel keyrings is not written for {os.uname().machine} (identity.SYS_KEYCTL)"
     from . import cgroup
 
     return cgroup.available()

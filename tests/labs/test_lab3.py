@@ -228,7 +228,7 @@ def test_reference_command_exports_only_a_completed_run(sweep, tmp_path):
     assert not dest.exists()
     (sweep / "lab-summary.json").write_text("{}")
     assert main(["notebooks", "reference", "lab3", str(sweep), "--dest", str(dest)]) == 0
-    assert sorted(p.name for p in dest.iterdir()) == sorted(la.COMPACT)
+    assert sorted(p.name for p in dest.iterdir()) == sorted([*la.COMPACT, "claims.json"])  # the claims judged on it
 
 
 # ---------------------------------------------------------------- one run's bookkeeping, with fake sources

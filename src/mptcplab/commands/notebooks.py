@@ -11,6 +11,7 @@ from pathlib import Path
 from ..core import log
 from ..core.errors import UsageError
 from ..grading import autograder as ag
+from ..judge import claims
 from ..run.lab import get_lab
 
 
@@ -93,6 +94,7 @@ def _gradescope(args) -> int:
 def _reference(args) -> int:
     lab = get_lab(args.lab)
     if args.report_only:
+        claims.write(lab, args.run_dir)  # the report reads the claims judged on its tables
         report = args.run_dir / "paper-vs-this-run.md"
         report.write_text(lab.analysis.report(args.run_dir))
         log.get(lab.id).info("%s written from the tables in %s", report, args.run_dir)
@@ -109,6 +111,8 @@ def _reference(args) -> int:
         lab.analysis.export_reference(args.run_dir, dest, tables=tuple(args.tables))
     else:
         lab.export(args.run_dir, dest)
+    if claims.write(lab, dest):  # the claims judged on the reference as it now is, and the report that reads them
+        (dest / "paper-vs-this-run.md").write_text(lab.report(dest))
     log.get(lab.id).info("reference results from %s written to %s; now run `mptcplab notebooks assign` and "
                          "commit results and notebooks together", args.run_dir, dest)
     return 0

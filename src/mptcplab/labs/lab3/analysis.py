@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from . import models
-from ...judge import stats
+from ...judge import claims as judged, stats
 from ...net.links import WIRE_BYTES, LinkSpec
 from ...run import results
 
@@ -926,6 +926,7 @@ def _band_dt(band_dt: pd.DataFrame, col: str) -> str:
 def report(out: Path) -> str:
     tables = load(out)
     controls = load_controls(out)
+    doc = judged.load(out)  # the verdicts runner.conclude judged before this report (labs/lab3/claims.py)
     r, man = tables["runs"], tables["manifest"]
     r = r.dropna(subset=["model1"])
     per_run = Path(out) / "runs-manifest.csv"  # each run's qdiscs as listed (none in older references)
@@ -993,6 +994,7 @@ def report(out: Path) -> str:
         "n = 1–10 real uploads from a Linux 2.6.17 host to two Linux hosts with SACK enabled. It shows figures, "
         "not numbers: the left column is its claim, the right one what this run measured." + note,
         "",
+        *(["## The paper's claims, judged on this run (claims.json)", "", judged.markdown(doc)] if doc else []),
         "| the paper | this run |",
         "|---|---|",
         *[f"| {_cell(a)} | {_cell(b)} |" for a, b in rows],

@@ -1,0 +1,46 @@
+"""Lab 3's claims ledger on the committed reference (the verdicts its claims.json records) and on a
+quick-like run without the high-loss points or the controls (those claims "not measured", saying why)."""
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from mptcplab.judge import claims
+from mptcplab.labs.lab3 import claims as ledger
+from mptcplab.run.lab import REPO_ROOT, get_lab
+
+REF = REPO_ROOT / "solutions" / "results" / "lab3"
+
+
+@pytest.fixture(scope="module")
+def judged() -> dict:
+    return {c["id"]: c for c in claims.evaluate(ledger.CLAIMS, ledger.tables(REF))}
+
+
+def test_the_reference_verdicts_are_those_committed(judged):
+    committed = {c["id"]: c["status"] for c in claims.load(REF)["claims"]}
+    assert {k: c["status"] for k, c in judged.items()} == committed
+    assert judged["fig16"]["status"] == claims.FAILS
+    assert judged["fig16"]["cause"].startswith("cause measured by reno_recovery")
+    assert "part of the divergence" in judged["fig16"]["cause"]  # Reno-like recovery narrows the gap, no more
+    assert judged["model2-random"]["status"] == claims.HOLDS and judged["model2-random"]["family"] == 11
+
+
+def test_a_run_without_high_loss_or_controls_says_what_it_lacks(tmp_path):
+    for name in ("flows.csv", "losses.csv", "lab3-manifest.json"):
+        shutil.copy(REF / name, tmp_path / name)
+    runs = pd.read_csv(REF / "runs.csv")
+    runs[(runs.scenario == "droptail") | (runs["loss"] <= 0.02)].to_csv(tmp_path / "runs.csv", index=False)
+    by = {c["id"]: c for c in claims.evaluate(ledger.CLAIMS, ledger.tables(tmp_path))}
+    assert by["model1-high-loss"]["status"] == claims.UNMEASURED
+    assert "random-loss runs with 0.02 < loss <= 0.1" in by["model1-high-loss"]["note"]
+    assert [c["status"] for c in by["fig16"]["causes"]] == [claims.UNMEASURED, claims.UNMEASURED]
+    assert by["model1-random"]["status"] == claims.HOLDS
+
+
+def test_the_lab_declares_its_ledger_and_fragments():
+    lab = get_lab("lab3")
+    assert lab.claims is ledger
+    made = lab.fragments(REF)
+    assert set(made) == {"reference", "errors", "report"} and "6.12.117" in made["reference"]

@@ -15,7 +15,7 @@ from . import places
 from .core import kernel, process
 from .core.errors import EnvironmentProblem
 from .core.paths import TRACEFS
-from .places import overview
+from .places import overview, records
 from .places.decide import decide
 
 @dataclass
@@ -107,7 +107,21 @@ def report() -> tuple[str, bool]:
             lines.append(f"{lab.id} ({lab.title}): CANNOT RUN here: {exc}")
     if not all_labs():
         lines.append(f"labs needing netem will run {'natively' if kernel.netem_usable() or places.inside_guest() else 'in a guest'}")
-    from .judge.physics import describe_last
-
-    lines += ["", *describe_last()]
+    lines += ["", *recorded_checks()]
     return "\n".join(lines), all_ok
+
+
+def recorded_checks() -> list[str]:
+    """The setup checks this kit recorded per place and lab (places.records: what `--where auto`
+    chooses from), each figure against what it was judged by (the configured RTT, the link's
+    ceiling, the window-limited transfer's bounds)."""
+    found = sorted(records.load(), key=lambda r: (r.place, r.lab, r.params))
+    if not found:
+        return ["setup checks: none recorded here yet; `mptcplab example` runs one with the physics check"]
+    lines = ["Setup checks recorded (place, lab, verdict, how):"]
+    for r in found:
+        lines.append(f"  {r.place}, {r.lab}{' with ' + r.params if r.params else ''}: "
+                     f"{'passed' if r.passed else 'FAILED'} ({r.how})")
+        lines += [f"      {name}: {value:g} against {r.bound[name]:g}" for name, value in r.measured.items()
+                  if name in r.bound]
+    return lines

@@ -81,14 +81,21 @@ def test_checker_passes_on_a_real_correct_run():
     assert main(["check", str(FIXTURES / "host-good")]) == 0
 
 
-def test_last_result_per_place(tmp_path, monkeypatch):
+def test_doctor_shows_each_places_recorded_check_with_the_window_verdicts(tmp_path, monkeypatch):
+    """One store of a place's verdicts (places.records): doctor reads the window-limited transfer's
+    verdicts there, as `--where auto` reads the checks."""
+    from mptcplab import doctor
+    from mptcplab.places import records
+    from mptcplab.places.choice import CheckResult
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setenv("MPTCPLAB_WHERE", "uml")
-    assert "never run" in physics.describe_last()[0]
-    physics.record(physics.judge_window("slow", 41e6, 1_434_616, 65536, 0.08), "6.12.117")
-    lines = physics.describe_last()
-    assert lines[0].startswith("physics check in uml (kernel 6.12.117") and "FAILED" in lines[0]
-    assert any("unacked bytes" in line for line in lines[1:])
+    assert "none recorded" in doctor.recorded_checks()[0]
+    bad = physics.judge_window("slow", 41e6, 1_434_616, 65536, 0.08)
+    records.save(CheckResult(place="uml", lab="example", passed=False, wall_s=30.0, how=physics.refusal(bad) or "",
+                             measured={v.check: v.measured for v in bad}, bound={v.check: v.bound for v in bad}))
+    lines = doctor.recorded_checks()
+    assert lines[1].startswith("  uml, example: FAILED (physics check failed in ")
+    assert any(line.strip().startswith("unacked bytes on path slow: 1.43462e+06 against") for line in lines[2:])
 
 
 def window_check(tmp_path, monkeypatch, skmem_tb: int | None):

@@ -3,7 +3,7 @@
 A place (native kernel, the kit's UML kernel, a VM) whose measurements break these bounds is wrong,
 whatever the lab then shows. Pure functions give the bounds; `verify.check_window()` measures one
 window-limited transfer against them; `judge_*` compare one figure with its bound and say so in
-one line; `record()`/`last_results()` keep the last verdict per place for `mptcplab doctor`.
+one line. What a place's setup check found is kept with the place's other checks (places.records).
 
 The bounds
 ----------
@@ -58,12 +58,9 @@ RTT:      ping RTT on an idle path = configured RTT + the ping's own transmissio
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 from .. import places
-from ..core import paths
 from ..net.latency import RTT_TOLERANCE, rtt_slack_ms
 from ..net.links import TCP_PAYLOAD, WIRE_BYTES  # a full-size segment: its data, and as qdiscs count it
 from ..net.topology import KIT_MIN_TSO_SEGS
@@ -255,52 +252,4 @@ def refusal(verdicts: list[Verdict]) -> str | None:
     bad = [v for v in verdicts if not v.ok]
     if not bad:
         return None
-    return f"physics check failed in {place()}: " + " | ".join(v.line() for v in bad)
-
-
-# ---------------------------------------------------------------- last result per place
-
-def place() -> str:
-    return places.current().NAME
-
-
-def _state_dir() -> Path:
-    return paths.cache_dir("physics")
-
-
-def record(verdicts: list[Verdict], kernel: str, where: str | None = None) -> Path:
-    """Keep the last verdicts of this place (doctor shows them)."""
-    from ..run.results import now
-
-    d = _state_dir()
-    d.mkdir(parents=True, exist_ok=True)
-    path = d / f"{where or place()}.json"
-    path.write_text(json.dumps({"place": where or place(), "kernel": kernel, "when": now(),
-                                "passed": all(v.ok for v in verdicts),
-                                "verdicts": [asdict(v) for v in verdicts]}, indent=1))
-    return path
-
-
-def last_results() -> dict[str, dict]:
-    d = _state_dir()
-    out = {}
-    for f in sorted(d.glob("*.json")) if d.is_dir() else []:
-        try:
-            out[f.stem] = json.loads(f.read_text())
-        except (OSError, ValueError):
-            continue
-    return out
-
-
-def describe_last() -> list[str]:
-    """Doctor's lines: the last physics check per place."""
-    lines = []
-    for where, res in last_results().items():
-        state = "passed" if res.get("passed") else "FAILED"
-        lines.append(f"physics check in {where} (kernel {res.get('kernel')}, {res.get('when', '?')[:19]}): {state}")
-        for v in res.get("verdicts", []):
-            if not v["ok"] or res.get("passed"):
-                lines.append("    " + Verdict(**v).line())
-    if not lines:
-        lines.append("physics check: never run here; `mptcplab example` runs it")
-    return lines
+    return f"physics check failed in {places.current().NAME}: " + " | ".join(v.line() for v in bad)

@@ -119,7 +119,7 @@ def slow_path_bound_curve(sweep: pd.DataFrame, manifest: dict, method: str) -> p
 
 
 def mptcp_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:
-    """MPTCP at each method and buffer against what its send buffers allow (Q7).
+    """MPTCP at each method and buffer against what its send buffers allow (the notebook's Q10).
 
     S is the MPTCP socket's send buffer (`sndbuf_effective`). Every byte stays in it until the
     connection-level DATA_ACK covers it, and that is cumulative: a byte sent on the fast subflow

@@ -73,7 +73,7 @@ class Detail:
     @property
     def blocked_share(self) -> float:
         """The fraction of the transfer the sender spent blocked waiting for send-buffer memory."""
-        return float(self.waits["duration_s"].sum()) / self.duration if self.duration else float("nan")
+        return blocked_fraction(self.waits, self.duration)
 
     @property
     def method(self) -> str:
@@ -95,6 +95,12 @@ class Detail:
         counts = np.searchsorted(starts, starts + width) - np.arange(len(starts))
         lo = float(starts[int(np.argmax(counts))])
         return lo, lo + width
+
+
+def blocked_fraction(waits: pd.DataFrame, duration_s: float) -> float:
+    """The fraction of a transfer of `duration_s` seconds spent in `waits` (one row per wait,
+    `duration_s`): a top-level function so that grading can hide it (Lab 1's Q6 asks for it)."""
+    return float(waits["duration_s"].sum()) / duration_s if duration_s else float("nan")
 
 
 def find_details(sweep_dir: Path | str) -> list[tuple[Path, str | None]]:

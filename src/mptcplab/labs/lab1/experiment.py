@@ -433,8 +433,12 @@ LAB = Lab(id="lab1", slug="01-send-buffer", title="MPTCP send-buffer starvation 
           analysis=lab1_analysis, needs=("netem",),
           results_checks={"sweep.csv": check_sweep, "paper-point.csv": check_sweep},
           # What grading hides while a submission runs: the kit's answers to the graded questions
-          # (unseen.answers, the functions it calls, and degradation_region for Q2); no reference
-          # column is an answer (each is an input some question computes from).
-          answer_keys={"unseen": lab1_unseen.ANSWER_KEYS, "sweep": ("degradation_region",)},
+          # (unseen.answers and the functions it calls) and the analysis's own that a graded function
+          # could call instead (Q1's means, Q2's region, Q6's share: the figures and tables built on
+          # them do not run while a notebook is graded, a note in its report). No reference column
+          # is an answer: each is an input some question computes from.
+          answer_keys={"unseen": lab1_unseen.ANSWER_KEYS, "sweep": ("throughput_table", "degradation_region"),
+                       "detail": ("blocked_fraction",)},
+          answer_columns={},
           held_out=lab1_unseen.held_out, unseen_answers=lab1_unseen.answers,
           claims=lab1_claims, fragments=lab1_fragments.fragments)

@@ -10,7 +10,7 @@ from mptcplab.places.decide import decide
 
 @pytest.fixture
 def caps(monkeypatch):
-    have = {"netem": False, "bpf_struct_ops": True, "tbf": True}
+    have = {"netem": False, "bpf_struct_ops": True, "tbf": True, "kprobes": False}
     monkeypatch.setattr(kernel, "has", lambda c: have[c])
     monkeypatch.setattr(kernel, "inside_uml", lambda: False)
     monkeypatch.setattr(kernel, "require_root", lambda: None)

@@ -107,6 +107,9 @@ CAPABILITIES = {
     "kprobes": kprobes_usable,
     "bpf_struct_ops": struct_ops_usable,
 }
+# What a place's kernel may offer a lab (`Lab.needs`, each place's OFFERS and capabilities()), in
+# the order doctor lists them.
+PLACE_CAPABILITIES = ("netem", "tbf", "kprobes", "bpf_struct_ops")
 
 
 def has(capability: str) -> bool:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from . import process
+from .files import replace_file
 from .kernel import write_kprobe_events
 from .paths import PREFIX, TRACEFS
 STATE_DIR = Path(os.environ.get("MPTCPLAB_STATE_DIR", "/run/mptcplab/state"))
@@ -44,9 +45,7 @@ class Tracker:
 
     def _write(self) -> None:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"owner": os.getpid(), "items": self.items}))
-        tmp.replace(self.path)
+        replace_file(self.path, json.dumps({"owner": os.getpid(), "items": self.items}))
         if not self.items:
             self.path.unlink(missing_ok=True)
 

@@ -40,7 +40,7 @@ class Place(Protocol):
         """Can this host offer the place at all (kernel built/installed, tools present), and why."""
 
     def capabilities(self) -> set[str]:
-        """What its kernel offers: netem, tbf, kprobes, bpf_struct_ops (mptcplab.core.kernel.CAPABILITIES)."""
+        """What its kernel offers: netem, tbf, kprobes, bpf_struct_ops (mptcplab.core.kernel.PLACE_CAPABILITIES)."""
 
     def cost(self) -> str:
         """What running a lab here costs compared with the host's kernel, in words ("" if nothing):
@@ -119,8 +119,3 @@ def handed() -> dict:
 def guest_markers() -> list[bytes]:
     """What marks a guest's processes, for every place that starts one (lifetime finds them by it)."""
     return [place.MARKER.encode() for place in all_places() if place.GUEST and place.MARKER]
-
-
-def offered() -> dict[str, set[str]]:
-    """{place: capabilities} for every place this host can offer right now."""
-    return {place.NAME: place.capabilities() for place in all_places() if place.available()[0]}

@@ -39,7 +39,7 @@ def decide(requested: str, needs: tuple[str, ...] = ("netem",), lab: str = "exam
         if missing:
             raise EnvironmentProblem(f"the {place.NAME} place's kernel lacks {', '.join(sorted(missing))}")
         return choice.Choice(place.NAME, "asked for with --where")
-    offered = {here.NAME: {n for n in ("netem", "tbf", "bpf_struct_ops") if kernel.has(n)}}
+    offered = {here.NAME: here.capabilities()}
     if set(needs) <= offered[here.NAME] and not any(r.place == here.NAME and r.lab == lab and not r.passed
                                                     and not r.params for r in records.load()):
         # The fast path of places.choice.choose, without probing the other places.

@@ -15,7 +15,7 @@ RAN = "natively on this kernel"
 KERNEL = "native kernel"
 CLOCK = ""
 RANK = 0  # nothing emulated: the fastest place, when its kernel honours the lab's inputs
-OFFERS = {"netem", "tbf", "kprobes", "bpf_struct_ops"}  # what a kernel here may offer (capabilities() probes)
+OFFERS = set(kernel.PLACE_CAPABILITIES)  # what a kernel here may offer (capabilities() probes)
 MARKER = ""  # no guest: the experiment runs in this process
 
 
@@ -24,9 +24,7 @@ def available() -> tuple[bool, str]:
 
 
 def capabilities() -> set[str]:
-    probes = {"netem": kernel.netem_usable, "tbf": kernel.tbf_usable, "kprobes": kernel.kprobes_usable,
-              "bpf_struct_ops": kernel.struct_ops_usable}
-    return {name for name, probe in probes.items() if probe()}
+    return {name for name in OFFERS if kernel.has(name)}
 
 
 def cost() -> str:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from . import all_places
+from ..core import kernel
 from ..core.errors import EnvironmentProblem
-
-ORDER = ("netem", "tbf", "kprobes", "bpf_struct_ops")
 
 
 def lines() -> list[str]:
@@ -22,6 +21,6 @@ def lines() -> list[str]:
         except EnvironmentProblem as exc:
             out.append(f"  {name:6} unusable: {exc}")
             continue
-        out.append(f"  {name:6} offers: " + ", ".join(f"{c} {'yes' if c in caps else 'no'}" for c in ORDER))
+        out.append(f"  {name:6} offers: " + ", ".join(f"{c} {'yes' if c in caps else 'no'}" for c in kernel.PLACE_CAPABILITIES))
         out += [f"         {d}" for d in details]
     return out

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..core import paths
+from ..core.files import replace_file
 from ..core.paths import git_commit
 from .choice import CheckResult
 
@@ -76,9 +77,7 @@ def _locked():
 
 
 def _write(p: Path, kept: list[CheckResult]) -> None:
-    tmp = p.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps([r.to_json() for r in kept], indent=2) + "\n")
-    tmp.replace(p)
+    replace_file(p, json.dumps([r.to_json() for r in kept], indent=2) + "\n")
 
 
 def save(result: CheckResult) -> None:

@@ -31,8 +31,6 @@ CONFIG_FRAGMENT = paths.data("vagrant/uml/mptcplab.config")
 # Fixes to the distribution's source that no config option gives (why: vagrant/uml/README.md);
 # applied in name order, and part of the cache key like the fragment.
 PATCHES = sorted(paths.data("vagrant/uml").glob("*.patch"))
-# Options that UML cannot have; the fragment does not ask for them, and they are reported as absent.
-UML_LACKS = ("KPROBES", "BPF_JIT", "DEBUG_INFO_BTF")
 
 
 def cache_root() -> Path:

@@ -33,6 +33,8 @@ from pathlib import Path
 from . import guest, hand, kvm_probe, lifetime
 from ..core import log, paths
 from ..core.errors import EnvironmentProblem
+from ..core.files import replace_file
+from ..core.kernel import PLACE_CAPABILITIES
 from ..core.state import PREFIX
 
 NAME = "vm"
@@ -43,14 +45,13 @@ KERNEL = "stock kernel in a VM"
 CLOCK = ("Its runs took {guest:.0f} s on the VM guest's clock, {wall:.0f} s of wall-clock time (each manifest's "
          "<code>clock</code>).")
 RANK = 2  # boots in 20-40 s under TCG, and every packet is emulated: the slowest place
-OFFERS = {"netem", "tbf", "kprobes", "bpf_struct_ops"}  # a stock kernel's (capabilities() measures them)
+OFFERS = set(PLACE_CAPABILITIES)  # a stock kernel's (capabilities() measures them)
 MARKER = f"{PREFIX}-vm-"  # guest name: QEMU's `-name`, the guest's hostname; `clean` finds it
 KVM_BOOT_TIMEOUT_S = 90.0  # a KVM guest reaches its root mount in seconds (kvm_probe)
 # A lab prints a line per run (the longest, Lab 3's, takes 70 s of guest time), its setup check a
 # line per step: a guest that prints nothing for this long has hung (MPTCPLAB_VM_QUIET_LIMIT_S).
 QUIET_LIMIT_S = 600.0
 CONSOLE_LOG = "vm-console.log"  # in the results directory: every boot's whole console, kernel lines too
-CAPABILITY_NAMES = ("netem", "tbf", "kprobes", "bpf_struct_ops")
 
 
 def cache_dir() -> Path:
@@ -366,9 +367,7 @@ def _cached(name: str, key: str, measure) -> dict:
         pass
     data = {"key": key, **measure(), "measured": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(path)
+    replace_file(path, json.dumps(data, indent=2) + "\n")
     return data
 
 

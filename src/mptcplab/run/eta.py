@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import threading
 import time
 from pathlib import Path
 from typing import Callable
 
 from ..core import paths
+from ..core.files import replace_file
 
 EVERY_S = 30.0  # a line every 30 s: a step that takes minutes says where it is, a log stays short
 
@@ -52,9 +52,7 @@ def remember(key: str, seconds: float) -> None:
         except (OSError, ValueError):
             times = {}
         times[key] = round(seconds, 1)
-        tmp = f.with_name(f"{f.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(times, indent=1, sort_keys=True) + "\n")
-        tmp.replace(f)
+        replace_file(f, json.dumps(times, indent=1, sort_keys=True) + "\n")
 
 
 def progress(elapsed: float, expected: float | None) -> str:

@@ -76,7 +76,7 @@ class Lab:
     session: Callable[[RunContext], ContextManager] = _no_session  # held around every network (e.g. BPF programs loaded)
     path_checks: dict = field(default_factory=dict)  # options of verify.check_paths for the setup check
     extra_check: Callable[[object, object, dict], str] | None = None  # (net, rundir, params) -> a line
-    # What a place's kernel must offer to honour the lab's inputs (mptcplab.core.kernel.CAPABILITIES): netem
+    # What a place's kernel must offer to honour the lab's inputs (mptcplab.core.kernel.PLACE_CAPABILITIES): netem
     # for its paths' delays and loss, and the features it measures; `auto` picks only such places.
     needs: tuple[str, ...] = ("netem",)
     parameters: Callable[[dict], None] | None = None  # checks beyond the generic ones (see check_params)

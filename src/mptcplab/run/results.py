@@ -221,15 +221,6 @@ def transfer_seconds(sweep: Path | str, excluding: set[str] = frozenset()) -> fl
     return sum(t for d, s in completed(sweep) if d.name not in excluding and (t := transfer_s(s)) is not None)
 
 
-def replace_file(path: Path, data: str | bytes) -> None:
-    """Write `path` whole: a new file renamed over it, so a reader elsewhere (a guest while the
-    host converts its runs, a guest building what the host is building) sees the old file or the
-    new one, never part of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data.encode() if isinstance(data, str) else data)
-    tmp.replace(path)
-
-
 def completed_names(sweep: Path | str) -> set[str]:
     return {d.name for d in Sweep(sweep).runs()}
 

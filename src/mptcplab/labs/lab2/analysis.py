@@ -23,6 +23,7 @@ import pandas as pd
 
 from . import cctrace
 from ...core.errors import ExperimentFailed
+from ...core.files import replace_file
 from ...judge import check, physics, stats
 from ...measure import observe
 from ...net.links import LinkSpec
@@ -147,9 +148,9 @@ CC_EVENTS_RAW = "cc-events.npy"  # a recorded run's BPF callbacks as the map hel
 
 
 def write_json(path: Path, obj) -> None:
-    """Replaced whole (results.replace_file): convert_raw runs on the host while a guest may still
+    """Replaced whole (files.replace_file): convert_raw runs on the host while a guest may still
     read the sweep."""
-    results.replace_file(path, json.dumps(obj, indent=2, default=str) + "\n")
+    replace_file(path, json.dumps(obj, indent=2, default=str) + "\n")
 
 
 def convert_raw(out: Path) -> list[str]:

@@ -41,8 +41,8 @@ import pandas as pd
 from . import image_btf
 from ....core import paths, process
 from ....core.errors import EnvironmentProblem, UsageError
+from ....core.files import replace_file
 from ....measure.observe import ss_sockets
-from ....run import results
 
 PREFIX = "mlab_"
 SOURCE = Path(__file__).with_name("mlab_cc.bpf.c")
@@ -129,7 +129,7 @@ def build(algos: list[Algorithm] | None = None, record: bool = False, kdir: Path
         if kdir is not None:  # only its own kernel's BTF can be dumped here, never into a guest's folder
             raise EnvironmentProblem(f"no vmlinux.h in {kdir}: that kernel's first run writes it")
         dump = _run(["bpftool", "btf", "dump", "file", str(BTF), "format", "c"])
-        results.replace_file(vmlinux_h, dump.stdout.encode())
+        replace_file(vmlinux_h, dump.stdout.encode())
     objects = {}
     for algo in algos or ALGORITHMS.values():
         # libbpf names the object (and its .bss map) after the file: keep it `<name>.o`.
@@ -163,7 +163,7 @@ def guest_kernel_dir(image: Path) -> Path | None:
             raw.write(btf)
             raw.flush()
             dump = _run(["bpftool", "btf", "dump", "file", raw.name, "format", "c"])
-        results.replace_file(kdir / "vmlinux.h", dump.stdout.encode())
+        replace_file(kdir / "vmlinux.h", dump.stdout.encode())
     return kdir
 
 

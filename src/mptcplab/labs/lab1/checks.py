@@ -46,8 +46,9 @@ def _call(fn, name: str, *args):
     except CheckFailed:
         raise
     except Exception as exc:  # the student's error, by type only: the check's inputs stay its own
-        raise CheckFailed(_wrap(f"{name}() raised {type(exc).__name__} on a small made-up input of the same "
-                                "shape as yours; test it on a few rows of your own table")) from None
+        raise CheckFailed(_wrap(f"{name}() raised {type(exc).__name__} when the check called it (on a small "
+                                "made-up input or on the notebook's runs): try it on a few rows of your own "
+                                "table")) from None
 
 
 def _close(a, b, rel: float = 1e-6, abs_: float = 1e-6) -> bool:
@@ -77,7 +78,7 @@ def _own(name: str, own):
     try:
         return reference.kit("lab1", _sweep.load, name, own=own)
     except KeyError:
-        return None  # the reference has no such table (never for the shipped reference)
+        return None  # a reference without that table (e.g. no paper's point): the made-up input only
 
 
 def _graded(q: str) -> tuple[dict, object]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-MAX_LINES = 6  # of a CheckFailed message: with Otter's 3 lines around it, about 8 in all
+MAX_LINES = 6  # of a CheckFailed message: with Otter's 3 lines before it, at most 9 in all
 
 
 class CheckFailed(AssertionError):

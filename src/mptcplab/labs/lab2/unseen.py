@@ -17,6 +17,7 @@ import pandas as pd
 # The columns each graded function reads; the rest of a table (the run's own provenance, the
 # emulator's wire count, ss's older split) is dropped so a function cannot lean on it.
 THROUGHPUT_COLUMNS = ["run", "algo", "variant", "rep", "mbps"]
+Q8_DRAWS = 4  # Q8's answer on one draw is one of four algorithms: four draws leave a guess 1 chance in 256
 FAIRNESS_COLUMNS = ["algo", "rep", "mptcp_mbps", "tcp_mbps", "mptcp_on_shared_mbps", "tcp_on_shared_mbps"]
 
 
@@ -41,20 +42,31 @@ def throughput(tp: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
 
 
 def _fairness_draw(fair: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
-    """One draw of the fairness runs: each algorithm's TCP shares moved together to a new mean
-    (their spread kept), the MPTCP part on the shared path rewritten to match. Uncoupled stays;
-    of the others, in a random order, one leaves the TCP flow more by 6-9 standard errors (of the
-    difference), one more by 2.6-3.0 (resolved at 95%, not always after Holm's correction), one
-    less by 6-9, and the rest are within one of uncoupled."""
-    out = _subsample(fair[FAIRNESS_COLUMNS], ["algo"], rng, least=3)
+    """One draw of the fairness runs (4 of each algorithm's): each algorithm's TCP shares get a new
+    spread (their pattern kept, a standard deviation of 0.015-0.04) and a new mean, and the MPTCP
+    part on the shared path is rewritten to match. Uncoupled's mean is 0.4-0.6; of the others, in
+    a random order, one leaves the TCP flow more than uncoupled at a Welch p of 1e-4 to 2e-3, one
+    more at p 0.03-0.045 (resolved at 95%, not after Holm's correction, which judges it at 0.05 / 2),
+    one less at p 1e-4 to 2e-3, and the rest differ from uncoupled at p 0.3 or more."""
+    from ...judge.stats import t_quantile
+
+    out = _subsample(fair[FAIRNESS_COLUMNS], ["algo"], rng, least=4)
     share = out.tcp_on_shared_mbps / (out.tcp_on_shared_mbps + out.mptcp_on_shared_mbps)
-    base = share[out.algo == "uncoupled"]
-    others = [a for a in out.algo.unique() if a != "uncoupled"]
-    for i, a in enumerate(rng.permutation(others)):
+    for a in out.algo.unique():
         mine = out.algo == a
-        se = math.sqrt(share[mine].var() / mine.sum() + base.var() / len(base))
-        shift = se * (rng.uniform(6, 9), rng.uniform(2.6, 3.0), -rng.uniform(6, 9), rng.uniform(-1, 1))[min(i, 3)]
-        share[mine] = (share[mine] - share[mine].mean() + base.mean() + shift).clip(0.05, 0.95)
+        d = share[mine] - share[mine].mean()
+        d = d if d.std() > 0 else pd.Series(rng.normal(size=mine.sum()), index=d.index)
+        share[mine] = d / d.std() * rng.uniform(0.015, 0.04)
+    base = share[out.algo == "uncoupled"] + rng.uniform(0.4, 0.6)
+    share[out.algo == "uncoupled"] = base
+    moves = [(1, 1e-4, 2e-3), (1, 0.03, 0.045), (-1, 1e-4, 2e-3)]
+    for i, a in enumerate(rng.permutation([a for a in out.algo.unique() if a != "uncoupled"])):
+        mine = out.algo == a
+        va, vb = share[mine].var() / mine.sum(), base.var() / len(base)
+        dof = (va + vb) ** 2 / (va ** 2 / (mine.sum() - 1) + vb ** 2 / (len(base) - 1))
+        sign, lo, hi = moves[i] if i < len(moves) else (rng.choice([-1, 1]), 0.3, 0.9)
+        share[mine] += base.mean() + sign * math.sqrt(va + vb) * t_quantile(1 - rng.uniform(lo, hi), dof)
+    share = share.clip(0.02, 0.98)
     tcp = out.tcp_on_shared_mbps * rng.uniform(0.95, 1.05, len(out))
     return out.assign(tcp_on_shared_mbps=tcp.round(4), mptcp_on_shared_mbps=(tcp * (1 - share) / share).round(4),
                       tcp_mbps=(out.tcp_mbps * rng.uniform(0.9, 1.1, len(out))).round(4),
@@ -82,9 +94,8 @@ def separates(fair: pd.DataFrame) -> bool:
 
 
 def fairness(fair: pd.DataFrame, rng: np.random.Generator, tries: int = 1000) -> pd.DataFrame:
-    """The fairness runs, subsampled (3 runs or more per algorithm, `_fairness_draw`), drawn again
-    until the draw `separates` Q8's right answer from the wrong ones (the first that does: the same
-    secret gives the same draw)."""
+    """The first draw of the fairness runs (`_fairness_draw`) that `separates` Q8's right answer
+    from its wrong readings (about four in five do; the same secret gives the same draw)."""
     for _ in range(tries):
         out = _fairness_draw(fair, rng)
         if separates(out):
@@ -105,13 +116,14 @@ def held_out(tables: dict, rng: np.random.Generator) -> dict:
     """(the reference's tables as `analysis.load` returns them, a generator seeded from the secret)
     -> the hidden tests' inputs: `cs218_inputs` (Q1), `throughput` (Q4), `table` (Q5, Q6: a table in
     tp_table's shape from another draw, so that no answer of Q4 is ever handed to a student's
-    function), `fairness` (Q7, Q8)."""
+    function), `fairness` (Q7) and `fairness_q8` (Q8: Q8_DRAWS draws, each answer a small set)."""
     from .analysis import throughput_table
 
     other = throughput_table(throughput(tables["throughput"], rng))
     return {"cs218_inputs": cs218_inputs(rng), "throughput": throughput(tables["throughput"], rng),
             "table": other[["algo", "variant", "mean_mbps", "ci95_mbps", "runs"]],
-            "fairness": fairness(tables["fairness"], rng)}
+            "fairness": fairness(tables["fairness"], rng),
+            "fairness_q8": [fairness(tables["fairness"], rng) for _ in range(Q8_DRAWS)]}
 
 
 def answers(inputs: dict) -> dict:
@@ -122,6 +134,7 @@ def answers(inputs: dict) -> dict:
     table = analysis.throughput_table(inputs["throughput"])
     static = inputs["table"][inputs["table"].variant == "static"].set_index("algo")
     fair = analysis.fairness_table(inputs["fairness"])
+    verdicts = [analysis.fairness_table(f) for f in inputs["fairness_q8"]]
     return {"q1": [ccref.cs218_increase(*args) for args in _cs218_args(inputs["cs218_inputs"])],
             "q4": table[["algo", "variant", "mean_mbps", "ci95_mbps", "runs"]],
             "q5": float(static.loc["cs218", "mean_mbps"] / static.loc["lia", "mean_mbps"]),
@@ -129,7 +142,7 @@ def answers(inputs: dict) -> dict:
                                 > static.loc[b, "mean_mbps"] + static.loc[b, "ci95_mbps"])
                    for a in static.index for b in static.index},
             "q7": dict(zip(fair.algo, fair.tcp_share_of_shared.astype(float))),
-            "q8": set(fair[fair.verdict == "leaves TCP more than uncoupled"].algo)}
+            "q8": [set(v[v.verdict == "leaves TCP more than uncoupled"].algo) for v in verdicts]}
 
 
 def _cs218_args(frame: pd.DataFrame) -> list[tuple[float, int, float, float]]:

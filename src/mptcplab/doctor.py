@@ -49,14 +49,7 @@ def checks() -> list[Check]:
                      "`modprobe sch_netem`; where modules cannot be loaded, labs run in the UML kernel "
                      "(`mptcplab uml build`)"))
     out.append(Check("tbf (rate limits)", kernel.tbf_usable(), "", "enable CONFIG_NET_SCH_TBF / modprobe sch_tbf"))
-    tools = {
-        "ip": ("iproute2", ["ip", "-V"]), "tc": ("iproute2", ["tc", "-V"]),
-        "ss": ("iproute2", ["ss", "-V"]), "nstat": ("iproute2", ["nstat", "-V"]),
-        "ethtool": ("ethtool", ["ethtool", "--version"]), "tcpdump": ("tcpdump", ["tcpdump", "--version"]),
-        "tshark": ("tshark", ["tshark", "--version"]), "iperf3": ("iperf3", ["iperf3", "--version"]),
-        "ping": ("iputils-ping", ["ping", "-V"]),
-    }
-    for tool, (pkg, argv) in tools.items():
+    for tool, (pkg, argv) in process.TOOLS.items():
         path = shutil.which(tool)
         out.append(Check(f"tool {tool}", path is not None, _version(argv) if path and argv else (path or ""),
                          f"{apt} {pkg}"))

@@ -297,7 +297,7 @@ def test_paths_at_once_judges_each_path_as_alone_from_transfers_side_by_side(tmp
     for name, mbps in (("p1", 4.7), ("p2", 4.6)):
         row = checks["paths"][name]
         assert row["rtt_ok"] and row["tcp_ok"] and row["tcp_steady_mbps"] == mbps and row["tcp_side_by_side"] == 2
-        assert row["link_utilisation"] == pytest.approx(mbps * 1e6 / verify.GOODPUT_SHARE / 5e6, abs=1e-4)
+        assert row["link_utilisation"] == pytest.approx(mbps * 1e6 / physics.link_ceiling_bps(5e6), abs=1e-4)
     assert "2 paths side by side" in verify.describe(checks)
     assert [line.split(":")[0] for line in checks["physics"]] == [
         "lowest ping RTT on path p1", "lowest ping RTT on path p2", "single TCP fills path p1", "single TCP fills path p2"]

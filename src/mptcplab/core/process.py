@@ -13,6 +13,16 @@ import subprocess
 
 from .errors import EnvironmentProblem
 
+# The programs the labs run: {program: (its Debian package, the command that prints its version)}.
+# Doctor checks each; every manifest records the version of each package (results.tool_versions).
+TOOLS = {
+    "ip": ("iproute2", ["ip", "-V"]), "tc": ("iproute2", ["tc", "-V"]),
+    "ss": ("iproute2", ["ss", "-V"]), "nstat": ("iproute2", ["nstat", "-V"]),
+    "ethtool": ("ethtool", ["ethtool", "--version"]), "tcpdump": ("tcpdump", ["tcpdump", "--version"]),
+    "tshark": ("tshark", ["tshark", "--version"]), "iperf3": ("iperf3", ["iperf3", "--version"]),
+    "ping": ("iputils-ping", ["ping", "-V"]),
+}
+
 
 def run(argv: list[str], *, check: bool = True, timeout: float | None = None, what: str = "",
         error: type[Exception] = EnvironmentProblem, **kw) -> subprocess.CompletedProcess:

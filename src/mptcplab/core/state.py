@@ -88,6 +88,16 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def kill_each(pids) -> list[int]:
+    """SIGKILL each of `pids`; the ones signalled (one already gone, or not ours to kill, is passed over)."""
+    killed = []
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(int(pid), signal.SIGKILL)
+            killed.append(int(pid))
+    return killed
+
+
 def kill_process_group(pgid: int, grace: float = 2.0) -> bool:
     """SIGTERM a process group, then SIGKILL what is left. True if anything was signalled."""
     try:
@@ -117,10 +127,7 @@ def remove_namespace(name: str) -> bool:
     """Kill every process inside the namespace, then delete it (its veths go with it)."""
     if not (Path("/run/netns") / name).exists():
         return False
-    pids = _run(["ip", "netns", "pids", name]).stdout.split()
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, ValueError):
-            os.kill(int(pid), signal.SIGKILL)
+    kill_each(_run(["ip", "netns", "pids", name]).stdout.split())
     for _ in range(50):
         if _run(["ip", "netns", "delete", name]).returncode == 0:
             return True

@@ -26,11 +26,12 @@ grader left can be told from a live batch's and removed.
 from __future__ import annotations
 
 import os
-import signal
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..core.state import kill_each
 
 ROOT = Path("/sys/fs/cgroup")
 PREFIX = "mlab-grade-"
@@ -114,11 +115,7 @@ class Cgroup:
             left = self.pids()
             if not left:
                 return
-            for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            kill_each(left)
             time.sleep(0.05)
 
     def remove(self) -> None:

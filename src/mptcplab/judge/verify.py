@@ -17,13 +17,11 @@ from ..measure import observe, traffic
 from ..measure.observe import Capture, Counters, QdiscSampler, qdisc_window
 from ..measure.traffic import bulk, verify_capture
 from ..net import latency
-from ..net.links import TCP_PAYLOAD, WIRE_BYTES, LinkSpec
-from ..net.topology import EMULATOR
-
-GOODPUT_SHARE = TCP_PAYLOAD / WIRE_BYTES  # the best goodput a link of rate R can carry: R * 0.956
+from ..net.links import LinkSpec
+from ..net.topology import EMULATOR, port_facing
 
 
-def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_tolerance: float = 0.02,
+def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_tolerance: float = latency.RTT_TOLERANCE,
                 min_utilisation: float = 0.95, mptcp: bool = True, window: bool = False,
                 paths_at_once: bool = False) -> dict:
     """Check every path src -> dst, and (with mptcp) one MPTCP transfer across all of them.
@@ -47,7 +45,7 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
 
     def tcp(paths: list) -> None:
         """Single-path TCP on each of `paths` (side by side when several), judged per path."""
-        devs = [f"b-{p.name}" for p in paths]
+        devs = [port_facing(p.name) for p in paths]
         # The emulator's own count of what each path's egress sent (the link's side of the transfer).
         with rd.timed("tcp"), QdiscSampler(net, EMULATOR, rd, devs[0] if len(paths) == 1 else devs, interval=0.1,
                                            name=f"verify-qdisc-{paths[0].name}.txt" if len(paths) == 1
@@ -69,12 +67,12 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
             row["tcp_steady_mbps"] = round(r.steady_mbps(warmup), 2)
             row["steady_after_s"] = round(warmup, 3)
             row["reader_backlog_max"] = r.reader_backlog_max()  # bytes received but not yet read (a late reader)
-            emu = qdisc_window(q.tables[f"b-{p.name}"], (r.t0 + warmup, r.t_end), bracket=True)
+            emu = qdisc_window(q.tables[port_facing(p.name)], (r.t0 + warmup, r.t_end), bracket=True)
             row["emulator_wire_mbps"], row["emulator_wire_mbps_min"] = emu["wire_mbps"], emu["wire_mbps_min"]
             row["emulator_window_bracketed"] = emu.get("bracketed", False)  # its samples fell around the window
             if p.link.rate_bps:
                 # Goodput counts only TCP payload; the link also carries 66 bytes of headers per segment.
-                util = row["tcp_steady_mbps"] * 1e6 / GOODPUT_SHARE / p.link.rate_bps
+                util = row["tcp_steady_mbps"] * 1e6 / physics.link_ceiling_bps(p.link.rate_bps)
                 row["link_utilisation"] = round(util, 4)
                 wire = row["emulator_wire_mbps_min"]
                 row["tcp_ok"] = judged(physics.judge_link(p.name, row["tcp_steady_mbps"] * 1e6, p.link.rate_bps,

@@ -30,6 +30,7 @@ IPPROTO_MPTCP = 262
 SOL_MPTCP = 284
 MPTCP_INFO = 1
 CHUNK = 128 * 1024
+PORT = 5201  # where a transfer's receiver listens unless told otherwise (iperf3's port)
 
 
 def _proto(name: str) -> int:
@@ -329,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("client")
     c.add_argument("--connect", required=True)
     for q in (s, c):  # the two ends of a transfer agree on these
-        q.add_argument("--port", type=int, default=5201)
+        q.add_argument("--port", type=int, default=PORT)
         q.add_argument("--proto", choices=("tcp", "mptcp"), default="tcp")
         q.add_argument("--flows", type=int, default=1)
     s.add_argument("--interval", type=float, default=0.1)

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from ..core import kernel
 from ..core.errors import EnvironmentProblem
-from ..core.paths import TRACEFS
-from ..core.state import PREFIX, TRACKER, kill_process_group, remove_trace_instance
+from ..core.paths import PREFIX, TRACEFS
+from ..core.state import TRACKER, kill_process_group, remove_trace_instance
 from ..net.links import TCP_PAYLOAD
 from .bulk import SENDER_COMM
 
@@ -331,6 +331,14 @@ def parse_ss(text: str):
 
 # ---------------------------------------------------------------- qdisc counters
 
+def inflight_bytes(unacked, mss):
+    """Bytes in flight, from `ss`: unacknowledged segments x mss, a full-size segment's payload
+    (TCP_PAYLOAD) where ss printed no mss. Numbers or pandas columns alike."""
+    if hasattr(mss, "fillna"):
+        return unacked * mss.fillna(TCP_PAYLOAD)
+    return unacked * (mss if mss and mss == mss else TCP_PAYLOAD)
+
+
 def ss_stats(rows) -> dict:
     """What the kernel said about the sockets of `rows` (`observe.parse_ss` rows: a list of dicts or
     a table), the one statistic of ss samples every summary uses: `samples`, srtt (median) and min
@@ -342,7 +350,7 @@ def ss_stats(rows) -> dict:
     def vals(key):
         return [r[key] for r in rows if r.get(key) is not None and r[key] == r[key]]  # drop None/NaN
 
-    inflight = [r["unacked"] * (r["mss"] if r.get("mss") and r["mss"] == r["mss"] else TCP_PAYLOAD)
+    inflight = [inflight_bytes(r["unacked"], r.get("mss"))
                 for r in rows if r.get("unacked") is not None and r["unacked"] == r["unacked"]]
     out = {"samples": len(rows)}
     for name, key, fn in (("srtt_ms_median", "rtt_ms", statistics.median),

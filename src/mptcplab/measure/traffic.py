@@ -29,7 +29,7 @@ from typing import Callable
 
 from . import pcap as pcap_reader
 from ..core.errors import EnvironmentProblem, ExperimentFailed, UsageError
-from .bulk import STARTED
+from .bulk import PORT, STARTED
 
 TCP_RTO_MIN_S = 0.2  # the kernel's TCP_RTO_MIN: no timeout repairs a loss sooner
 
@@ -189,7 +189,7 @@ class BulkResult:
 
 def bulk(net, src: str, dst: str, path: str, proto: str = "tcp", duration: float = 10.0, flows: int = 1,
          sndbuf: int | None = None, cc: str | None = None, interval: float = 0.1,
-         port: int = 5201, expect_subflows: int | None = None,
+         port: int = PORT, expect_subflows: int | None = None,
          on_start: Callable[[float], None] | None = None,
          start_at: Callable[[], float] | None = None) -> BulkResult:
     """Bulk transfer src -> dst, to dst's address on `path` (MPTCP adds the other subflows).
@@ -347,7 +347,7 @@ class Transfer:
     path: str  # the receiver's address on this path is the one connected to
     proto: str = "tcp"
     cc: str | None = None
-    port: int = 5201
+    port: int = PORT
     flows: int = 1
     sndbuf: int | None = None
 

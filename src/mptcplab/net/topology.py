@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from . import latency, mptcpconf
 from ..core import kernel, log, netns, process
 from ..core.errors import EnvironmentProblem, UsageError
-from ..core.state import PREFIX, TRACKER, kill_process_group, remove_namespace
+from ..core.paths import PREFIX
+from ..core.state import TRACKER, kill_process_group, remove_namespace
 from .links import LinkSpec
 
 _log = log.get("topology")
@@ -71,6 +72,13 @@ REPORTED_SYSCTLS = (
 # The offloads the kit turns off (commands()) and reads back into the manifest.
 OFFLOADS = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload",
             "large-receive-offload", "rx-gro-hw", "rx-gro-list", "rx-udp-gro-forwarding")
+
+
+def port_facing(path: str, side: str = "b") -> str:
+    """The emulator's device on `path` facing host side `side` (its bridge port there): its egress
+    carries the traffic toward that host, shaped and sampled there, its ingress what that host
+    sends. port_facing(p) is where the a->b (data) direction leaves the emulator."""
+    return f"{side}-{path}"
 
 
 @dataclass
@@ -269,7 +277,7 @@ class Topology:
                          f"path {p.name}: {p.a} <-> emulator <-> {p.b}, one subnet 10.{i}.0.0/24"),
                      Cmd(["ip", "-n", emu, "link", "set", br, "up"])]
             for side, host, last in (("a", p.a, 1), ("b", p.b, 2)):
-                hns, edev = self.ns(host), f"{side}-{p.name}"
+                hns, edev = self.ns(host), port_facing(p.name, side)
                 cmds += [
                     Cmd(["ip", "link", "add", p.name, "netns", hns, "type", "veth", "peer", "name", edev,
                          "netns", emu]),
@@ -337,8 +345,8 @@ class Topology:
                                 *spec.qdisc_args(p.rtt_s, netem)], text)]
 
         before = previous or (None, None)
-        return [*qdisc(f"b-{p.name}", link, before[0], f"path {p.name}, {p.a} -> {p.b}: {said(p.link, link)}"),
-                *qdisc(f"a-{p.name}", reverse, before[1], f"path {p.name}, {p.b} -> {p.a}: {said(p.reverse, reverse)}")]
+        return [*qdisc(port_facing(p.name), link, before[0], f"path {p.name}, {p.a} -> {p.b}: {said(p.link, link)}"),
+                *qdisc(port_facing(p.name, "a"), reverse, before[1], f"path {p.name}, {p.b} -> {p.a}: {said(p.reverse, reverse)}")]
 
     def _bottleneck_cmds(self, netem: bool) -> list[Cmd]:
         b = self.bottleneck
@@ -352,7 +360,7 @@ class Topology:
                 Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", b.dev, "root", *b.link.qdisc_args(rtt, netem)],
                     f"bottleneck {b.name}: {b.link}")]
         for name in b.paths:
-            port = f"a-{name}"
+            port = port_facing(name, "a")
             cmds += [Cmd(["tc", "-n", emu, "qdisc", "add", "dev", port, "handle", "ffff:", "ingress"],
                          f"path {name}: what its a host sends goes through bottleneck {b.name} first"),
                      # u32 matching every packet, not matchall: some kernels build only u32 (this
@@ -576,8 +584,8 @@ class Network:
         `ethtool` per interface (16 for Lab 2's four paths) costs seconds in an emulated CPU."""
         if self._offloads is None:
             self._offloads = {f"{h}:{dev}": self.offloads(h, dev) for p in self.topo.paths
-                              for h, dev in ((p.a, p.name), (p.b, p.name), (EMULATOR, f"a-{p.name}"),
-                                             (EMULATOR, f"b-{p.name}"))}
+                              for h, dev in ((p.a, p.name), (p.b, p.name), (EMULATOR, port_facing(p.name, "a")),
+                                             (EMULATOR, port_facing(p.name)))}
         return self._offloads
 
     def offloads(self, host: str, dev: str) -> dict[str, str]:

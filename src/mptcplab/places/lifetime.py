@@ -104,13 +104,10 @@ def reap_orphan_guests(timeout: float = 15.0) -> list[int]:
     """SIGKILL guests of dead runs and wait until they are gone; returns the pids it killed.
     Raises EnvironmentProblem when one survives: an experiment must not run beside a guest."""
     from ..core.errors import EnvironmentProblem
+    from ..core.state import kill_each
 
     pids = orphan_guests()
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    kill_each(pids)
     alive = wait_gone(pids, timeout)
     if alive:
         raise EnvironmentProblem(f"guest processes of an earlier run survive SIGKILL: {alive}; "

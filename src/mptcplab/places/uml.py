@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
 from pathlib import Path
 
 from . import guest, hand, lifetime
 from . import uml_kernel as uml
 from ..core import log
-from ..core.state import PREFIX
+from ..core.paths import PREFIX
+from ..core.state import kill_each
 
 NAME = "uml"
 GUEST = True
@@ -81,9 +81,4 @@ def run(argv: list[str], results: list, handed: dict) -> int:
 
 def clean() -> list[str]:
     """Kill the UML kernels (and their helper processes) the kit booted and left behind."""
-    removed = []
-    for pid in lifetime.guest_pids(MARKER.encode()):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-            removed.append(f"UML process {pid}")
-    return removed
+    return [f"UML process {pid}" for pid in kill_each(lifetime.guest_pids(MARKER.encode()))]

@@ -24,7 +24,8 @@ from pathlib import Path
 from . import guest
 from ..core import log, paths, process
 from ..core.errors import EnvironmentProblem
-from ..core.state import PREFIX, TRACKER
+from ..core.paths import PREFIX
+from ..core.state import TRACKER
 
 _log = log.get("uml build")
 CONFIG_FRAGMENT = paths.data("vagrant/uml/mptcplab.config")

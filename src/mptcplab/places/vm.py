@@ -35,7 +35,8 @@ from ..core import log, paths
 from ..core.errors import EnvironmentProblem
 from ..core.files import replace_file
 from ..core.kernel import PLACE_CAPABILITIES
-from ..core.state import PREFIX
+from ..core.paths import PREFIX
+from ..core.state import kill_each
 
 NAME = "vm"
 GUEST = True
@@ -483,14 +484,9 @@ def describe() -> list[str]:
 
 def clean() -> list[str]:
     """Kill QEMU/virtme-ng processes of guests named mlab-vm-* whose owner is gone."""
-    removed = []
-    for pid in lifetime.guest_pids(MARKER.encode()):
-        try:
-            os.kill(pid, 9)
-            removed.append(f"VM process {pid}")
-        except ProcessLookupError:
-            pass
-    lifetime.wait_gone([int(r.split()[-1]) for r in removed])
+    killed = kill_each(lifetime.guest_pids(MARKER.encode()))
+    lifetime.wait_gone(killed)
+    removed = [f"VM process {pid}" for pid in killed]
     for d in cache_dir().glob(f"{MARKER}*") if cache_dir().exists() else []:
         shutil.rmtree(d, ignore_errors=True)
         removed.append(f"directory {d}")

@@ -47,16 +47,11 @@ def tool_versions() -> dict:
         return places.handed()["tools"]
     _first_line = process.first_line
     deb = lambda pkg: _first_line(["dpkg-query", "-W", "-f=${Version}", pkg])  # noqa: E731
-    return {
-        "mptcplab": __version__,
-        "python": platform.python_version(),
-        "iproute2": _first_line(["ip", "-V"]),
-        "tcpdump": _first_line(["tcpdump", "--version"]),
-        "tshark": _first_line(["tshark", "--version"]),
-        "iperf3": _first_line(["iperf3", "--version"]),
-        "mptcpd (mptcpize)": deb("mptcpd"),
-        "ethtool": _first_line(["ethtool", "--version"]),
-    }
+    first = {}  # each package's version from its first program (process.TOOLS)
+    for pkg, argv in process.TOOLS.values():
+        first.setdefault(pkg, argv)
+    return {"mptcplab": __version__, "python": platform.python_version(),
+            **{pkg: _first_line(argv) for pkg, argv in first.items()}, "mptcpd (mptcpize)": deb("mptcpd")}
 
 
 def git_commit() -> dict:

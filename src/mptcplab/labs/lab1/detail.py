@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...measure.observe import inflight_bytes
 from .measure import packets_from_capture
 
 
@@ -179,7 +180,7 @@ def subflow_inflight(d: Path | str) -> pd.DataFrame:
     paths = path_names(json.loads((d / "manifest.json").read_text()))
     sub = ss[ss["mptcp_subflow"].astype(bool) & ss["unacked"].notna()].copy()
     sub["path"] = sub["local"].astype(str).str.rsplit(":", n=1).str[0].map(paths)
-    sub["inflight"] = sub["unacked"] * sub["mss"].fillna(1448)
+    sub["inflight"] = inflight_bytes(sub["unacked"], sub["mss"])
     g = sub.groupby("path")
     return pd.DataFrame({"samples": g.size(), "inflight_median": g["inflight"].median(),
                          "inflight_max": g["inflight"].max(), "cwnd_median": g["cwnd"].median(),

@@ -33,6 +33,7 @@ from ...core import log
 from ...core.errors import UsageError
 from ...judge import physics
 from ...judge.check import check_sweep
+from ...measure.bulk import PORT
 from ...measure.observe import Capture, Counters, SsSampler, Tracing
 from ...measure.traffic import bulk, verify_capture
 from ...net.links import LinkSpec
@@ -42,7 +43,6 @@ from ...run.results import Sweep
 from .measure import kernel_view
 
 _log = log.get("lab1")
-PORT = 5201
 CONFIGS = {  # config -> (protocol, path the connection starts on)
     "tcp-fast": ("tcp", "fast"),
     "tcp-slow": ("tcp", "slow"),

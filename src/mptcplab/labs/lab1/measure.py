@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 
 from ...measure import observe
+from ...measure.bulk import PORT
 from ...measure.tshark import MPTCP_PREFS, fields
 
-PORT = 5201
 # What the figures need from each data segment. The DSS option's own numbers are read, and each
 # packet's data sequence number is computed from them (see data_sequence_numbers): tshark 4.0's
 # per-packet `mptcp.dsn` can point at the wrong mapping when several are outstanding.
@@ -97,9 +97,6 @@ def cwnd_drops(probe: pd.DataFrame) -> dict:
 
 # ---------------------------------------------------------------- the kernel's view of a run
 
-MSS = 1448  # bytes of payload per segment when ss prints no mss (timestamps on)
-
-
 def kernel_view(ss: pd.DataFrame, paths: dict[str, str], since: float | None = None) -> dict:
     """What the kernel said about one run's sockets, from `observe.parse_ss` samples, as the flat
     numbers a sweep row keeps (no raw samples).
@@ -129,7 +126,7 @@ def kernel_view(ss: pd.DataFrame, paths: dict[str, str], since: float | None = N
     transport = ss[has_tcp & ss["path"].notna()].copy()  # TCP sockets: the connection or the subflows
     # The application's socket: plain TCP (not a subflow), or the MPTCP socket (no TCP fields).
     app = ss[~sub & ~has_tcp] if sub.any() else ss[~sub]
-    transport["inflight"] = transport["unacked"] * transport["mss"].fillna(MSS)
+    transport["inflight"] = observe.inflight_bytes(transport["unacked"], transport["mss"])
     if since is not None and transport["inflight"].notna().any():
         out["inflight_max_whole"] = int(transport.groupby("time")["inflight"].sum().max())
     steady = transport if since is None else transport[transport["time"] >= since]

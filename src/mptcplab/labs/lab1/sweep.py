@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...judge import stats
+from ...judge import physics, stats
 from ...run import results
 from ...run.results import Sweep
 
@@ -21,7 +21,7 @@ PAPER = {  # Kato et al. 2020, Section III-B and IV-B
 LINK_MBPS = 100.0  # each path's rate in the lab's topology
 
 
-GOODPUT_LIMIT = LINK_MBPS * 1448 / 1514  # TCP payload a full 100 Mbit/s link carries (timestamps on)
+GOODPUT_LIMIT = physics.link_ceiling_bps(LINK_MBPS * 1e6) / 1e6  # the TCP payload a full path carries
 
 
 # The runs sweep.csv is made from (experiment.sweep_points' keys): not the detailed runs or the

@@ -20,6 +20,7 @@ from . import analysis as lab2_analysis, cc
 from ...core import log
 from ...core.errors import ExperimentFailed, UsageError
 from ...judge.check import check_fairness_table, check_runs_table
+from ...measure.bulk import PORT
 from ...measure.observe import Capture, SsSampler, Tracing
 from ...measure.traffic import Transfer, bulk, concurrent, start_time, udp_onoff
 from ...net.links import LinkSpec
@@ -28,7 +29,6 @@ from ...run.lab import Lab, Point, RunContext
 from .measure import subflow_table
 
 _log = log.get("lab2")
-PORT = 5201
 TCP_PORT = 5202
 CROSS_PORT = 5301
 CROSS_FIRST_S = 0.5  # the cross traffic starts this long before the MPTCP sender, as in the report

@@ -20,14 +20,14 @@ from . import measure as lab3_measure, unseen as lab3_unseen
 from ...core import log
 from ...core.errors import ExperimentFailed, UsageError
 from ...judge.check import check_runs_table
+from ...measure.bulk import PORT
 from ...measure.observe import Capture, Counters, CpuTimes, QdiscSampler, SsSampler, qdisc_window
 from ...measure.traffic import bulk
 from ...net.links import WIRE_BYTES, LinkSpec
-from ...net.topology import EMULATOR, NetPath, Topology
+from ...net.topology import EMULATOR, NetPath, Topology, port_facing
 from ...run.lab import Lab, Point, RunContext
 
 _log = log.get("lab3")
-PORT = 5201
 VERIFY_LINK = "rate=20mbit,delay={delay}"
 
 
@@ -92,7 +92,7 @@ RECOVERIES = ("TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery")  # nstat: fast r
 # nstat on the receiver -> the runs-table column (rcv_<key>).
 RECEIVER_COUNTERS = {"out_segs": "TcpOutSegs", "in_segs": "TcpInSegs", "delayed_acks": "TcpExtDelayedACKs",
                      "backlog_coalesce": "TcpExtTCPBacklogCoalesce", "ofo_queue": "TcpExtTCPOFOQueue"}
-BOTTLENECK_DEV = "b-p1"  # the emulator's egress toward rcv: the data direction's qdisc
+BOTTLENECK_DEV = port_facing("p1")  # the emulator's egress toward rcv: the data direction's qdisc
 
 
 def configure(net, point: Point, params: dict) -> None:

@@ -44,7 +44,7 @@ from ....core.errors import EnvironmentProblem, UsageError
 from ....core.files import replace_file
 from ....measure.observe import ss_sockets
 
-PREFIX = "mlab_"
+PREFIX = f"{paths.PREFIX}_"  # the kit's BPF congestion controls: mlab_<algo>
 SOURCE = Path(__file__).with_name("mlab_cc.bpf.c")
 BTF = Path("/sys/kernel/btf/vmlinux")
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")

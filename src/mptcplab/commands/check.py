@@ -1,11 +1,14 @@
-"""`mptcplab check RESULTS_DIR`: flag recorded results that break physics. The judges are judge/check.py's;
-the walk over a results tree is here, as it asks every lab (run.lab.all_labs) which tables it names."""
+"""`mptcplab check RESULTS_DIR`: flag recorded results that break physics, and refuse results whose
+runs mix commits or kernel builds without their Markdown saying which (judge.provenance). The
+judges are judge/check.py's; the walk over a results tree is here, as it asks every lab
+(run.lab.all_labs) which tables it names."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..core.errors import UsageError
+from ..judge import provenance
 from ..run.lab import all_labs
 
 
@@ -29,7 +32,10 @@ def _check(args) -> int:
           + (f" ({explained} with their cause measured: see each line)" if explained else ""))
     if not verdicts:
         print("mptcplab check: nothing to judge here (no sweep.csv, runs.csv or sampled run summaries)")
-    return 1 if bad else 0
+    said, refused = provenance.lines(args.results)  # commits and kernel builds mixed without saying so
+    for line in said:
+        print(line)
+    return 1 if bad or refused else 0
 
 
 def check_results(root: Path | str) -> list:

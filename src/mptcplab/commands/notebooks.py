@@ -111,6 +111,8 @@ def _reference(args) -> int:
         lab.analysis.export_reference(args.run_dir, dest, tables=tuple(args.tables))
     else:
         lab.export(args.run_dir, dest)
+        if not (dest / "runs-manifest.csv").exists() and (args.run_dir / "runs-manifest.csv").exists():
+            shutil.copy2(args.run_dir / "runs-manifest.csv", dest)  # every reference keeps each run's provenance
     if claims.write(lab, dest):  # the claims judged on the reference as it now is, and the report that reads them
         (dest / "paper-vs-this-run.md").write_text(lab.report(dest))
     log.get(lab.id).info("reference results from %s written to %s; now run `mptcplab notebooks assign` and "

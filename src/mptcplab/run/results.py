@@ -298,14 +298,15 @@ def run_commit(run_dir: Path | str) -> str | None:
     return f"{commit[:12]}{'+dirty' if git.get('dirty') else ''}" if commit else None
 
 
-RUN_MANIFEST_COLUMNS = ["run", "started", "finished", "commit", "kernel", "where", "guest_clock", "emulation",
-                        "guest_s", "host_wall_s", "qdiscs", "sysctls_set", "sysctls_read_back", "parameters"]
+RUN_MANIFEST_COLUMNS = ["run", "started", "finished", "commit", "kernel", "kernel_build", "where", "guest_clock",
+                        "emulation", "guest_s", "host_wall_s", "qdiscs", "sysctls_set", "sysctls_read_back",
+                        "parameters"]
 
 
 def run_manifests(sweep: Path | str) -> list[dict]:
     """One compact row per completed run of a sweep, from its manifest: when it ran, the commit
-    that made it (`run_commit`), kernel and place (UML's clock mode, the run's guest and wall-clock
-    seconds), the emulator's qdiscs as the kernel listed them, the sysctls the kit set and the same keys read back from the kernel after setting (as
+    that made it (`run_commit`), kernel (and UML's build: judge.provenance tells builds apart) and
+    place (UML's clock mode, the run's guest and wall-clock seconds), the emulator's qdiscs as the kernel listed them, the sysctls the kit set and the same keys read back from the kernel after setting (as
     applied; None where the run recorded none), and the run's own parameters. A reference keeps this table (runs-manifest.csv), so a sweep resumed
     across commits or places shows its mixture run by run."""
     rows = []
@@ -316,7 +317,9 @@ def run_manifests(sweep: Path | str) -> list[dict]:
             continue
         net, plat = m.get("network") or {}, m.get("platform") or {}
         rows.append({"run": d.name, "started": m.get("started"), "finished": m.get("finished"),
-                     "commit": run_commit(d), "kernel": plat.get("kernel_release"), "where": plat.get("where"),
+                     "commit": run_commit(d), "kernel": plat.get("kernel_release"),
+                     "kernel_build": plat.get("uml_kernel"),  # UML's build (source, config, patches); None elsewhere
+                     "where": plat.get("where"),
                      "guest_clock": plat.get("uml_clock"),  # UML's clock mode (time-travel, ...); None elsewhere
                      "emulation": net.get("emulation"), "guest_s": (m.get("clock") or {}).get("guest_s"),
                      "host_wall_s": (m.get("clock") or {}).get("host_wall_s"),

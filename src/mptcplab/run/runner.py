@@ -11,6 +11,7 @@ command there with `--where native`. The setup check each run makes is recorded 
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import re
 import shutil
@@ -30,8 +31,8 @@ from ..places import guest, lifetime, records
 from ..places.choice import Choice
 from ..places.decide import decide
 from .lab import RunContext, check_params, get_lab
-from .results import (Sweep, clock_totals, experiment_lock, git_commit, lock_taken, now, tool_versions,
-                      transfer_seconds, completed_names)
+from .results import (RUN_MANIFEST_COLUMNS, Sweep, clock_totals, completed_names, experiment_lock, git_commit,
+                      lock_taken, now, run_manifests, tool_versions, transfer_seconds)
 from .shards import Shard, share
 
 _log = log.get()
@@ -221,11 +222,16 @@ def plan(lab_id: str, quick: bool = False, out: Path | None = None, overrides: d
 
 
 def conclude(lab, out: Path, summary: dict) -> None:
-    """A complete sweep's lab-summary.json, claims.json (the paper's claims judged on it, before the
-    report, which reads them) and paper-vs-this-run.md (after `run`, and after `merge`); then the
-    sweep is added to the run index, where notebooks find it (run.locate)."""
+    """A complete sweep's lab-summary.json, runs-manifest.csv (each run's provenance:
+    results.run_manifests), claims.json (the paper's claims judged on it, before the report, which
+    reads them) and paper-vs-this-run.md (after `run`, and after `merge`); then the sweep is added
+    to the run index, where notebooks find it (run.locate)."""
     say = log.get(lab.id)
     (out / "lab-summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    with (out / "runs-manifest.csv").open("w", newline="") as f:  # each run's provenance, for every lab
+        table = csv.DictWriter(f, fieldnames=RUN_MANIFEST_COLUMNS)
+        table.writeheader()
+        table.writerows(run_manifests(out))
     if claims.write(lab, out):
         say.info("the paper's claims: %s (%s)", claims.summary_line(claims.load(out)), out / claims.FILE)
     (out / "paper-vs-this-run.md").write_text(lab.report(out))

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from . import models
-from ...judge import claims as judged, stats
+from ...judge import claims as judged, provenance, stats
 from ...net.links import WIRE_BYTES, LinkSpec
 from ...run import results
 
@@ -1039,4 +1039,5 @@ def report(out: Path) -> str:
               for t in sens.itertuples()],
             "",
         ]
-    return "\n".join(lines)
+    said = provenance.markdown(out)  # a reference's controls may come from other commits or kernel builds: said
+    return "\n".join(lines + ([said] if said else []))

@@ -106,9 +106,13 @@ def on_files(files, config):
     return files
 
 
-def _fingerprint(nb: Path) -> str:
-    h = hashlib.sha256(nb.read_bytes() + Path(__file__).read_bytes())  # clean() below shapes the cached copy
-    for p in sorted((REPO / "solutions" / "results").rglob("*")) + sorted((REPO / "src" / "mptcplab" / "labs").glob("*.py")):
+def fingerprint(nb: Path) -> str:
+    """The cached execution's key: the notebook, this hook (clean() below shapes the cached copy),
+    the reference results it reads and the kit's code and parameters it runs: every module of the
+    package at any depth (a lab's own, in its package's subfolders too, and what it imports)."""
+    h = hashlib.sha256(nb.read_bytes() + Path(__file__).read_bytes())
+    kit = sorted(p for p in (REPO / "src" / "mptcplab").rglob("*") if p.suffix in (".py", ".toml"))
+    for p in sorted((REPO / "solutions" / "results").rglob("*")) + kit:
         if p.is_file():
             h.update(p.as_posix().encode() + p.read_bytes())
     return h.hexdigest()[:16]
@@ -116,7 +120,7 @@ def _fingerprint(nb: Path) -> str:
 
 def executed(nb: Path) -> Path:
     """The student notebook run on the reference results, cleaned for the site (cached)."""
-    out = CACHE / f"{nb.stem}-{_fingerprint(nb)}" / "notebooks" / nb.name
+    out = CACHE / f"{nb.stem}-{fingerprint(nb)}" / "notebooks" / nb.name
     if out.exists():
         return out
     import nbformat

@@ -174,3 +174,26 @@ def test_an_unanswered_cells_result_is_recognised_in_every_shape():
     answered = ["{'schedulers': 3145728, 'held': Ellipsis}", "12.5", "'Ellipsis'"]
     assert all(hooks.ELLIPSIS.fullmatch(t) for t in unanswered)
     assert not any(hooks.ELLIPSIS.fullmatch(t) for t in answered)
+
+
+def test_the_cached_notebooks_key_covers_every_lab_module(tmp_path, monkeypatch):
+    """A change to any module a notebook runs, deep in a lab's package or in the kit it imports,
+    executes the notebook again for the site (the key once covered only src/mptcplab/labs/*.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("site_hooks", REPO / "site" / "_hooks" / "site_hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    files = ["src/mptcplab/labs/lab9/analysis.py", "src/mptcplab/labs/lab9/cc/loader.py",
+             "src/mptcplab/labs/lab9/experiment.toml", "src/mptcplab/judge/stats.py"]
+    for rel in files:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    nb = tmp_path / "09-lab.ipynb"
+    nb.write_text("{}")
+    monkeypatch.setattr(hooks, "REPO", tmp_path)
+    keys = {hooks.fingerprint(nb)}
+    for rel in files:
+        (tmp_path / rel).write_text("x = 2\n")
+        keys.add(hooks.fingerprint(nb))
+    assert len(keys) == len(files) + 1

@@ -594,4 +594,9 @@ def test_a_re_made_reference_reports_the_controlled_runs_kept_beside_it(tmp_path
     shutil.copytree(shipped, sweep, ignore=shutil.ignore_patterns(la.CONTROLLED_DIR))
     shutil.copytree(shipped / la.CONTROLLED_DIR, ref / la.CONTROLLED_DIR)
     la.export_reference(sweep, ref)
+    # then, as `mptcplab notebooks reference` does: the report's claims judged in the reference, its report again
+    from mptcplab.judge import claims
+
+    claims.write(get_lab("lab2"), ref)
+    (ref / "paper-vs-this-run.md").write_text(la.report(ref))
     assert (ref / "paper-vs-this-run.md").read_text() == (shipped / "paper-vs-this-run.md").read_text()

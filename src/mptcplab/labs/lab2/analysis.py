@@ -25,6 +25,7 @@ from . import cctrace
 from ...core.errors import ExperimentFailed
 from ...core.files import replace_file
 from ...judge import check, physics, stats
+from ...judge import claims as judge
 from ...measure import observe
 from ...net.links import LinkSpec
 from ...run import results
@@ -782,6 +783,9 @@ def report(out: Path) -> str:
         "*ratios to uncoupled* and the ranking, not the absolute Mbit/s.",
         "",
     ]
+    doc = judge.load(out)  # the ledger (claims.py) judged on these tables: written before the report
+    lines += ["## The report's claims, judged on this run", "",
+              judge.markdown(doc) if doc else f"Not judged: this folder has no {judge.FILE}.\n"]
     lines += [
         "| algorithm | paper, mobility | this run, mobility | paper, static | this run, static | "
         "÷ uncoupled: paper mob. / run mob. | ÷ uncoupled: paper static / run static |",

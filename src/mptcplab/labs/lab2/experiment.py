@@ -16,7 +16,7 @@ import contextlib
 import threading
 import time
 
-from . import analysis as lab2_analysis, cc
+from . import analysis as lab2_analysis, cc, claims as lab2_claims, fragments as lab2_fragments
 from ...core import log
 from ...core.errors import ExperimentFailed, UsageError
 from ...judge.check import check_fairness_table, check_runs_table
@@ -331,4 +331,4 @@ LAB = Lab(id="lab2", slug="02-delay-window-cc",
           results_checks={"throughput.csv": check_runs_table, "fairness.csv": check_fairness_table},
           clean=clean, prebuild=cc.loader.prebuild_for, convert=lab2_analysis.convert_raw,
           renamed={"runs": "repetitions", "fairness.runs": "fairness.repetitions"},
-          may_skip=("fairness.repetitions",))
+          may_skip=("fairness.repetitions",), claims=lab2_claims, fragments=lab2_fragments.fragments)

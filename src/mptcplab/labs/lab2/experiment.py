@@ -17,6 +17,7 @@ import threading
 import time
 
 from . import analysis as lab2_analysis, cc, claims as lab2_claims, fragments as lab2_fragments
+from . import unseen as lab2_unseen
 from ...core import log
 from ...core.errors import ExperimentFailed, UsageError
 from ...judge.check import check_fairness_table, check_runs_table
@@ -331,4 +332,10 @@ LAB = Lab(id="lab2", slug="02-delay-window-cc",
           results_checks={"throughput.csv": check_runs_table, "fairness.csv": check_fairness_table},
           clean=clean, prebuild=cc.loader.prebuild_for, convert=lab2_analysis.convert_raw,
           renamed={"runs": "repetitions", "fairness.runs": "fairness.repetitions"},
-          may_skip=("fairness.repetitions",), claims=lab2_claims, fragments=lab2_fragments.fragments)
+          may_skip=("fairness.repetitions",), claims=lab2_claims, fragments=lab2_fragments.fragments,
+          # the notebook's graded functions: Q1's rule, Q4's table, Q7's share and Q8's verdicts (the
+          # CS218 simulations run the student's rule, or a stand-in without the delay window)
+          answer_keys={"ccref": ("cs218_increase", "delay_window"),
+                       "analysis": ("throughput_table", "fairness_table", "_share")},
+          answer_columns={},  # the reference tables hold per-run inputs; every answer is a statistic over them
+          held_out=lab2_unseen.held_out, unseen_answers=lab2_unseen.answers)

@@ -23,9 +23,7 @@ from .reference import results
 
 
 def functions() -> dict[str, tuple[str, ...]]:
-    """Every lab's answer keys: module -> functions whose result a graded question asks for.
-    (Not yet Lab 2's ccref.cs218_increase, q1: its notebook falls back on it for q2 while q1 is
-    unfinished, so hiding it needs that fallback changed first.)"""
+    """Every lab's answer keys: module -> functions whose result a graded question asks for."""
     out: dict[str, tuple[str, ...]] = {}
     for lab in all_labs().values():
         for module, names in lab.answer_keys.items():

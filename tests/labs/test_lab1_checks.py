@@ -6,7 +6,6 @@ import inspect
 import re
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from mptcplab.grading import reference

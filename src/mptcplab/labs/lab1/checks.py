@@ -19,7 +19,7 @@ import pandas as pd
 from ...grading import reference
 from ...grading.feedback import MAX_LINES, CheckFailed
 from ...grading.feedback import expect as _expect
-from . import sweep as _sweep
+from . import analysis
 from . import unseen
 
 CONFIGS = ("tcp-fast", "tcp-slow", "mptcp")
@@ -76,7 +76,7 @@ def _frame_same(got: pd.DataFrame, want: pd.DataFrame, columns) -> bool:
 def _own(name: str, own):
     """The notebook's table (the student's runs) while they work; the kit's reference when graded."""
     try:
-        return reference.kit("lab1", _sweep.load, name, own=own)
+        return reference.kit("lab1", analysis.load, name, own=own)
     except KeyError:
         return None  # a reference without that table (e.g. no paper's point): the made-up input only
 

@@ -73,25 +73,6 @@ def compact(out: Path | str) -> dict[str, pd.DataFrame]:
     return {"sweep": table}
 
 
-def load(path: Path | str) -> dict[str, pd.DataFrame]:
-    """The compact tables of a sweep or of a reference copy: the sweep, and where the sweep has them
-    the degraded run's packets and send-buffer waits (`Detail.load` has the rest of that run) and
-    the paper's point (`load_paper_point`)."""
-    from .detail import Detail
-    from .paper_point import load_paper_point
-
-    tables = {"sweep": load_sweep(path)}
-    try:
-        detail = Detail.load(path)
-        tables.update(packets=detail.packets, waits=detail.waits)
-    except FileNotFoundError:
-        pass  # no detailed run (yet)
-    runs = load_paper_point(path)
-    if len(runs):
-        tables["paper_runs"] = runs
-    return tables
-
-
 def t95(dof: int) -> float:
     """Student's t 97.5% quantile (the 95% interval's multiplier): mptcplab.judge.stats, as every lab.
     (The table that was here gave dof 11-14 the quantile of 10, 16-19 that of 15, ...: too narrow.)"""

@@ -18,7 +18,6 @@ SWEEP_COLUMNS = ["run", "method", "buffer", "buffer_bytes", "config", "rep", "mb
 PACKET_COLUMNS = ["time", "path", "stream", "seq", "len", "dsn"]
 PAPER_COLUMNS = ["group", "run", "method", "buffer_bytes", "config", "scheduler", "rep", "mbps", "subflows",
                  "sndbuf_effective", "sk_sndbuf_slow", "inflight_max_fast", "inflight_max_slow", "wmem_queued_max"]
-DSS_FIELDS = ("ip.src", "tcp.stream", "tcp.seq", "tcp.options.mptcp.rawdataseqno")
 
 
 def held_out(tables: dict, rng: np.random.Generator) -> dict:

@@ -55,7 +55,6 @@ UNCONVERTED = (
     # the lab guides and notes, being rewritten as the student's path (issue 35)
     "labs/01-send-buffer/minrtt-vs-out-of-tree.md",  # Lab 1's note on the scheduler patch
     "labs/02-delay-window-cc/README.md",
-    "labs/03-parallel-tcp/README.md",
     # the kit's own measurements (timings, setup checks, box sizes): to become kit.* fragments from
     # benchmarks/results
     "README.md",
@@ -73,7 +72,7 @@ UNIT = (r"(?:[MGk]bit/s|bit/s|[MGk]bps|[MGK]B/s|[KMG]iB|[KMG]B|kB|ms|µs|us|ns|s
         r"|%|x|×|packets?|pkts|segments?|bytes?|MSS|RTTs?)")
 NUM = r"[-+−]?\d+(?:\.\d+)?"
 MEASURED = re.compile(rf"(?<![\w.\-/=])(?P<a>{NUM})(?:\s*(?:-|–|\.\.|to)\s*(?P<b>{NUM}))?\s?(?P<unit>{UNIT})(?![\w/])"
-                      rf"|(?<![\w.\-/=])(?P<d>[-+−]?\d+\.\d+)(?!\w|\.\d)")
+                      rf"|(?<![\w.\-/=:])(?P<d>[-+−]?\d+\.\d+)(?!\w|\.\d|/)")  # not a DOI's 10.1109/
 VERSION_WORDS = re.compile(r"(?i)(python|kernel|linux|version|v|debian|ubuntu|release|iproute2|rfc|section|§)\s*$")
 
 

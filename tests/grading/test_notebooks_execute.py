@@ -57,7 +57,8 @@ def test_solution_passes_and_unfilled_fails_with_messages(master, assign_dir, tm
     empty = res["unfilled"]
     assert empty["status"] != "grader-error", empty["problems"]
     for q in empty["questions"]:
-        assert q["score"] < q["possible"], f"{master.stem} {q['question']}: the unfilled notebook passes"
+        # a feedback-only question (0 points, e.g. Lab 2's q2) earns nothing either way: its checks must still fail
+        assert q["score"] < q["possible"] or q["possible"] == 0, f"{master.stem} {q['question']}: the unfilled notebook passes"
         messages = [c["message"] for c in q["cases"] if not c["passed"] and not c["hidden"]]
         assert messages, f"{master.stem} {q['question']}: only hidden checks fail; students get no hint"
         assert any(len(m) > 20 and not m.startswith(("NameError", "TypeError", "AttributeError")) for m in messages), \

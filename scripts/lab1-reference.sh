@@ -47,10 +47,10 @@ REF=${LAB1_REF:-/work/results-lab1-reference}
 STASH=${LAB1_STASH:-$CHECKOUT/solutions/in-progress/lab1}
 WT=${LAB1_WT:-/work/lab1-reference-kit}
 SHARDS=10
-# The second place's point: the commands of labs/01-send-buffer/experiment.toml ([paper_point] scale).
+# The second place's point: the commands of src/mptcplab/labs/lab1/experiment.toml ([paper_point] scale).
 SCALED=(--set paper_point.only=true --set paper_point.scale=20 --set 'paper_point.schedulers=["default"]'
         --set 'paper_point.detail=[]' --set 'paper_point.tso_settings=[]' --set 'paper_point.sndbuf=""'
-        --set paper_point.repetitions=4 --set 'paths.fast.link="rate=100mbit,delay=1ms"')
+        --set paper_point.repetitions=4 --set paths.fast.delay=1ms)
 STEPS=()
 for k in $(seq 1 $SHARDS); do STEPS+=("shard-$k"); done
 STEPS+=(merge complete scaled-uml scaled-vm export)

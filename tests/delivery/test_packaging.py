@@ -5,14 +5,19 @@ import tomllib
 from mptcplab.core import paths
 
 
-def test_every_lab_parameter_file_and_the_uml_config_are_data_files():
-    shipped = tomllib.loads((paths.REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
-    files = {f for group in shipped.values() for f in group}
-    wanted = {str(p.relative_to(paths.REPO_ROOT)) for p in paths.REPO_ROOT.glob("labs/*/experiment.toml")}
-    assert wanted and wanted <= files and "vagrant/uml/mptcplab.config" in files
+def test_every_lab_parameter_file_is_package_data_and_the_uml_config_a_data_file():
+    from mptcplab.run.lab import all_labs
+
+    tool = tomllib.loads((paths.REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    # A lab is one package plus its guide: its parameters ship with the package's *.toml.
+    params = [lab.params_file for lab in all_labs().values()]
+    assert params and all(p.is_file() and p.is_relative_to(paths.PACKAGE) for p in params)
+    assert "**/*.toml" in tool["package-data"]["mptcplab"]
+    files = {f for group in tool["data-files"].values() for f in group}
+    assert "vagrant/uml/mptcplab.config" in files
     patches = {str(p.relative_to(paths.REPO_ROOT)) for p in paths.REPO_ROOT.glob("vagrant/uml/*.patch")}
     assert patches and patches <= files  # an installed kit builds the same kernel (the patches are its cache key)
-    for dest, group in shipped.items():  # each lands where paths.data() looks for it
+    for dest, group in tool["data-files"].items():  # each lands where paths.data() looks for it
         assert all(dest == "share/mptcplab/" + f.rsplit("/", 1)[0] for f in group), dest
 
 

@@ -18,9 +18,9 @@ from mptcplab.run.lab import check_keys, get_lab
 
 def test_unknown_set_keys_at_any_depth_are_refused_before_anything_starts(monkeypatch, capsys):
     monkeypatch.setattr("mptcplab.run.runner.decide", lambda *a, **k: pytest.fail("a place was chosen"))
-    assert main(["run", "lab1", "--quick", "--set", "paths.fast.delay=-3ms"]) == 2
+    assert main(["run", "lab1", "--quick", "--set", "paths.fast.dealy=3ms"]) == 2
     err = capsys.readouterr().err
-    assert "no parameter 'paths.fast.delay'; nearest valid: paths.fast.link" in err and err.count("\n") == 1
+    assert "no parameter 'paths.fast.dealy'; nearest valid: paths.fast.delay" in err and err.count("\n") == 1
     assert main(["run", "lab1", "--set", "sweep.repetitons=2"]) == 2
     assert "nearest valid: sweep.repetitions" in capsys.readouterr().err
 

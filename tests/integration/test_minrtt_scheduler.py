@@ -19,7 +19,7 @@ def runs(tmp_path_factory):
     # 20 Mbit/s paths (a slow one of 80 ms RTT: 200 KB in flight to fill it) and tcp_wmem 64K, so
     # MPTCP's send buffer (about 3 x 64K upstream) cannot cover the slow path: send-buffer limited,
     # RP's case. The low rate keeps the UML kernel inside its links on a busy 2-core host.
-    sets = ['paths.fast.link="rate=20mbit,delay=0ms"', 'paths.slow.link="rate=20mbit,delay=40ms"',
+    sets = ['paths.fast.link="rate=20mbit"', 'paths.slow.link="rate=20mbit"',
             "paper_point.only=true", 'paper_point.buffer="64K"', "paper_point.repetitions=1",
             'paper_point.schedulers=["default", "minrtt", "minrtt+rp"]', "paper_point.duration_s=4",
             "paper_point.tso_settings=[]", "paper_point.detail=[]"]

@@ -224,8 +224,8 @@ def held(root: Path, lab_id: str, fragments: dict[str, str]) -> Held:
         if name.startswith(f"{lab_id}.") or name.startswith("kit."):
             h.add_text(text)
     lab = all_labs().get(lab_id)
-    if lab is not None and (lab.folder / "experiment.toml").exists():
-        h.add_text(json.dumps(tomllib.loads((lab.folder / "experiment.toml").read_text())))
+    if lab is not None and lab.params_file.exists():
+        h.add_text(json.dumps(tomllib.loads(lab.params_file.read_text())))
     return h
 
 

@@ -63,7 +63,7 @@ def _no_session(ctx: RunContext) -> ContextManager:
 @dataclass
 class Lab:
     id: str  # "lab1"
-    slug: str  # "01-send-buffer": folder under labs/, notebooks/, solutions/
+    slug: str  # "01-send-buffer": its guide's folder under labs/, its notebooks' names
     title: str
     topology: Callable[[dict], object]  # params -> mptcplab.net.topology.Topology (the lab's network)
     points: Callable[[dict, object], list[Point]]  # (params, results.Sweep so far) -> the runs still wanted
@@ -109,8 +109,9 @@ class Lab:
     #   for the generated blocks of the guides and site (`mptcplab fragments`)
 
     @property
-    def folder(self) -> Path:
-        return paths.data("labs") / self.slug
+    def params_file(self) -> Path:
+        """The lab's parameters: `experiment.toml` in its own package (shipped as package data)."""
+        return paths.PACKAGE / "labs" / self.id / "experiment.toml"
 
     def report(self, out: Path) -> str:
         """Sweep dir -> markdown "paper vs this run"."""
@@ -125,9 +126,9 @@ class Lab:
         return self.analysis.export_reference(out, dest)
 
     def load_params(self, quick: bool, overrides: dict | None = None) -> dict:
-        """Read `labs/<slug>/experiment.toml`; `[quick]` overrides top-level keys with --quick;
+        """Read the lab's `experiment.toml`; `[quick]` overrides top-level keys with --quick;
         then --set overrides. Every value is checked (see check_params) before anything runs."""
-        path = self.folder / "experiment.toml"
+        path = self.params_file
         try:
             raw = tomllib.loads(path.read_text())
         except FileNotFoundError:
@@ -207,6 +208,16 @@ def check_params(lab: Lab, params: dict) -> None:
         lab.parameters(params)
     lab.topology(params)
     lab.points(params, None)
+
+
+def link_with_delay(spec: dict, where: str) -> str:
+    """A link in the vocabulary every lab shares: `link` (rate, queue, loss...) and its one-way
+    `delay`, each optional, as in `paths.<name>` (`where`), e.g. "rate=100mbit,delay=40ms". A delay
+    written inside `link` is refused, so one `--set paths.<name>.delay=...` means the same in every lab."""
+    link = spec.get("link") or ""
+    if "delay=" in link:
+        raise UsageError(f"{where}.link = {link!r}: give its delay as {where}.delay")
+    return ",".join(part for part in (link, f"delay={spec['delay']}" if spec.get("delay") else "") if part)
 
 
 def _merge(base: dict, over: dict) -> dict:

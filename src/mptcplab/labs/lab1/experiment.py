@@ -38,7 +38,7 @@ from ...measure.observe import Capture, Counters, SsSampler, Tracing
 from ...measure.traffic import bulk, verify_capture
 from ...net.links import LinkSpec
 from ...net.topology import BASE_SYSCTLS, NetPath, Topology
-from ...run.lab import Lab, Point, RunContext
+from ...run.lab import Lab, Point, RunContext, link_with_delay
 from ...run.results import Sweep
 from .measure import kernel_view
 
@@ -132,7 +132,7 @@ def paper_scale(params: dict) -> int:
 
 def topology(params: dict) -> Topology:
     scale = paper_scale(params)
-    links = {name: spec["link"] for name, spec in params["paths"].items()}
+    links = {name: link_with_delay(spec, f"paths.{name}") for name, spec in params["paths"].items()}
     if scale != 1:  # rates divided, delays kept; queue=auto follows the rate (one BDP)
         links = {name: replace(link, rate_bps=link.rate_bps / scale if link.rate_bps else None)
                  for name, link in ((n, LinkSpec.parse(t)) for n, t in links.items())}

@@ -26,7 +26,7 @@ from ...measure.observe import Capture, SsSampler, Tracing
 from ...measure.traffic import Transfer, bulk, concurrent, start_time, udp_onoff
 from ...net.links import LinkSpec
 from ...net.topology import EMULATOR, Bottleneck, NetPath, Topology
-from ...run.lab import Lab, Point, RunContext
+from ...run.lab import Lab, Point, RunContext, link_with_delay
 from .measure import subflow_table
 
 _log = log.get("lab2")
@@ -35,19 +35,8 @@ CROSS_PORT = 5301
 CROSS_FIRST_S = 0.5  # the cross traffic starts this long before the MPTCP sender, as in the report
 
 
-def link_spec(spec: dict | str) -> str:
-    """A path's link from experiment.toml: `link`, plus its `delay`. The lab needs netem for the
-    delays (`needs`): no place without it runs the lab, so a delay is never dropped."""
-    if isinstance(spec, str):
-        return spec
-    link = spec["link"]
-    if spec.get("delay"):
-        link += f",delay={spec['delay']}"
-    return link
-
-
 def topology(params: dict) -> Topology:
-    paths = [NetPath(name, "snd", "rcv", link_spec(spec)) for name, spec in params["paths"].items()]
+    paths = [NetPath(name, "snd", "rcv", link_with_delay(spec, f"paths.{name}")) for name, spec in params["paths"].items()]
     if len(paths) < 2:
         raise UsageError("lab2 needs at least two paths in experiment.toml")
     for name in params.get("cross", {}):
@@ -56,7 +45,7 @@ def topology(params: dict) -> Topology:
     for m in params.get("mobility", []):
         if m.get("path") not in params["paths"] or not 0 <= float(m.get("at", -1)) < 1:
             raise UsageError(f"mobility entry {m}: needs a known path and 0 <= at < 1")
-        LinkSpec.parse(link_spec(m))
+        LinkSpec.parse(link_with_delay(m, "mobility"))
     return Topology("lab2", hosts=("snd", "rcv"), paths=paths, sysctls=params.get("sysctls", {}),
                     mptcp_subflows=len(paths))
 
@@ -65,7 +54,7 @@ def shared_topology(params: dict) -> Topology:
     """The shared-bottleneck variant: the same paths and cross traffic, but every path's traffic
     toward the receiver crosses one link first (`shared_bottleneck.link`, its rate and queue); the
     paths keep only their delays, so the subflows still see different RTTs."""
-    paths = [NetPath(name, "snd", "rcv", link_spec({"link": "", "delay": spec.get("delay")}))
+    paths = [NetPath(name, "snd", "rcv", link_with_delay({"delay": spec.get("delay")}, f"paths.{name}"))
              for name, spec in params["paths"].items()]
     return Topology("lab2shared", hosts=("snd", "rcv"), paths=paths, sysctls=params.get("sysctls", {}),
                     mptcp_subflows=len(paths),
@@ -74,7 +63,8 @@ def shared_topology(params: dict) -> Topology:
 
 def fairness_topology(params: dict) -> Topology:
     f = params["fairness"]
-    links = {name: link_spec({"link": f[name], "delay": f.get(f"{name}_delay")}) for name in ("shared", "other")}
+    links = {name: link_with_delay({"link": f[name], "delay": f.get(f"{name}_delay")}, f"fairness.{name}")
+             for name in ("shared", "other")}
     return Topology("lab2fair", hosts=("snd", "rcv"),
                     paths=[NetPath("shared", "snd", "rcv", links["shared"]), NetPath("other", "snd", "rcv", links["other"])],
                     sysctls=params.get("sysctls", {}), mptcp_subflows=2)
@@ -103,7 +93,7 @@ def _schedule_mobility(net, params: dict, duration: float, t0: float,
     clock), each appending when its change began and ended (s after t0) to `applied`."""
     def change(m: dict) -> None:
         begun = time.time() - t0
-        net.set_link(m["path"], link_spec(m))
+        net.set_link(m["path"], link_with_delay(m, "mobility"))
         applied.append({"path": m["path"], "link": m["link"], "delay": m.get("delay"), "at_s": float(m["at"]) * duration,
                         "begun_s": round(begun, 3), "done_s": round(time.time() - t0, 3)})
 

@@ -25,10 +25,9 @@ from ...measure.observe import Capture, Counters, CpuTimes, QdiscSampler, SsSamp
 from ...measure.traffic import bulk
 from ...net.links import WIRE_BYTES, LinkSpec
 from ...net.topology import EMULATOR, NetPath, Topology, port_facing
-from ...run.lab import Lab, Point, RunContext
+from ...run.lab import Lab, Point, RunContext, link_with_delay
 
 _log = log.get("lab3")
-VERIFY_LINK = "rate=20mbit,delay={delay}"
 
 
 def _pct(loss: str) -> float:
@@ -81,10 +80,11 @@ def key(p: dict) -> str:
 
 
 def topology(params: dict) -> Topology:
-    """One path snd -> rcv; its link is set per run. The reverse (ACK) direction only has delay."""
-    delay = params["paths"]["p1"]["delay"]
+    """One path snd -> rcv, as the setup check measures it (`paths.p1`: link and delay); each run
+    then sets its scenario's link. The reverse (ACK) direction only has the delay."""
+    p1 = params["paths"]["p1"]
     return Topology("lab3", hosts=("snd", "rcv"),
-                    paths=[NetPath("p1", "snd", "rcv", VERIFY_LINK.format(delay=delay), f"delay={delay}")],
+                    paths=[NetPath("p1", "snd", "rcv", link_with_delay(p1, "paths.p1"), f"delay={p1['delay']}")],
                     sysctls=params.get("sysctls", {}))
 
 

@@ -10,6 +10,7 @@ the same tables and the ledger.
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def fragments(ref: Path | str) -> dict[str, str]:
     sections = report_sections(analysis.report(ref))
     doc = ledger.judged(ref)
     out = {name: sections[title] for name, title in SECTIONS.items()}
-    out.update({"reference": reference(ref), "setup": setup(ref), "throughput": sections[""],
+    out.update({"reference": reference(ref), "setup": setup(ref), "throughput": sections[""], "stalls": sections["stalls"],
                 "controlled": controlled(sections), "sizes": sizes(doc), "causes": causes(doc)})
     return out
 
@@ -38,9 +39,13 @@ def report_sections(md: str) -> dict[str, str]:
     """The report cut at its '## ' headings: {heading (or a prefix SECTIONS names): its body}; ""
     is the part before the first heading, without the title and the setup lines the page says itself."""
     parts = re.split(r"^## (.*)$", md, flags=re.M)
-    table = [line for line in parts[0].splitlines() if line.startswith("|")]
-    runs = [line for line in md.splitlines() if line.startswith("Runs per algorithm and variant")]
-    found = {"": "\n".join(table + [""] + runs) + "\n"}
+    # before the first section but its claims: the throughput table, the runs per point and the stalls
+    head = re.split(r"^## (?!The report's claims).*$", md, maxsplit=1, flags=re.M)[0].splitlines()
+    start = next(i for i, line in enumerate(head) if line.startswith("| algorithm | paper, mobility"))
+    table = list(itertools.takewhile(lambda line: line.startswith("|"), head[start:]))
+    runs = [line for line in head if line.startswith("Runs per algorithm and variant")]
+    found = {"": "\n".join(table + [""] + runs) + "\n",
+             "stalls": "".join(line + "\n" for line in head if line.startswith("Stalls"))}
     for title, body in zip(parts[1::2], parts[2::2]):
         found[title] = body.strip("\n") + "\n"
         for name, prefix in SECTIONS.items():

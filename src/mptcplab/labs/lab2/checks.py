@@ -14,7 +14,7 @@ import math
 
 import pandas as pd
 
-from ...grading.feedback import expect
+from ...grading.feedback import CheckFailed, expect
 from ...judge.stats import t975
 from .ccref import ALGORITHMS
 
@@ -27,8 +27,8 @@ def _call(name: str, fn, *args):
     try:
         return fn(*args)
     except Exception as exc:  # the student's code: any error is the finding
-        raise_ = f"{name} raised {type(exc).__name__}: {str(exc)[:160]}"
-        expect(False, f"{raise_}\nIt was called on a small made-up input of the kind the question describes.")
+        raise CheckFailed(f"{name} raised {type(exc).__name__}: {str(exc)[:160]}\n"
+                          "It was called on an input of the kind the question describes.") from None
 
 
 def _number(name: str, v) -> float:

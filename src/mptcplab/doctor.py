@@ -1,7 +1,7 @@
 """What this machine can do for the labs, and how to fix what it cannot.
 
 Each check returns a `Check` with a fix in words; `report()` adds the places this host offers and
-where each lab will run and why (places.decide.decide).
+where each lab will run and why (run.runner.place_for).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from .core import kernel, process
 from .core.errors import EnvironmentProblem
 from .core.paths import TRACEFS
 from .places import overview, records
-from .places.decide import decide
 
 @dataclass
 class Check:
@@ -76,6 +75,12 @@ def checks() -> list[Check]:
                      (f"the {here.KERNEL} offers none" if "bpf_struct_ops" not in here.OFFERS
                       else "missing BTF, bpftool or clang"),
                      f"{apt} clang llvm libbpf-dev bpftool (a kernel with BTF: /sys/kernel/btf/vmlinux)"))
+    minrtt = kernel.minrtt_usable()
+    out.append(Check("MPTCP scheduler minrtt (Lab 1's paper point)", minrtt,
+                     "in net.mptcp.available_schedulers" if minrtt else
+                     "not in net.mptcp.available_schedulers: Lab 1 runs where a kernel has it (Places to run)",
+                     "a kernel with vagrant/uml/mptcp-minrtt-scheduler.patch: the kit's UML kernel has it "
+                     "(`mptcplab uml build`; x86 only)"))
     # Where this kernel lacks netem, the places that offer it (UML, the VM) are listed by report()'s
     # "Places to run", each saying what it needs (Place.available).
     return out
@@ -89,11 +94,12 @@ def report() -> tuple[str, bool]:
         if not c.ok:
             lines.append(f"          fix: {c.fix}")
     from .run.lab import all_labs
+    from .run.runner import place_for
 
     lines += ["", "Places to run (--where):", *overview.lines(), ""]
     for lab in all_labs().values():
         try:
-            picked = decide("auto", lab.needs, lab=lab.id)
+            picked = place_for(lab, lab.load_params(quick=False))  # the lab as shipped
             lines.append(f"{lab.id} ({lab.title}): will run {places.get(picked.place).WORDS}: {picked.why}")
         except EnvironmentProblem as exc:
             all_ok = False

@@ -10,7 +10,7 @@ from mptcplab.places.decide import decide
 
 @pytest.fixture
 def caps(monkeypatch):
-    have = {"netem": False, "bpf_struct_ops": True, "tbf": True, "kprobes": False}
+    have = {"netem": False, "bpf_struct_ops": True, "tbf": True, "kprobes": False, "minrtt_scheduler": False}
     monkeypatch.setattr(kernel, "has", lambda c: have[c])
     monkeypatch.setattr(kernel, "inside_uml", lambda: False)
     monkeypatch.setattr(kernel, "require_root", lambda: None)
@@ -72,3 +72,40 @@ def test_vm_when_asked_and_offered(caps, monkeypatch):
 def test_checks_have_fixes():
     for check in doctor.checks():
         assert check.name and (check.ok or check.fix), check
+
+
+def test_lab1_paper_point_needs_the_scheduler_and_auto_says_so_before_any_run(caps, fake_place, monkeypatch):
+    """The kit's box before its kernel carries the patch: netem natively, no minrtt, no UML; the only
+    other place (the test place) lacks minrtt too. Lab 1 as shipped is refused before anything runs,
+    in doctor and by `run`, naming the paper point; without the minRTT runs it runs natively."""
+    from mptcplab.run.lab import get_lab
+    from mptcplab.run.runner import place_for, run_lab
+
+    caps["netem"] = True
+    monkeypatch.setattr("mptcplab.places.uml.available", lambda: (False, "no linux-source"))
+    monkeypatch.setattr(fake_place, "OFFERS", {"netem", "tbf"})
+    lab = get_lab("lab1")
+    assert lab.needs_for(lab.load_params(quick=True)) == ("minrtt_scheduler", "netem")
+    with pytest.raises(EnvironmentProblem, match="native lacks minrtt_scheduler.*fake lacks minrtt_scheduler"
+                                                 ".*minrtt_scheduler is needed by lab1's paper point"):
+        run_lab("lab1", quick=True, where="auto")
+    assert fake_place.calls == [] and fake_place.prepared == []
+    monkeypatch.setattr(doctor, "checks", lambda: [])
+    text, ok = doctor.report()
+    assert not ok and "lab1 (" in text and "CANNOT RUN here" in text.split("lab1 (")[1].splitlines()[0]
+    assert "minrtt_scheduler no" in text
+    without = lab.load_params(quick=True, overrides={"paper_point": {"schedulers": ["default"]}})
+    assert lab.needs_for(without) == ("netem",) and place_for(lab, without).place == "native"
+
+
+def test_lab1_goes_to_uml_over_a_native_kernel_without_the_scheduler(caps):
+    """UML carries the kit's patch: `auto` prefers it to a native kernel with netem but no minrtt."""
+    from mptcplab.run.lab import get_lab
+    from mptcplab.run.runner import place_for
+
+    caps["netem"] = True
+    lab = get_lab("lab1")
+    picked = place_for(lab, lab.load_params(quick=False))
+    assert picked.place == "uml" and "native lacks minrtt_scheduler" in picked.why
+    caps["minrtt_scheduler"] = True  # the box's kernel with the patch
+    assert place_for(lab, lab.load_params(quick=False)).place == "native"

@@ -25,10 +25,9 @@ from .. import report
 from ..core import log
 from ..core.errors import EnvironmentProblem, ExperimentFailed, UsageError
 from ..judge import claims
-from ..places.decide import decide
 from ..run import results
 from ..run.lab import all_labs
-from ..run.runner import restarts, run_lab
+from ..run.runner import place_for, restarts, run_lab
 
 
 _log = log.get("reproduce")
@@ -54,7 +53,7 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
         sweep = out / (f"{lab.id}-quick" if quick else lab.id)
         o = report.LabOutcome(lab.id, lab.title, "ok", out=sweep)
         try:
-            picked = decide(where, lab.needs, lab=lab.id)
+            picked = place_for(lab, lab.load_params(quick), where)
             o.where = picked.place
         except (EnvironmentProblem, UsageError) as exc:
             o.status, o.detail, o.out = "cannot-run", str(exc), None

@@ -100,16 +100,30 @@ def struct_ops_usable() -> bool:
             and shutil.which("clang") is not None)
 
 
+SCHEDULERS = Path("/proc/sys/net/mptcp/available_schedulers")
+
+
+def minrtt_usable() -> bool:
+    """The paper's minRTT scheduler (with its RP mechanism): registered only by a kernel carrying the
+    kit's vagrant/uml/mptcp-minrtt-scheduler.patch (mainline registers `default` alone and does
+    not export the call a module would need to add one)."""
+    try:
+        return "minrtt" in SCHEDULERS.read_text().split()
+    except OSError:
+        return False
+
+
 CAPABILITIES = {
     "netem": netem_usable,
     "tbf": tbf_usable,
     "tracefs": tracefs_usable,
     "kprobes": kprobes_usable,
     "bpf_struct_ops": struct_ops_usable,
+    "minrtt_scheduler": minrtt_usable,
 }
 # What a place's kernel may offer a lab (`Lab.needs`, each place's OFFERS and capabilities()), in
 # the order doctor lists them.
-PLACE_CAPABILITIES = ("netem", "tbf", "kprobes", "bpf_struct_ops")
+PLACE_CAPABILITIES = ("netem", "tbf", "kprobes", "bpf_struct_ops", "minrtt_scheduler")
 
 
 def has(capability: str) -> bool:

@@ -21,7 +21,9 @@ KERNEL = "User-Mode Linux kernel"
 CLOCK = ("Its runs took {guest:.0f} s on the UML guest's time-travel clock, {wall:.0f} s of wall-clock time (the "
          "guest skips idle time and counts its kernel's work only in part; each manifest's <code>clock</code>).")
 RANK = 1  # boots in seconds; its time-travel clock skips idle time
-OFFERS = {"netem", "tbf"}  # what vagrant/uml/mptcplab.config gives it; no kprobes, no BPF JIT
+# What vagrant/uml/mptcplab.config gives it (no kprobes, no BPF JIT), and the paper's minRTT scheduler:
+# every build applies vagrant/uml/*.patch (uml_kernel.build; the build's directory hashes them).
+OFFERS = {"netem", "tbf", "minrtt_scheduler"}
 MARKER = f"umid={PREFIX}-"  # on every UML kernel's command line (uml_kernel.run): `clean` finds them
 # The build's time, said wherever the kit speaks of it: the first build of the fresh-clone
 # `make reproduce` of 2026-11-25, 400 s on the kit's 2-core machine (site/setup/uml.md, "Building
@@ -50,7 +52,8 @@ def cost() -> str:
 
 def describe() -> list[str]:
     ok, why = available()
-    return [why, "no kprobes, no BPF JIT (struct_ops); time-travel clock"]
+    return [why, "the paper's minRTT scheduler (the kit's patch); no kprobes, no BPF JIT (struct_ops); "
+            "time-travel clock"]
 
 
 def prepare(lab) -> None:

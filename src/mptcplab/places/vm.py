@@ -432,7 +432,9 @@ def guest_capabilities() -> set[str]:
             raise EnvironmentProblem(f"probing the VM's kernel failed (exit {rc}):\n{out.getvalue()[-1500:]}")
         return {"capabilities": json.loads(m.group(1))}
 
-    return set(_cached(f"capabilities-{release(kimg)}", str(kimg), measure)["capabilities"])
+    # Keyed by the capabilities asked too: a measurement older than one of them did not look for it.
+    key = f"{kimg} {' '.join(PLACE_CAPABILITIES)}"
+    return set(_cached(f"capabilities-{release(kimg)}", key, measure)["capabilities"])
 
 
 def capabilities() -> set[str]:

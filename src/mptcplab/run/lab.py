@@ -79,6 +79,10 @@ class Lab:
     # What a place's kernel must offer to honour the lab's inputs (mptcplab.core.kernel.PLACE_CAPABILITIES): netem
     # for its paths' delays and loss, and the features it measures; `auto` picks only such places.
     needs: tuple[str, ...] = ("netem",)
+    # params -> {capability: the part of the lab that needs it, in words}, for parts a run's parameters
+    # may leave out (Lab 1's paper point with the paper's scheduler). One sweep runs in one kernel,
+    # so a run that includes such a part needs it of its place: `needs_for`.
+    part_needs: Callable[[dict], dict[str, str]] | None = None
     parameters: Callable[[dict], None] | None = None  # checks beyond the generic ones (see check_params)
     renamed: dict[str, str] = field(default_factory=dict)  # old parameter name -> new one
     any_kind: tuple[str, ...] = ()  # parameters that take more than one kind of value (checked by the lab)
@@ -107,6 +111,14 @@ class Lab:
     #   evaluated after every run into claims.json (mptcplab.judge.claims)
     fragments: Callable[[Path], dict[str, str]] | None = None  # reference dir -> {fragment name: markdown}
     #   for the generated blocks of the guides and site (`mptcplab fragments`)
+
+    def needs_for(self, params: dict) -> tuple[str, ...]:
+        """What a place must offer for a run with these parameters: `needs` and its parts' own."""
+        return tuple(sorted(set(self.needs) | set(self.parts_needing(params))))
+
+    def parts_needing(self, params: dict) -> dict[str, str]:
+        """{capability: the part of this run that needs it} beyond `needs` (see part_needs)."""
+        return self.part_needs(params) if self.part_needs else {}
 
     @property
     def params_file(self) -> Path:

@@ -25,7 +25,7 @@ from . import engine, eta
 from . import locate
 from .. import places
 from ..core import kernel, log, paths, state
-from ..core.errors import ExperimentFailed
+from ..core.errors import EnvironmentProblem, ExperimentFailed
 from ..judge import claims
 from ..places import guest, lifetime, records
 from ..places.choice import Choice
@@ -239,6 +239,20 @@ def conclude(lab, out: Path, summary: dict) -> None:
     locate.remember(out, lab.id)
 
 
+def place_for(lab, params: dict, where: str = "auto") -> Choice:
+    """The place for a run of `lab` with `params`: places.decide over everything the run needs,
+    its parts' own needs among them (Lab.needs_for), so a place that lacks one is refused before
+    anything runs, and the refusal names the part that needs it."""
+    try:
+        return decide(where, lab.needs_for(params), lab=lab.id)
+    except EnvironmentProblem as exc:
+        parts = lab.parts_needing(params)
+        if not parts:
+            raise
+        raise EnvironmentProblem(f"{exc}. " + "; ".join(f"{cap} is needed by {part}" for cap, part in parts.items())
+                                 ) from None
+
+
 def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | None = None,
             fresh: bool = False, overrides: dict | None = None, shard: Shard | None = None,
             recheck: bool = False, picked: Choice | None = None, check_setup: int = 0) -> int:
@@ -255,7 +269,7 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
     if recheck and not places.inside_guest():
         for r in records.forget(lab.id):
             _log.info("checking %s again for %s (it failed: %s)", r.place, lab.id, r.how or "see its run")
-    picked = picked or decide(where, lab.needs, lab=lab.id)
+    picked = picked or place_for(lab, params, where)
     place = picked.place
     if where == "auto" and not places.inside_guest():
         log.get(lab.id).info("runs %s: %s", places.get(place).WORDS, picked.why)

@@ -322,6 +322,27 @@ def _scheduler_missing(net, name: str) -> str | None:
             "the kit's UML kernel (vagrant/uml/mptcp-minrtt-scheduler.patch; `mptcplab run lab1 --where uml`)")
 
 
+def part_needs(params: dict) -> dict[str, str]:
+    """The paper point's minRTT runs need the paper's scheduler of their place (LAB.part_needs).
+
+    The need is the part's, not the lab's: a run that leaves those runs out (the sweep alone, or the
+    paper point with upstream's scheduler) needs only netem. But one sweep runs in one kernel, so a
+    run that includes them needs the scheduler of the place that runs all of it, and `auto` then
+    prefers the kit's UML kernel to a host kernel without the patch. Routing the part elsewhere
+    would put two kernels in one sweep: the paper point is read against the sweep's runs and its own
+    single-path TCP at the same buffer, which only compare under the same kernel's send-buffer
+    rules and speed. A place without it refuses before any run, never by skipped runs."""
+    pp = params.get("paper_point") or {}
+    named = [*pp.get("schedulers", []), *pp.get("detail", []), *(pp.get("sndbuf_detail", []) if pp.get("sndbuf") else [])]
+    paper = sorted({n for n in named if SCHEDULERS.get(n, ("default",))[0] != "default"})
+    if not paper:
+        return {}
+    return {"minrtt_scheduler": f"lab1's paper point ({', '.join(paper)} runs; the kernel needs "
+            "vagrant/uml/mptcp-minrtt-scheduler.patch: `--where uml` where UML builds; without them: "
+            "--set 'paper_point.schedulers=[\"default\"]' --set 'paper_point.detail=[\"default\"]' "
+            "--set 'paper_point.sndbuf_detail=[]')"}
+
+
 def measure(net, rd, point: Point, params: dict) -> str:
     v = point.values
     if v.get("part") == "paper_point":
@@ -430,7 +451,7 @@ def degradation(table):
 
 LAB = Lab(id="lab1", slug="01-send-buffer", title="MPTCP send-buffer starvation (Kato et al. 2020)",
           topology=topology, points=points, configure=configure, measure=measure, finish=finish,
-          analysis=lab1_analysis, needs=("netem",),
+          analysis=lab1_analysis, needs=("netem",), part_needs=part_needs,
           results_checks={"sweep.csv": check_sweep, "paper-point.csv": check_sweep},
           # What grading hides while a submission runs: the kit's answers to the graded questions
           # (unseen.answers and the functions it calls) and the analysis's own that a graded function

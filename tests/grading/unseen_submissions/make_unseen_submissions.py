@@ -28,8 +28,31 @@ from mptcplab.run.lab import all_labs
 
 HOME = b"a secret a student made up at home"
 
-# Each graded function as a student who calls the kit would write it (from the lab's unseen.answers).
+# Each graded function as a student who calls the kit would write it (from the lab's unseen.answers);
+# one of Lab 3's calls the kit from a child process. A function the kit has no counterpart for (Lab 2's
+# cs218_vs_lia and clearly_better: arithmetic on the student's own table) stays as handed out.
 KIT_CALLS = {
+    "lab2": '''
+from mptcplab.labs.lab2 import analysis, ccref
+
+def my_cs218_increase(lia_inc, ack_count, best_rtt, last_rtt):
+    return ccref.cs218_increase(lia_inc, ack_count, best_rtt, last_rtt)
+
+def my_throughput_table(tp):
+    return analysis.throughput_table(tp)[["algo", "variant", "mean_mbps", "ci95_mbps", "runs"]]
+
+def tcp_share(fair):
+    f = analysis.fairness_table(fair)
+    return dict(zip(f.algo, f.tcp_share_of_shared.astype(float)))
+
+def harmless(fair):
+    v = analysis.fairness_table(fair)
+    return set(v[v.verdict == "leaves TCP more than uncoupled"].algo)
+''',
+    "lab1": "from mptcplab.labs.lab1 import unseen as kit\n" + "".join(
+        f"\ndef {name}(*args, **kwargs):\n    return kit.{name}(*args, **kwargs)\n"
+        for name in ("mean_goodput", "degraded_buffers", "bytes_per_path", "dsn_span", "blocked_share", "dss_row",
+                     "mptcp_sndbuf", "left_for_fast", "starvation", "below_tcp")),
     "lab3": '''
 import pandas as pd
 from mptcplab.labs.lab3 import analysis, measure, models
@@ -69,9 +92,12 @@ def compare(runs):
     out["err2"] = out.model2 / out.measured - 1
     return out
 
-def in_scope(runs):
-    keep = set(analysis.graded_runs(runs).run)
-    return pd.Series([r in keep for r in runs.run], index=pd.Index(runs.run, name="run"))
+def in_scope(runs):  # in a child process: the kit is hidden there too
+    import pickle, subprocess, sys
+    code = ("import pickle, sys\\nfrom mptcplab.labs.lab3 import analysis\\nruns = pickle.load(sys.stdin.buffer)\\n"
+            "keep = set(analysis.graded_runs(runs).run)\\npickle.dump([r in keep for r in runs.run], sys.stdout.buffer)")
+    out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(runs), capture_output=True, check=True)
+    return pd.Series(pickle.loads(out.stdout), index=pd.Index(runs.run, name="run"))
 ''',
 }
 

@@ -29,11 +29,11 @@ import base64
 import builtins
 import doctest
 import importlib
+import inspect
 import io
 import json
-import pickle
-import inspect
 import os
+import pickle
 import re
 import socket
 import struct

@@ -682,7 +682,8 @@ def divergences(tp: pd.DataFrame, controlled: dict[str, dict] | None = None,
     Holm-corrected interval of that ratio (the paired difference over uncoupled's mean, + 1), with
     what the controlled runs (`controlled`: controlled_runs; `ref_params`: the reference's
     parameters, to tell what each changed) measured of its cause. The shared bottleneck bears on
-    both variants' rows, a cross-traffic level on the rows of the variant it ran."""
+    the static rows (it has no mobility events: against a mobility row it would change two causes
+    at once), a cross-traffic level on the rows of the variant it ran."""
     pv = paper_vs_run(tp).set_index("algo")
     pt = paired_table(tp)
     rows = []
@@ -699,7 +700,7 @@ def divergences(tp: pd.DataFrame, controlled: dict[str, dict] | None = None,
         found = []
         for name, c in (controlled or {}).items():
             for variant, (kind, words) in mechanisms(c, ref_params or {}).items():
-                if kind == "cross" and variant != r.variant:
+                if (kind == "cross" and variant != r.variant) or (kind == "shared" and r.variant == "mobility"):
                     continue
                 ratio = controlled_ratio(c["throughput"], r.algo, variant)
                 if ratio is not None:

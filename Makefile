@@ -1,5 +1,5 @@
 # The kit's entry points. Run as root (namespaces, qdiscs, apt-get).
-#   make reproduce   install what is missing (the UML kernel too, without netem), then reproduce all three
+#   make reproduce   install what is missing (the UML kernel when a lab runs there), then reproduce all three
 #                    labs (quick; FULL=1 for paper scale)
 #   make test        install what is missing, then run the test suite (unit + real-kernel tests)
 VENV ?= .venv
@@ -19,9 +19,10 @@ setup-dev:
 UML_IF_NEEDED = $(VENV)/bin/python -c "import sys; from mptcplab.core.kernel import netem_usable; sys.exit(not netem_usable())" \
 	  || $(MPTCPLAB) uml build
 
+# reproduce builds the UML kernel itself when a lab goes there (Place.ready), beside deciding and
+# preparing the other labs' places, and before any lab measures (commands/reproduce.py, ready_places).
 reproduce: setup
 	$(MPTCPLAB) doctor || true
-	$(UML_IF_NEEDED)
 	$(MPTCPLAB) reproduce $(QUICK)
 
 uml-if-needed: setup-dev

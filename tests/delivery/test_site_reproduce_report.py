@@ -25,8 +25,9 @@ def _lab(id_, needs=(), figures=None):
 
 
 def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(rep, "decide", lambda where, needs, **_: (_ for _ in ()).throw(
-        rep.EnvironmentProblem("needs BPF struct_ops; UML has no BPF JIT")) if "bpf" in needs else
+    monkeypatch.setattr(Lab, "load_params", lambda self, quick, overrides=None: {})
+    monkeypatch.setattr(rep, "place_for", lambda lab, params, where: (_ for _ in ()).throw(
+        rep.EnvironmentProblem("needs BPF struct_ops; UML has no BPF JIT")) if "bpf" in lab.needs else
         Choice("native", "the host's kernel offers netem"))
     ran = []
 
@@ -77,7 +78,8 @@ def test_failures_and_impossible_labs_are_reported_and_the_rest_run(tmp_path, mo
 
 
 def test_report_only_needs_results(tmp_path, monkeypatch):
-    monkeypatch.setattr(rep, "decide", lambda *a, **_: Choice("uml", "test"))
+    monkeypatch.setattr(Lab, "load_params", lambda self, quick, overrides=None: {})
+    monkeypatch.setattr(rep, "place_for", lambda *a, **_: Choice("uml", "test"))
     (o,) = rep.reproduce({"lab1": _lab("lab1")}, tmp_path, quick=False, report_only=True)
     assert o.status == "failed" and "no results" in o.detail and o.where == "uml"
 

@@ -28,4 +28,5 @@ def fake_place(monkeypatch, tmp_path):
     fake.calls.clear()
     fake.analysed.clear()
     fake.prepared.clear()
+    fake.readied.clear()
     return fake

@@ -22,6 +22,7 @@ OFFERS = {"netem", "tbf", "minrtt_scheduler"}  # as UML: Lab 1 as shipped runs h
 MARKER = "mlab-fake-"  # no process carries it: this place starts none
 calls: list[tuple[list[str], list[Path], dict]] = []  # every run(): (argv, results, handed)
 prepared: list[str] = []  # the labs prepare() was asked for
+readied: list[str] = []  # ready() was asked (reproduce, before any lab runs)
 analysed: list = []  # the RunContexts the runner analysed on the host after run() (conftest.fake_place)
 compiled: list[Path] = []  # the packages byte-compiled before a guest started (conftest.fake_place)
 
@@ -40,6 +41,10 @@ def cost() -> str:
 
 def describe() -> list[str]:
     return ["a test double: records the command it is asked to run"]
+
+
+def ready() -> None:
+    readied.append(NAME)
 
 
 def prepare(lab) -> None:

@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from .. import report
 from ..core import log
 from ..core.errors import EnvironmentProblem, ExperimentFailed, UsageError
 from ..judge import claims
+from ..places import get as get_place
 from ..run import results
 from ..run.lab import all_labs
 from ..run.runner import place_for, restarts, run_lab
@@ -47,19 +49,22 @@ def register(sub) -> None:
 def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_only: bool = False,
               runner=run_lab) -> list[report.LabOutcome]:
     """Each lab's place is decided once, here (to report it), and handed to `runner`
-    (runner.run_lab: `runner(lab_id, quick, where, out, picked=...)`)."""
+    (runner.run_lab: `runner(lab_id, quick, where, out, picked=...)`), after every place the labs
+    go to is ready (ready_places)."""
+    picks = {lab.id: _decide(lab, quick, where) for lab in labs.values()} if report_only else \
+        ready_places(labs, quick, where)
     outcomes = []
     for lab in labs.values():
         sweep = out / (f"{lab.id}-quick" if quick else lab.id)
         o = report.LabOutcome(lab.id, lab.title, "ok", out=sweep)
-        try:
-            picked = place_for(lab, lab.load_params(quick), where)
-            o.where = picked.place
-        except (EnvironmentProblem, UsageError) as exc:
-            o.status, o.detail, o.out = "cannot-run", str(exc), None
-            log.get(lab.id).warning("CANNOT RUN here: %s", exc)
+        picked = picks[lab.id]
+        if isinstance(picked, Exception):
+            status = "cannot-run" if isinstance(picked, (EnvironmentProblem, UsageError)) else "failed"
+            o.status, o.detail, o.out = status, str(picked), None
+            log.get(lab.id).warning("%s: %s", "CANNOT RUN here" if status == "cannot-run" else "NOT RUN", picked)
             outcomes.append(o)
             continue
+        o.where = picked.place
         if report_only:
             if not sweep.exists():
                 o.status, o.detail = "failed", f"no results in {sweep} (run without --report-only)"
@@ -89,6 +94,58 @@ def reproduce(labs: dict, out: Path, quick: bool, where: str = "auto", report_on
         _log.info("== %s: %s%s", lab.id, o.status, ": " + o.detail if o.detail else "")
         outcomes.append(o)
     return outcomes
+
+
+def _decide(lab, quick: bool, where: str):
+    """The lab's place (runner.place_for), or why it has none."""
+    try:
+        return place_for(lab, lab.load_params(quick), where)
+    except (EnvironmentProblem, UsageError) as exc:
+        return exc
+
+
+def ready_places(labs: dict, quick: bool, where: str) -> dict:
+    """Every lab's place (or why it has none: an exception), each place made ready before any lab runs.
+
+    What overlaps, and why it is safe: a place's one-off host work (Place.ready: the UML kernel's
+    build, ~7 min on 2 cores) starts in a thread as soon as a lab is decided there, beside the
+    deciding of the labs after it (which boots the VM once to measure its kernel, when that is not
+    cached) and the host-side files of each lab's guest (Place.prepare: Lab 2's BPF objects). None of
+    that measures anything. Labs still measure one at a time, after all of it: a lab in the VM beside
+    the compile has not been shown to pass its physics checks as it does alone (its emulated CPU
+    shares the 2 cores; Lab 2's RTT check allows 0.5 ms on its 20 ms path), nor has a UML lab (the
+    host-coupling control decides that), so no measurement overlaps the build. A place whose
+    ready() failed (a build error) fails its labs with the reason; the others still run."""
+    picks, readying, failed = {}, {}, {}
+
+    def ready(place) -> None:
+        try:
+            place.ready()
+        except Exception as exc:  # noqa: BLE001 - its labs report it; the other places' labs still run
+            failed[place.NAME] = exc
+
+    for lab in labs.values():
+        picks[lab.id] = picked = _decide(lab, quick, where)
+        if isinstance(picked, Exception) or picked.place in readying:
+            continue
+        place = get_place(picked.place)
+        readying[picked.place] = threading.Thread(target=ready, args=(place,), name=f"ready-{place.NAME}",
+                                                  daemon=True)
+        readying[picked.place].start()
+    for lab in labs.values():
+        if not isinstance(picks[lab.id], Exception):
+            try:  # run_lab prepares again beside the guest's boot: a lab's prebuild keeps what it built
+                get_place(picks[lab.id].place).prepare(lab)
+            except Exception as exc:  # noqa: BLE001 - the guest builds for itself then, as run_lab says
+                log.get(lab.id).warning("preparing its guest's files beside the build failed: %s", exc)
+    for name, thread in readying.items():
+        if thread.is_alive():
+            _log.info("waiting for the %s place to be ready (its one-off build)", name)
+        thread.join()
+    for lab_id, picked in picks.items():
+        if not isinstance(picked, Exception) and picked.place in failed:
+            picks[lab_id] = RuntimeError(f"the {picked.place} place could not be made ready: {failed[picked.place]}")
+    return picks
 
 
 def _why_failed(sweep: Path) -> str:

@@ -49,6 +49,10 @@ class Place(Protocol):
     def describe(self) -> list[str]:
         """Lines for `mptcplab doctor` (kernel, accelerator, ...)."""
 
+    def ready(self) -> None:
+        """Host-side work the place needs once before any lab runs there, measuring nothing (UML:
+        its kernel's build), or nothing: `reproduce` does it beside deciding and preparing the others."""
+
     def prepare(self, lab) -> None:
         """Host-side work before `lab` boots there (Lab.prebuild), or nothing."""
 

@@ -35,6 +35,10 @@ def describe() -> list[str]:
     return [f"kernel {_platform.release()}"]
 
 
+def ready() -> None:
+    return None
+
+
 def prepare(lab) -> None:
     return None
 

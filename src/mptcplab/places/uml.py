@@ -56,6 +56,11 @@ def describe() -> list[str]:
             "time-travel clock"]
 
 
+def ready() -> None:
+    """The kernel, built once (uml_kernel.build; cached): a compile, nothing measured."""
+    uml.kernel_path() or uml.build()
+
+
 def prepare(lab) -> None:
     return None  # the guest runs the host's own files (hostfs): nothing to build for it
 

@@ -346,6 +346,10 @@ def run(argv: list[str], results: list, handed: dict) -> int:
                 console=console, quiet_limit_s=float(os.environ.get("MPTCPLAB_VM_QUIET_LIMIT_S", QUIET_LIMIT_S)))
 
 
+def ready() -> None:
+    return None  # its probes (a boot each, cached) ran when a lab was decided here
+
+
 def prepare(lab) -> None:
     """Before a lab boots the guest: what the lab compiles for the guest's kernel (`Lab.prebuild`,
     e.g. BPF objects) is built here on the host, not by a compiler under TCG."""

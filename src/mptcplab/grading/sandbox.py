@@ -12,9 +12,10 @@ Layers, all from the stock kernel and util-linux (no Docker needed):
 - every writable place is a size-limited tmpfs: the submission's copy (made inside, from a
   descriptor on the original, so nothing the notebook writes reaches the host's disk), /tmp and
   /dev/shm; their pages count against the cgroup's memory;
-- before anything else the process joins the submission's cgroup (`cgroup.py`: memory, pids and
-  CPU of the whole tree), then drops to the submission's own UID (`identity.py`: leased from a
-  reserved range, held by no other submission and no account, so no per-user limit is shared),
+- before anything else the process joins the submission's cgroup (`cgroup.py`: memory, TCP
+  buffers, pids and CPU of the whole tree), then drops to the submission's own UID (`identity.py`:
+  leased from a reserved range, held by no other submission and no account, so no per-user limit
+  is shared; its keyrings cleared), joins a fresh session keyring (never the grader's),
   sets rlimits (address space per
   process, so a big allocation raises MemoryError instead of waking the OOM killer; CPU
   seconds, file size, processes, open files) and execs the command with Python in isolated

@@ -241,6 +241,7 @@ def write(r: dict, dest: Path, tests: dict[str, str]) -> None:
         lines += [f"- `{k}`: {_safe(plain(v, 200), secret)}" for k, v in sorted(r["skipped_values"].items())[:20]]
     # No time: how long grading took would tell a notebook that sleeps under a hidden check how
     # that check went (report.json keeps the seconds for the instructor).
-    lines += ["", "_Graded in a sandbox (no network, unprivileged, time- and memory-limited)."
+    lines += ["", "_Not run: see above._" if r["status"] == "not graded" else
+              "_Graded in a sandbox (no network, unprivileged, time- and memory-limited)."
               + (f" Submission SHA-256 {r['submission_sha256'][:16]}… unchanged._" if r.get("submission_sha256") else "_")]
     write_text(dest, "report.md", "\n".join(lines) + "\n")

@@ -138,7 +138,8 @@ def appendix() -> str:
     t = models.per_flow_terms(n, p, rtt, t0)
     r = t["q1"] * t["z"] / (t["x"] * rtt)  # E[nTO] of (24), uncapped
     uncapped = float((1 - r / n) / (p * t["x"] * rtt) + r / (t["z"] * (1 - p)))
-    gap = lambda q: float(abs(1 + 32 * q * q - models.f_poly(q)) / models.f_poly(q))  # noqa: E731
+    def gap(q: float) -> float:  # relative distance of TFRC's 1 + 32p² from Padhye's f(p)
+        return float(abs(1 + 32 * q * q - models.f_poly(q)) / models.f_poly(q))
     small = max(gap(q) for q in np.linspace(0.001, 0.02, 50))
     return (f"- Uncapped, at p = {p:.0%}, n = {n}, RTT {rtt * 1000:.0f} ms, T {t0 * 1000:.0f} ms: E[nTO] = {float(r):.1f} "
             f"flows of {n}, and (29) gives {uncapped:.0f} packets/s.\n"
@@ -152,9 +153,9 @@ def report_sections(ref: Path) -> dict[str, str]:
     current = None
     for block in re.split(r"\n\s*\n", (ref / "paper-vs-this-run.md").read_text()):
         block = block.strip("\n")
-        opens = next((v for k, v in SECTIONS.items() if block.startswith(k)), current)
-        if any(block.startswith(k) for k in SECTIONS):
-            current = opens
+        key = next((k for k in SECTIONS if block.startswith(k)), None)
+        if key is not None:
+            current = SECTIONS[key]
         if current is not None and block and not block.startswith("#"):
             found.setdefault(current, []).append(block)
     return {name: "\n\n".join(found.get(name, ["Not in this reference's report."])) + "\n"

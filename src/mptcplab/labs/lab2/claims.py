@@ -33,8 +33,8 @@ from ...judge import claims as judge
 from ...judge import stats
 from ...judge.claims import FAILS, GREATER, LESS, Claim, Control, Verdict
 
-SOURCE = "Tabatabai-Yazdi et al., Improving Multipath TCP Congestion Control, CS 218 report, UCLA, 2017"
-STATIC_TABLE, MOBILITY_TABLE = "Sec. 4, second throughput table (no mobility)", "Sec. 4, first throughput table (mobility)"
+STATIC_TABLE = "Sec. 4, second throughput table (no mobility)"
+MOBILITY_TABLE = "Sec. 4, first throughput table (mobility)"
 # The kit's reading of "fully coupled costs nothing": its mean within 10% of uncoupled's (the
 # report's own gaps, 0.1% static and 3.3% with mobility, are well inside it).
 COUPLED_MARGIN = 0.10
@@ -111,7 +111,8 @@ def coupled_close(variant: str) -> Callable[[dict], Verdict]:
                               {"coupled_mbps": float(c.mean()), "uncoupled_mbps": float(u.mean()), "base": "uncoupled",
                                "pairs": st["pairs"],
                                "ratio": float(c.mean() / u.mean()), "paper_ratio": paper_ratio("coupled", variant)},
-                              f"{variant}: fully coupled − {1 - COUPLED_MARGIN:g} × uncoupled in the same run, Mbit/s "
+                              f"{variant}: fully coupled − {1 - COUPLED_MARGIN:g} × uncoupled in the same run, "
+                              f"Mbit/s "
                               f"({st['pairs']} pairs; ratio of means {c.mean() / u.mean():.3f}, the report's "
                               f"{paper_ratio('coupled', variant):.3f})")
     return decide
@@ -161,11 +162,13 @@ def untried(what: str) -> Callable[[dict], Verdict]:
     return lambda t: Verdict.missing(f"not run yet: {what}")
 
 
-CROSS_HALF = "the cross-traffic level: the report's 15 UDP clients loaded its links otherwise than the lab's two on/off sources (here at half their rate)"
+CROSS_HALF = ("the cross-traffic level: the report's 15 UDP clients loaded its links otherwise than the lab's two "
+              "on/off sources (here at half their rate)")
 CROSS_UP = "the cross-traffic level (here at 1.5 times the lab's rate)"
-SHARED = "separate paths: the report's subflows shared one node's wireless medium (here every subflow through one link)"
-REPORT_ALPHA = ("the report's own RTT-compensator rule, min(a / w_total, 1 / w_r) with a = 1/√n (the kit runs LIA's α "
-                "for both LIA and CS218)")
+SHARED = ("separate paths: the report's subflows shared one node's wireless medium (here every subflow through one "
+          "link)")
+REPORT_ALPHA = ("the report's own RTT-compensator rule, min(a / w_total, 1 / w_r) with a = 1/√n (the kit runs "
+                "LIA's α for both LIA and CS218)")
 LOAD_LOSS = ("a medium whose loss grows with load (the report's Wi-Fi MANET: contention, MAC retries), where a less "
              "aggressive sender loses less")
 
@@ -175,7 +178,8 @@ def gain_controls(algo: str) -> tuple[Control, ...]:
     return (Control("cross-half", CROSS_HALF, moves("cross-half", "cross", algo, "static")),
             Control("cross-1.5", CROSS_UP, moves("cross-1.5", "cross", algo, "static")),
             Control("shared-bottleneck", SHARED, moves("shared-bottleneck", "shared", algo, "static")),
-            Control("report-alpha", REPORT_ALPHA, untried("no variant of the BPF programs with the report's a = 1/√n")),
+            Control("report-alpha", REPORT_ALPHA,
+                    untried("no variant of the BPF programs with the report's a = 1/√n")),
             Control("load-loss", LOAD_LOSS, untried("no emulated medium whose loss grows with the offered load")))
 
 

@@ -30,8 +30,9 @@ def fragments(ref: Path | str) -> dict[str, str]:
     sections = report_sections(analysis.report(ref))
     doc = ledger.judged(ref)
     out = {name: sections[title] for name, title in SECTIONS.items()}
-    out.update({"reference": reference(ref), "setup": setup(ref), "throughput": sections[""], "stalls": sections["stalls"],
-                "controlled": controlled(sections), "sizes": sizes(doc), "causes": causes(doc)})
+    out.update({"reference": reference(ref), "setup": setup(ref), "throughput": sections[""],
+                "stalls": sections["stalls"], "controlled": controlled(sections), "sizes": sizes(doc),
+                "causes": causes(doc)})
     return out
 
 
@@ -72,12 +73,13 @@ def reference(ref: Path) -> str:
     plat = man.get("platform") or {}
     started, finished = pd.to_datetime(m.started), pd.to_datetime(m.finished)
     per = tp.groupby(["algo", "variant"]).size()
-    text = (f"Linux {', '.join(sorted(set(m.kernel.astype(str))))} in the {', '.join(sorted(set(m['where'].astype(str))))} "
-            f"place ({plat.get('cpus', '?')} vCPU, accelerator {plat.get('vm_accel', '-')}), commit "
-            f"{', '.join(sorted(set(m.commit.astype(str))))}, {started.min():%Y-%m-%d}: {len(tp)} transfers "
-            f"({int(per.min())} runs of {(man.get('experiment_parameters') or {}).get('duration_s', '?')} s per algorithm "
-            f"and variant) and {len(fair)} fairness runs, in {(finished.max() - started.min()).total_seconds() / 60:.0f} min "
-            f"from the first run's start to the last one's end.")
+    kernels, places, commits = (", ".join(sorted(set(m[c].astype(str)))) for c in ("kernel", "where", "commit"))
+    duration = (man.get("experiment_parameters") or {}).get("duration_s", "?")
+    minutes = (finished.max() - started.min()).total_seconds() / 60
+    text = (f"Linux {kernels} in the {places} place ({plat.get('cpus', '?')} vCPU, accelerator "
+            f"{plat.get('vm_accel', '-')}), commit {commits}, {started.min():%Y-%m-%d}: {len(tp)} transfers "
+            f"({int(per.min())} runs of {duration} s per algorithm and variant) and {len(fair)} fairness runs, in "
+            f"{minutes:.0f} min from the first run's start to the last one's end.")
     kept = analysis.controlled_runs(ref)
     if kept:
         text += " Controlled runs kept beside it: " + "; ".join(
@@ -88,7 +90,8 @@ def reference(ref: Path) -> str:
 def setup(ref: Path) -> str:
     """The setup check's readings per path: ping RTT against the configured one, single-path TCP."""
     checks = (analysis.load(ref)["manifest"].get("setup_checks") or {}).get("paths") or {}
-    lines = ["| path | link | configured RTT | ping RTT (min / median) | single-path TCP, Mbit/s |", "|---|---|---|---|---|"]
+    lines = ["| path | link | configured RTT | ping RTT (min / median) | single-path TCP, Mbit/s |",
+             "|---|---|---|---|---|"]
     for name, c in sorted(checks.items()):
         ping = c.get("ping") or {}
         lines.append(f"| {name} | {c.get('link', '?')} | {c.get('configured_rtt_ms', float('nan')):g} ms | "

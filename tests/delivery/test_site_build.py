@@ -7,6 +7,7 @@ as text (HTML with tags stripped, so syntax highlighting cannot hide a line). A 
 the scanner does find them in the solution notebook.
 """
 
+import ast
 import html
 import json
 import re
@@ -52,12 +53,26 @@ def secrets_of(master: Path, build: Path) -> dict[str, set[str]]:
             solution |= {ln for ln in _lines(c.source) if ln not in public}
     hidden = set()
     for src in ag.tests().values():
-        g: dict = {}
-        exec(src, g)
-        for case in g["test"]["suites"][0]["cases"]:
-            if case.get("hidden"):
-                hidden |= {ln for ln in _lines(case["code"]) if ln not in public}
+        hidden |= {ln for code in hidden_cases(src) for ln in _lines(code) if ln not in public}
     return {"solution": solution, "hidden": hidden}
+
+
+def hidden_cases(src: str) -> list[str]:
+    """The code of each hidden case of one Otter test file, in either of Otter's formats: OK format
+    (a `test` dict of doctest cases) or exception-based (functions decorated `@test_case(hidden=True)`)."""
+    tree = ast.parse(src)
+    cases = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            for deco in node.decorator_list:
+                if isinstance(deco, ast.Call) and any(k.arg == "hidden" and getattr(k.value, "value", False)
+                                                      for k in deco.keywords):
+                    cases.append(ast.get_source_segment(src, node))
+    if cases or "OK_FORMAT = False" in src:
+        return cases
+    g: dict = {}
+    exec(src, g)
+    return [case["code"] for case in g["test"]["suites"][0]["cases"] if case.get("hidden")]
 
 
 def site_text(site: Path) -> str:

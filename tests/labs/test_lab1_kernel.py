@@ -22,6 +22,7 @@ from mptcplab.labs.lab1 import experiment as l1
 from mptcplab.labs.lab1 import measure as lm
 from mptcplab.measure.observe import parse_ss
 from mptcplab.measure.traffic import BulkResult
+from mptcplab.net.topology import BASE_SYSCTLS
 from mptcplab.run import engine
 from mptcplab.run.lab import REPO_ROOT, Lab, RunContext, get_lab
 from mptcplab.run.results import Sweep
@@ -71,7 +72,7 @@ class FakeNet:
         self.sysctls = {"snd": {"net.ipv4.tcp_wmem": "4096 16384 4194304", "net.core.wmem_max": str(1 << 30)}}
         self.topo = SimpleNamespace(paths=[SimpleNamespace(name="fast", a="snd", b="rcv", rtt_s=0.0),
                                            SimpleNamespace(name="slow", a="snd", b="rcv", rtt_s=0.08)],
-                                    mptcp_subflows=2)
+                                    mptcp_subflows=2, base_sysctls=lambda: dict(BASE_SYSCTLS))
 
     def address(self, host, path):
         return ADDR[(host, path)]

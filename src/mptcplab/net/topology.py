@@ -34,7 +34,7 @@ import shlex
 import subprocess
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import latency, mptcpconf
 from ..core import kernel, log, netns, process
@@ -68,6 +68,37 @@ REPORTED_SYSCTLS = (
     "net.ipv4.tcp_timestamps", "net.core.wmem_max", "net.core.rmem_max",
     "net.mptcp.enabled", "net.mptcp.scheduler", "net.mptcp.minrtt_rp", "net.mptcp.stale_loss_cnt",
 )
+
+# Switches of a network (`switches`: each lab's [network] table, `--set network.KEY=VALUE`), each a
+# control of the kit's own choices against the paper's hosts (issue 37), read back from the kernel:
+# - min_tso_segs: every host's net.ipv4.tcp_min_tso_segs (the kit's 64; the kernel's own is 2).
+# - offloads: TSO, GSO and GRO on the end hosts' interfaces, as on real NICs. The emulator's ports
+#   keep them off, but a veth hands the sender's TSO skbs over whole, so the emulator's qdiscs
+#   delay, rate-limit and drop a sender's 64 KiB skb as one packet.
+# - sender_shaper: each path's a->b rate and queue imposed by a token bucket (tbf) on its `a` host's
+#   own interface instead of netem in the emulator, which keeps that direction's delay (and loss)
+#   only: the paper's hosts limited their NICs with tc and an emulator box added the delay. Skbs
+#   then wait in the sender's own qdisc, holding socket memory, so TCP Small Queues and the
+#   sender's qdisc act as on such a host (netem in the emulator frees each skb once it leaves the
+#   sender). The ACK direction keeps its emulated link.
+SWITCHES = {"min_tso_segs": KIT_MIN_TSO_SEGS, "offloads": False, "sender_shaper": False}
+
+
+def switches(table: dict | None) -> dict:
+    """A lab's [network] table -> Topology's keyword arguments (defaults for what it leaves out)."""
+    table = dict(table or {})
+    unknown = sorted(set(table) - set(SWITCHES))
+    if unknown:
+        raise UsageError(f"network: unknown switch(es) {', '.join(unknown)}; the switches are {', '.join(SWITCHES)}")
+    out = {**SWITCHES, **table}
+    if isinstance(out["min_tso_segs"], bool) or not isinstance(out["min_tso_segs"], int) or out["min_tso_segs"] < 1:
+        raise UsageError(f"network.min_tso_segs = {out['min_tso_segs']!r}: a whole number of segments >= 1 "
+                         f"(the kit's {KIT_MIN_TSO_SEGS}, the kernel's own 2)")
+    for key in ("offloads", "sender_shaper"):
+        if not isinstance(out[key], bool):
+            raise UsageError(f"network.{key} = {out[key]!r}: true or false")
+    return out
+
 
 # The offloads the kit turns off (commands()) and reads back into the manifest.
 OFFLOADS = ("tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload",
@@ -175,8 +206,10 @@ class Topology:
 
     def __init__(self, name: str, hosts, paths: list[NetPath], sysctls: dict | None = None,
                  mptcp_subflows: int | None = None, netem: bool | None = None,
-                 kernel_limits: dict[str, int] | None = None, bottleneck: Bottleneck | None = None) -> None:
+                 kernel_limits: dict[str, int] | None = None, bottleneck: Bottleneck | None = None,
+                 min_tso_segs: int = KIT_MIN_TSO_SEGS, offloads: bool = False, sender_shaper: bool = False) -> None:
         self.name = name
+        self.min_tso_segs, self.offloads, self.sender_shaper = min_tso_segs, offloads, sender_shaper  # SWITCHES
         self.hosts = tuple(hosts)
         self.paths = list(paths)
         self.bottleneck = bottleneck
@@ -219,6 +252,10 @@ class Topology:
         for h in self.sysctls:
             if h not in self.hosts:
                 raise UsageError(f"sysctls for unknown host {h!r}; hosts are {', '.join(self.hosts)}")
+        if self.sender_shaper:
+            unrated = [p.name for p in self.paths if p.link.rate_bps is None]
+            if unrated:
+                raise UsageError(f"sender_shaper: path(s) {', '.join(unrated)} have no rate for the sender to shape")
         if self.mptcp_subflows is not None:
             first = self.paths[0]
             usable = [p for p in self.paths if (p.a, p.b) == (first.a, first.b)]
@@ -286,14 +323,17 @@ class Topology:
                     Cmd(["ip", "-n", hns, "link", "set", p.name, "up"]),
                     Cmd(["ip", "-n", emu, "link", "set", edev, "up"]),
                 ]
-                # Offloads off: captures then show the segments TCP really sent, not 64 KB blobs.
+                # Offloads off: captures then show the segments TCP really sent, not 64 KB blobs
+                # (the offloads switch turns them on at the hosts, the emulator's ports keep them off).
                 for ns_, dev in ((hns, p.name), (emu, edev)):
-                    cmds.append(Cmd(["ip", "netns", "exec", ns_, "ethtool", "-K", dev, "tso", "off", "gso", "off",
-                                     "gro", "off"]))
+                    on = "on" if self.offloads and ns_ == hns else "off"
+                    cmds.append(Cmd(["ip", "netns", "exec", ns_, "ethtool", "-K", dev, "tso", on, "gso", on,
+                                     "gro", on]))
             cmds += self._link_cmds(p, netem)
+            cmds += self._shaper_cmds(p)
         cmds += self._bottleneck_cmds(netem)
         for h in self.hosts:
-            for key, value in {**BASE_SYSCTLS, **self.sysctls.get(h, {})}.items():
+            for key, value in {**self.base_sysctls(), **self.sysctls.get(h, {})}.items():
                 cmds.append(Cmd(["ip", "netns", "exec", self.ns(h), "sysctl", "-qw", f"{key}={value}"]))
         cmds += self._mptcp_cmds()
         return self._kernel_limit_cmds() + cmds
@@ -313,11 +353,29 @@ class Topology:
         return [Cmd(["sysctl", "-qw", f"{k}={need}"], f"the kernel's {k} is {was}: this network needs {need}")
                 for k, (was, need) in self.limits_raised().items()]
 
+    def base_sysctls(self) -> dict[str, str]:
+        """The sysctls every host gets (BASE_SYSCTLS with this network's min_tso_segs switch)."""
+        return {**BASE_SYSCTLS, "net.ipv4.tcp_min_tso_segs": str(self.min_tso_segs)}
+
     def netem_links(self, p: NetPath) -> tuple[LinkSpec, LinkSpec]:
         """The links the emulator applies on `p`: as configured, less the place's own latency on
-        it where that was measured above the RTT check's slack (latency.py)."""
+        it where that was measured above the RTT check's slack (latency.py); with the sender
+        shaper, the a->b link without its rate and queue (the sender's tbf has them)."""
         own = self.own_latency.get(p.name)
-        return own.netem_links(p.link, p.reverse) if own else (p.link, p.reverse)
+        link, reverse = own.netem_links(p.link, p.reverse) if own else (p.link, p.reverse)
+        if self.sender_shaper:
+            link = replace(link, rate_bps=None, queue_pkts=None)
+        return link, reverse
+
+    def _shaper_cmds(self, p: NetPath) -> list[Cmd]:
+        """The sender shaper's token bucket on `p`'s `a` host interface: the path's rate and queue
+        (LinkSpec's tbf: a bucket of 4 ms at the rate, the queue in bytes)."""
+        if not self.sender_shaper:
+            return []
+        bucket = LinkSpec(rate_bps=p.link.rate_bps, queue_pkts=p.link.queue_pkts)
+        return [Cmd(["tc", "-n", self.ns(p.a), "qdisc", "replace", "dev", p.name, "root",
+                     *bucket.qdisc_args(p.rtt_s, netem=False)],
+                    f"path {p.name}: the sender shaper, {bucket} on {p.a}'s own egress; the emulator adds the delay")]
 
     def _link_cmds(self, p: NetPath, netem: bool, links: tuple[LinkSpec, LinkSpec] | None = None,
                    why: str = "", previous: tuple[LinkSpec, LinkSpec] | None = None) -> list[Cmd]:
@@ -329,8 +387,13 @@ class Topology:
         def said(configured: LinkSpec, applied: LinkSpec) -> str:
             if why or applied == configured:
                 return why or str(configured)
-            return (f"{configured}; netem delay {applied.delay_s * 1e3:g} ms: the place's own latency on this path, "
-                    f"{self.own_latency[p.name].rtt_ms:.2f} ms a round trip, taken out (latency.py)")
+            text = str(configured)
+            if applied.delay_s != configured.delay_s:
+                text += (f"; netem delay {applied.delay_s * 1e3:g} ms: the place's own latency on this path, "
+                         f"{self.own_latency[p.name].rtt_ms:.2f} ms a round trip, taken out (latency.py)")
+            if applied.rate_bps != configured.rate_bps:
+                text += f"; its rate and queue on {p.a}'s own egress (sender_shaper), the rest here"
+            return text
 
         def qdisc(dev: str, spec: LinkSpec, before: LinkSpec | None, text: str) -> list[Cmd]:
             cmds = []
@@ -524,7 +587,7 @@ class Network:
         previous = self.topo.netem_links(p)
         p.link = LinkSpec.parse(link)
         p.reverse = p.link if reverse is None else LinkSpec.parse(reverse)
-        cmds = self.topo._link_cmds(p, self.topo._netem(), previous=previous)
+        cmds = self.topo._link_cmds(p, self.topo._netem(), previous=previous) + self.topo._shaper_cmds(p)
         self.check_all(cmds)  # both directions by one `tc`: together, mid-transfer
         return cmds
 
@@ -561,9 +624,13 @@ class Network:
             "bottleneck": ({"name": self.topo.bottleneck.name, "link": str(self.topo.bottleneck.link),
                             "paths": list(self.topo.bottleneck.paths)} if self.topo.bottleneck else None),
             "qdiscs": self.check(["tc", "-n", emu, "qdisc", "show"]).strip().splitlines(),
+            "switches": {k: getattr(self.topo, k) for k in SWITCHES},
+            # the sender shaper's qdiscs, read back (the emulator's are above)
+            "host_qdiscs": ({h: self.check(["tc", "-n", self.ns(h), "qdisc", "show"]).strip().splitlines()
+                             for h in sorted({p.a for p in self.topo.paths})} if self.topo.sender_shaper else {}),
             # Read back, not assumed: receive offloads would coalesce segments so one ACK covers many.
             "offloads": self.offloads_all(),
-            "sysctls_set": {h: {**BASE_SYSCTLS, **self.topo.sysctls.get(h, {})} for h in self.topo.hosts},
+            "sysctls_set": {h: {**self.topo.base_sysctls(), **self.topo.sysctls.get(h, {})} for h in self.topo.hosts},
             # Read back: the usual ones and every one the kit set (a lab's own, e.g. tcp_recovery).
             "sysctls": {h: self.sysctls(h, list(dict.fromkeys(
                 [*REPORTED_SYSCTLS, *BASE_SYSCTLS, *self.topo.sysctls.get(h, {})]))) for h in self.topo.hosts},

@@ -37,7 +37,7 @@ from ...measure.bulk import PORT
 from ...measure.observe import Capture, Counters, SsSampler, Tracing
 from ...measure.traffic import bulk, verify_capture
 from ...net.links import LinkSpec
-from ...net.topology import BASE_SYSCTLS, NetPath, Topology
+from ...net.topology import NetPath, Topology, switches
 from ...run.lab import Lab, Point, RunContext, link_with_delay
 from ...run.results import Sweep
 from .measure import kernel_view
@@ -59,7 +59,7 @@ SWEEP_SS_INTERVAL_S = 0.5
 # exist only in a kernel with the kit's patch (vagrant/uml/mptcp-minrtt-scheduler.patch).
 SCHEDULERS = {"default": ("default", None), "minrtt": ("minrtt", "0"), "minrtt+rp": ("minrtt", "1")}
 # tcp_min_tso_segs settings of the control: "kernel" is the kernel's own default (2, net/ipv4/tcp_ipv4.c),
-# any number is written as is; every other run has the kit's 64 (topology.BASE_SYSCTLS).
+# any number is written as is; every other run has the network's ([network] min_tso_segs: the kit's 64).
 TSO_KERNEL_DEFAULT = "2"
 # nstat counters each [paper_point] and detailed run keeps in its summary (its counters.json has all).
 SUMMARY_COUNTERS = {"rp_opp_retrans": "MPTcpExtMinRTTOppRetrans", "rp_penalised": "MPTcpExtMinRTTPenalised",
@@ -142,7 +142,7 @@ def topology(params: dict) -> Topology:
     # SO_SNDBUF is capped at net.core.wmem_max, a limit of the whole kernel (no namespace sets it).
     largest = max(p.values["buffer_bytes"] for p in sweep_points(params) + paper_points(params))
     return Topology("lab1", hosts=HOSTS, paths=paths, sysctls=params.get("sysctls", {}),
-                    mptcp_subflows=2, kernel_limits={"net.core.wmem_max": largest})
+                    mptcp_subflows=2, kernel_limits={"net.core.wmem_max": largest}, **switches(params.get("network")))
 
 
 def sweep_points(params: dict) -> list[Point]:
@@ -286,8 +286,9 @@ def points(params: dict, sweep: Sweep | None) -> list[Point]:
 
 def configure(net, point: Point, params: dict) -> None:
     """This run's send buffer (a wmem_max that does not cap it is the topology's), and the sender's MPTCP
-    scheduler and every host's tcp_min_tso_segs, each set back to the kit's own when a run does not
-    name it (one network carries every run of a sweep)."""
+    scheduler and every host's tcp_min_tso_segs, each set back to the network's own ([network]
+    min_tso_segs; the kit's scheduler) when a run does not name it (one network carries every run
+    of a sweep)."""
     v = point.values
     net.set_sysctl("snd", "net.ipv4.tcp_wmem", SendBuffer.of(v).tcp_wmem)  # its SO_SNDBUF: measure()
     sched, rp = SCHEDULERS[v.get("scheduler", "default")]
@@ -297,7 +298,7 @@ def configure(net, point: Point, params: dict) -> None:
     _set_if_changed(net, ["snd"], "net.mptcp.scheduler", sched, force="scheduler" in v)
     if rp is not None:
         net.set_sysctl("snd", "net.mptcp.minrtt_rp", rp)
-    tso = str(v.get("min_tso_segs", BASE_SYSCTLS["net.ipv4.tcp_min_tso_segs"]))
+    tso = str(v.get("min_tso_segs", net.topo.base_sysctls()["net.ipv4.tcp_min_tso_segs"]))
     tso = TSO_KERNEL_DEFAULT if tso == "kernel" else tso
     _set_if_changed(net, list(HOSTS), "net.ipv4.tcp_min_tso_segs", tso, force="min_tso_segs" in v)
 

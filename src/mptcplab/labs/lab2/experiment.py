@@ -25,7 +25,7 @@ from ...measure.bulk import PORT
 from ...measure.observe import Capture, SsSampler, Tracing
 from ...measure.traffic import Transfer, bulk, concurrent, start_time, udp_onoff
 from ...net.links import LinkSpec
-from ...net.topology import EMULATOR, Bottleneck, NetPath, Topology
+from ...net.topology import EMULATOR, Bottleneck, NetPath, Topology, switches
 from ...run.lab import Lab, Point, RunContext, link_with_delay
 from .measure import subflow_table
 
@@ -47,7 +47,7 @@ def topology(params: dict) -> Topology:
             raise UsageError(f"mobility entry {m}: needs a known path and 0 <= at < 1")
         LinkSpec.parse(link_with_delay(m, "mobility"))
     return Topology("lab2", hosts=("snd", "rcv"), paths=paths, sysctls=params.get("sysctls", {}),
-                    mptcp_subflows=len(paths))
+                    mptcp_subflows=len(paths), **switches(params.get("network")))
 
 
 def shared_topology(params: dict) -> Topology:
@@ -57,7 +57,7 @@ def shared_topology(params: dict) -> Topology:
     paths = [NetPath(name, "snd", "rcv", link_with_delay({"delay": spec.get("delay")}, f"paths.{name}"))
              for name, spec in params["paths"].items()]
     return Topology("lab2shared", hosts=("snd", "rcv"), paths=paths, sysctls=params.get("sysctls", {}),
-                    mptcp_subflows=len(paths),
+                    mptcp_subflows=len(paths), **switches(params.get("network")),
                     bottleneck=Bottleneck("shared", params["shared_bottleneck"]["link"], tuple(params["paths"])))
 
 
@@ -67,7 +67,7 @@ def fairness_topology(params: dict) -> Topology:
              for name in ("shared", "other")}
     return Topology("lab2fair", hosts=("snd", "rcv"),
                     paths=[NetPath("shared", "snd", "rcv", links["shared"]), NetPath("other", "snd", "rcv", links["other"])],
-                    sysctls=params.get("sysctls", {}), mptcp_subflows=2)
+                    sysctls=params.get("sysctls", {}), mptcp_subflows=2, **switches(params.get("network")))
 
 
 def algorithms(params: dict) -> list[cc.Algorithm]:

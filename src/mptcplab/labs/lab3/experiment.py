@@ -24,7 +24,7 @@ from ...measure.bulk import PORT
 from ...measure.observe import Capture, Counters, CpuTimes, QdiscSampler, SsSampler, qdisc_window
 from ...measure.traffic import bulk
 from ...net.links import WIRE_BYTES, LinkSpec
-from ...net.topology import EMULATOR, NetPath, Topology, port_facing
+from ...net.topology import EMULATOR, NetPath, Topology, port_facing, switches
 from ...run.lab import Lab, Point, RunContext, link_with_delay
 
 _log = log.get("lab3")
@@ -85,7 +85,7 @@ def topology(params: dict) -> Topology:
     p1 = params["paths"]["p1"]
     return Topology("lab3", hosts=("snd", "rcv"),
                     paths=[NetPath("p1", "snd", "rcv", link_with_delay(p1, "paths.p1"), f"delay={p1['delay']}")],
-                    sysctls=params.get("sysctls", {}))
+                    sysctls=params.get("sysctls", {}), **switches(params.get("network")))
 
 
 RECOVERIES = ("TcpExtTCPSackRecovery", "TcpExtTCPRenoRecovery")  # nstat: fast recoveries entered

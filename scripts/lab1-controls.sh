@@ -9,7 +9,8 @@
 # at ~29 s of wall-clock time per 10 s run, plus its setup check.
 #
 #   scripts/lab1-controls.sh plan ARM     the runs of each shard (mptcplab run --dry-run)
-#   scripts/lab1-controls.sh ARM          the three shards (each resumes where it stopped), then the merge
+#   scripts/lab1-controls.sh ARM          the three shards (each resumes where it stopped), the merge,
+#                                         then the arm kept beside the reference as controlled/held-ARM
 #
 # Arms: base         the held point as shipped, again (the reference's ran two kernels at once)
 #       shaper       a token bucket at the paths' rate on the sender's egress, netem delay only
@@ -49,5 +50,7 @@ case "${1:-}" in
     *)
         arm_args "$1"
         for k in 1 2 3; do sudo "$MPTCPLAB" run lab1 "${HELD[@]}" "${SW[@]}" --shard "$k/3" --out "$OUT/$1-$k"; done
-        "$MPTCPLAB" merge "$OUT/$1-1" "$OUT/$1-2" "$OUT/$1-3" --out "$OUT/$1" ;;
+        "$MPTCPLAB" merge "$OUT/$1-1" "$OUT/$1-2" "$OUT/$1-3" --out "$OUT/$1"
+        # kept beside the reference, where Lab 1's ledger reads it (claims.HELD_ARMS; base: no cause)
+        "$MPTCPLAB" notebooks reference lab1 "$OUT/$1" --controlled "held-$1" ;;
 esac

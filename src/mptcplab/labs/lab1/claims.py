@@ -27,6 +27,7 @@ from .controls import wait_table
 from .detail import Detail, find_details, load_details, subflow_inflight
 from .measure import cwnd_drops
 from .paper_point import load_paper_point
+from .second_place import CONTROLLED_DIR
 from .sweep import PAPER, _kib, load_sweep
 
 MIB = 1 << 20
@@ -46,7 +47,33 @@ def tables(results_dir: Path | str) -> dict:
     details = load_details(d) if find_details(d) else []
     return {"sweep": sweep, "paper": load_paper_point(d),
             "waits": wait_table(details, sweep) if details else pd.DataFrame(),
-            "observed": observed(d)}
+            "observed": observed(d), "arms": held_arms(d)}
+
+
+# The held point's controls (scripts/lab1-controls.sh): each arm a switch of the network, kept beside
+# the reference as controlled/held-ARM (`mptcplab notebooks reference lab1 RUN --controlled held-ARM`).
+HELD_ARMS = {"shaper": "the paper's tc shaper on the sender's own NIC (netem rate and delay in one emulator)",
+             "offloads": "the paper's hosts' TSO, GSO and GRO (the kit turns them off)",
+             "tso2": "the kit's tcp_min_tso_segs 64 (the paper's kernel had 2)",
+             "paper_hosts": "the paper's hosts: its shaper, offloads and tcp_min_tso_segs 2 together",
+             "rmem": "the receiver's tcp_rmem (the paper's 4096 87380 6291456; 6.12 starts at 131072)"}
+
+
+def held_arms(results_dir: Path | str) -> dict[str, pd.DataFrame]:
+    """arm -> the paper point of controlled/held-ARM beside a reference (none in a student's run)."""
+    root = Path(results_dir) / CONTROLLED_DIR
+    return {arm: load_paper_point(root / f"held-{arm}") for arm in HELD_ARMS
+            if (root / f"held-{arm}" / "paper-point.csv").exists()}
+
+
+def _held_arm(arm: str):
+    """With the arm's switch, does held minrtt+rp fall below single-path TCP, as in the paper?"""
+    def decide(t: dict) -> Verdict:
+        if arm not in t.get("arms", {}):
+            raise KeyError(f"controlled/held-{arm} (scripts/lab1-controls.sh {arm}, then kept with --controlled "
+                           f"held-{arm})")
+        return _against_tcp({"paper": t["arms"][arm]}, "held", MINRTT_RP, f"held at 1 MiB, arm {arm}")
+    return decide
 
 
 def judged(results_dir: Path | str) -> dict:
@@ -204,14 +231,11 @@ CLAIMS: tuple[Claim, ...] = (
           _slower_than_tcp,
           (Control("held-1MiB", "the MPTCP socket's buffer: upstream gives it tcp_wmem[0] plus its subflows' buffers, "
                                 "the paper's kernel capped it at tcp_wmem[2]", _held(MINRTT_RP)),
-           Control("tso-2", "the kit's tcp_min_tso_segs 64 (the paper's kernel had 2)",
-                   lambda t: Verdict.missing("the tcp_min_tso_segs control ran with upstream's scheduler only")),
+           *(Control(f"held-{arm}", cause, _held_arm(arm)) for arm, cause in HELD_ARMS.items()),
            Control("accounting", "the paper's kernel charged a new skb head per cut to its 1 MiB, so it held "
                                  "less data",
                    lambda t: Verdict.missing("the held 512/640/768 KiB runs are not in the results (not yet "
-                                             "re-measured on the current kernel build)")),
-           Control("place", "the paper's NICs and tc shaper against netem in one kernel",
-                   lambda t: Verdict.missing("the paper's scheduler ran in one place only (the kit's UML kernel)")))),
+                                             "re-measured on the current kernel build)")))),
     Claim("slower-than-tcp-upstream",
           "the same on today's upstream Linux: MPTCP at tcp_wmem 1 MiB carries less than one TCP connection "
           "on the fast path", f"{PAPER['mptcp_mbps_mean']} Mbit/s (the paper's kernel)", "Sec. III-B",

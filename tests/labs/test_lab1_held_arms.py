@@ -1,0 +1,49 @@
+"""Lab 1's held-point controls in the ledger (issue 37): each switch's arm, kept beside a reference as
+controlled/held-ARM (scripts/lab1-controls.sh), tests its cause of the headline's divergence."""
+
+import shutil
+
+import pandas as pd
+
+from mptcplab.judge import claims
+from mptcplab.labs.lab1 import claims as ledger
+from mptcplab.run.lab import REPO_ROOT
+
+REF = REPO_ROOT / "solutions" / "results" / "lab1"
+
+
+def headline(t):
+    [c] = [c for c in claims.evaluate(ledger.CLAIMS[:1], t)]
+    return {k["control"]: k for k in c["causes"]}
+
+
+def held(mptcp, tcp):
+    """A made-up arm's held point: minrtt+rp and single-path TCP held at 1 MiB."""
+    rows = [{"group": "held", "config": "mptcp", "scheduler": "minrtt+rp", "mbps": m} for m in mptcp]
+    rows += [{"group": "held", "config": "tcp-fast", "scheduler": None, "mbps": x} for x in tcp]
+    return pd.DataFrame(rows)
+
+
+def test_every_arm_is_a_control_of_the_headline_and_not_measured_until_kept():
+    causes = headline(ledger.tables(REF))
+    for arm in ledger.HELD_ARMS:
+        assert causes[f"held-{arm}"]["status"] == claims.UNMEASURED
+        assert f"scripts/lab1-controls.sh {arm}" in causes[f"held-{arm}"]["note"]
+
+
+def test_an_arm_that_brings_mptcp_below_tcp_measures_its_cause():
+    t = {**ledger.tables(REF), "arms": {"shaper": held([44, 47, 50, 46, 45, 48, 43, 49, 47, 46],
+                                                       [93, 94, 93, 92, 94, 93, 94, 93, 92, 93])}}
+    causes = headline(t)
+    assert causes["held-shaper"]["status"] == claims.HOLDS
+    assert causes["held-offloads"]["status"] == claims.UNMEASURED
+
+
+def test_an_arm_kept_beside_a_reference_is_read_from_its_folder(tmp_path):
+    """The reference's own held point copied in as an arm: the same comparison as held-1MiB's."""
+    shutil.copytree(REF / "paper-point", tmp_path / "controlled" / "held-tso2")
+    arms = ledger.held_arms(tmp_path)
+    assert list(arms) == ["tso2"]
+    t = {**ledger.tables(REF), "arms": arms}
+    causes = headline(t)
+    assert causes["held-tso2"]["numbers"] == causes["held-1MiB"]["numbers"]

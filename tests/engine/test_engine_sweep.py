@@ -9,6 +9,7 @@ import pytest
 from mptcplab.cli import main
 from mptcplab.core import paths
 from mptcplab.labs.lab1 import experiment as l1
+from mptcplab.net.topology import BASE_SYSCTLS
 from mptcplab.run import engine
 from mptcplab.run.lab import Lab, Point, RunContext, get_lab
 from mptcplab.run.results import Sweep, git_commit, tool_versions
@@ -19,7 +20,7 @@ class FakeNet:
 
     def __init__(self):
         self.sysctls = {"snd": {"net.ipv4.tcp_wmem": "4096 16384 4194304", "net.core.wmem_max": str(1 << 30)}}
-        self.topo = SimpleNamespace(paths=[SimpleNamespace(a="snd", b="rcv")])
+        self.topo = SimpleNamespace(paths=[SimpleNamespace(a="snd", b="rcv")], base_sysctls=lambda: dict(BASE_SYSCTLS))
 
     def set_sysctl(self, host, key, value):
         self.sysctls.setdefault(host, {})[key] = str(value)

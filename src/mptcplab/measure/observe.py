@@ -4,9 +4,12 @@ Every source writes into the run directory and says in `rundir.manifest["observa
 recorded, or why it could not (a kernel without kprobes, a missing tracepoint), instead of
 silently producing nothing. All tables use epoch seconds in a column named `time`.
 
-    with Capture(net, "snd", rd), Tracing(net, rd, port=5201, sndbuf_waits=True), \\
-         SsSampler(net, "snd", rd, port=5201), Counters(net, "snd", rd), QdiscSampler(net, "emu", rd, "b-p1"):
+    with Capture(net, "snd", rd), Tracing(net, rd, port=PORT, sndbuf_waits=True), \\
+         SsSampler(net, "snd", rd, port=PORT), Counters(net, "snd", rd), \\
+         QdiscSampler(net, EMULATOR, rd, port_facing("p1")):
         bulk(...)
+
+(PORT: bulk.PORT, the transfers' port; EMULATOR and port_facing: net.topology.)
 """
 
 from __future__ import annotations

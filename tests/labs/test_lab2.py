@@ -12,6 +12,8 @@ from mptcplab.core.errors import UsageError
 from mptcplab.labs.lab2 import analysis as la
 from mptcplab.labs.lab2 import experiment as l2
 from mptcplab.labs.lab2 import measure as l2m
+from mptcplab.labs.lab2 import raw as l2raw
+from mptcplab.labs.lab2 import reference as l2ref
 from mptcplab.run.lab import get_lab
 
 SS = """\
@@ -449,7 +451,7 @@ def test_a_fairness_runs_split_is_counted_from_its_capture_after_the_run(tmp_pat
     with Sweep(tmp_path).run("fair-lia-r1", {}) as rd:
         rd.write_text("links.pcap", "")
         rd.summary.update({"algo": "lia", "rep": 1, "mptcp_mbps": 5.0, "tcp_mbps": 2.4, "link_capture": capture})
-    monkeypatch.setattr(la, "link_packets", lambda pcap: _fake_link(flows))
+    monkeypatch.setattr(l2raw, "link_packets", lambda pcap: _fake_link(flows))
     run = tmp_path / "fair-lia-r1"
     assert la.convert_raw(tmp_path) == ["fair-lia-r1"] and la.convert_raw(tmp_path) == []
     s = json.loads((run / "summary.json").read_text())
@@ -461,7 +463,7 @@ def test_a_fairness_runs_split_is_counted_from_its_capture_after_the_run(tmp_pat
     with Sweep(tmp_path).run("fair-lia-r2", {}) as rd:
         rd.write_text("links.pcap", "")
         rd.summary.update({"algo": "lia", "rep": 2, "mptcp_mbps": 5.0, "tcp_mbps": 2.4, "link_capture": capture})
-    monkeypatch.setattr(la, "link_packets", lambda pcap: _fake_link(flows[:1]))  # TCP alone on the link
+    monkeypatch.setattr(l2raw, "link_packets", lambda pcap: _fake_link(flows[:1]))  # TCP alone on the link
     with pytest.raises(ExperimentFailed, match="fair-lia-r2: the emulator saw no span"):
         la.convert_raw(tmp_path)
 
@@ -587,7 +589,7 @@ def test_a_re_made_reference_reports_the_controlled_runs_kept_beside_it(tmp_path
     there, so the divergence rows keep their controlled runs (the sweep has none of its own)."""
     import shutil
 
-    monkeypatch.setattr(la, "compact", lambda sweep: None)  # the stand-in sweep holds compact tables only
+    monkeypatch.setattr(l2ref, "compact", lambda sweep: None)  # the stand-in sweep holds compact tables only
 
     shipped = Path(__file__).parents[2] / "solutions" / "results" / "lab2"
     sweep, ref = tmp_path / "sweep", tmp_path / "ref"

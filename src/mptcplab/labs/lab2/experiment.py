@@ -326,6 +326,6 @@ LAB = Lab(id="lab2", slug="02-delay-window-cc",
           # the notebook's graded functions: Q1's rule, Q4's table, Q7's share and Q8's verdicts (the
           # CS218 simulations run the student's rule, or a stand-in without the delay window)
           answer_keys={"ccref": ("cs218_increase", "delay_window"),
-                       "analysis": ("throughput_table", "fairness_table", "_share")},
+                       "throughput": ("throughput_table",), "fairness": ("fairness_table", "_share")},
           answer_columns={},  # the reference tables hold per-run inputs; every answer is a statistic over them
           held_out=lab2_unseen.held_out, unseen_answers=lab2_unseen.answers)

@@ -139,7 +139,7 @@ def test_every_public_message_is_short_and_gives_nothing_away(lab, monkeypatch):
     hidden = leakscan.flat(answers) + leakscan.flat(drawn["answers"])
     source = _source_lines(lab)
 
-    provoked = 0
+    provoked, problems = 0, []
     for grading in (False, True):  # the student's Jupyter, then the grader's checker
         if grading:
             monkeypatch.setenv("MPTCPLAB_GRADING", "1")
@@ -152,16 +152,21 @@ def test_every_public_message_is_short_and_gives_nothing_away(lab, monkeypatch):
                         env = {**{n: sol[n] for n in names}, name: wrong}
                         for message in _run_public(src, q, env):
                             provoked += 1
-                            where = (lab, q, name, "graded" if grading else "jupyter", message)
-                            lines = message.splitlines()
-                            assert len(lines) <= MAX_SHOWN, where
+                            where = f"{q} {name} ({'graded' if grading else 'jupyter'}): {message!r}"
+                            if len(message.splitlines()) > MAX_SHOWN:
+                                problems.append(f"{len(message.splitlines())} lines: {where}")
                             flat = " ".join(message.split())
-                            assert not [ln for ln in source if ln in flat], where
+                            quoted = [ln for ln in source if ln in flat]
+                            if quoted:
+                                problems.append(f"quotes its source {quoted[0]!r}: {where}")
                             own = leakscan.flat(getattr(wrong, "returned", wrong))
-                            found = [(x, h) for x, h in leakscan.leaks(message, hidden)
-                                     if not any(math.isclose(x, o, rel_tol=1e-3) for o in own)]
-                            assert not found, (found[:3], where)
+                            found = sorted({x for x, h in leakscan.leaks(message, hidden)
+                                            if not any(math.isclose(x, o, rel_tol=1e-3) for o in own)})
+                            if found:
+                                problems.append(f"answer values {found[:3]}: {where}")
         finally:
             reference.provide({})
             monkeypatch.delenv("MPTCPLAB_GRADING", raising=False)
     assert provoked >= len(tests), f"{lab}: only {provoked} public failures provoked for {len(tests)} questions"
+    problems = list(dict.fromkeys(problems))
+    assert not problems, f"{lab}: {len(problems)} public messages:\n" + "\n".join(problems[:12])

@@ -170,9 +170,13 @@ def test_merge_refuses_a_directory_that_is_not_a_finished_shard(tmp_path):
 
 
 def test_merge_lays_the_runs_out_as_one_host_would_and_builds_the_same_tables(tmp_path, monkeypatch):
-    """With a toy lab whose table lists its runs: merged == the same runs copied into one directory."""
+    """With a toy lab whose table lists its runs: merged == the same runs copied into one directory
+    and concluded there (runner.conclude: the summary, provenance, claims and report a run leaves)."""
     import shutil
 
+    from mptcplab.run.runner import conclude
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # conclude's run index, not the user's
     p = params()
     shards = [fake_shard(tmp_path, k, 3, p) for k in (1, 2, 3)]
 
@@ -191,11 +195,10 @@ def test_merge_lays_the_runs_out_as_one_host_would_and_builds_the_same_tables(tm
         for d in s.iterdir():
             if d.is_dir() and (d.name != "verify" or s == shards[0]):
                 shutil.copytree(d, one / d.name)
-    finish(RunContext(toy, p, one, True, "uml"))
-    assert (out / "table.csv").read_text() == (one / "table.csv").read_text()
-    assert sorted(x.name for x in out.iterdir()) == sorted(
-        ["lab-summary.json", "merge.json", "paper-vs-this-run.md", "shards", "table.csv", *[x.name for x in one.iterdir()
-                                                                                          if x.name != "table.csv"]])
+    conclude(toy, one, finish(RunContext(toy, p, one, True, "uml")))
+    for name in ("table.csv", "lab-summary.json", "runs-manifest.csv", "claims.json", "paper-vs-this-run.md"):
+        assert (out / name).read_text().replace(str(out), str(one)) == (one / name).read_text(), name  # claims name the folder
+    assert sorted(x.name for x in out.iterdir()) == sorted(["merge.json", "shards", *[x.name for x in one.iterdir()]])
     assert sorted(x.name for x in (out / "shards").iterdir()) == ["shard-1-of-3", "shard-2-of-3", "shard-3-of-3"]
     assert (out / "shards" / "shard-2-of-3" / "verify").is_dir() and not (out / "shards" / "shard-1-of-3" / "verify").exists()
     assert json.loads((out / "merge.json").read_text())["shards"][1]["hosts"] == ["node2"]

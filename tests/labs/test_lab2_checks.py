@@ -149,6 +149,11 @@ Q5_WRONG = {
     "both variants": lambda t: t[t.algo == "cs218"].mean_mbps.sum() / t[t.algo == "lia"].mean_mbps.sum(),
     "the CIs": lambda t: static(t).loc["cs218", "ci95_mbps"] / static(t).loc["lia", "ci95_mbps"],
     "a difference": lambda t: static(t).loc["cs218", "mean_mbps"] - static(t).loc["lia", "mean_mbps"],
+    # Rows picked by position: on the reference's tp_table (sorted by variant) .iloc[0] is the mobility row.
+    "first row per algorithm": lambda t: (t[t.algo == "cs218"].mean_mbps.iloc[0]
+                                          / t[t.algo == "lia"].mean_mbps.iloc[0]),
+    "last row per algorithm": lambda t: (t[t.algo == "cs218"].mean_mbps.iloc[-1]
+                                         / t[t.algo == "lia"].mean_mbps.iloc[-1]),
 }
 
 
@@ -156,6 +161,15 @@ def test_q5():
     checks.q5(lambda t: static(t).loc["cs218", "mean_mbps"] / static(t).loc["lia", "mean_mbps"])
     for wrong in Q5_WRONG.values():
         fails(checks.q5, wrong)
+
+
+def test_q5_first_row_is_the_mobility_row_of_the_reference():
+    """The public check's made-up table catches .iloc[0], which on the reference's own tp_table
+    gives the mobility ratio, and says so."""
+    first = Q5_WRONG["first row per algorithm"]
+    ref = table(TP)
+    assert abs(first(ref) - Q5_WRONG["mobility"](ref)) < 1e-12
+    assert "by position (.iloc[0]" in fails(checks.q5, first)
 
 
 def better(t, a, b):

@@ -155,11 +155,13 @@ def q4(my_throughput_table, tp_table, tp) -> None:
 
 
 # A made-up table in tp_table's shape: CS218 and LIA in both variants, the intervals chosen so that
-# each mistake below gives another answer.
+# each mistake below gives another answer. The rows are in no variant order (LIA's static row first,
+# CS218's mobility row first), so a row picked by position (.iloc[0], .iloc[-1]) is the wrong variant
+# for one of the two: on tp_table, sorted by variant, .iloc[0] is every algorithm's mobility row.
 TABLE = pd.DataFrame({"algo": ["lia", "cs218", "coupled", "lia", "cs218"],
-                      "variant": ["static", "static", "static", "mobility", "mobility"],
-                      "mean_mbps": [10.0, 12.0, 11.5, 8.0, 6.0],
-                      "ci95_mbps": [0.5, 1.0, 1.2, 0.4, 0.3],
+                      "variant": ["static", "mobility", "static", "mobility", "static"],
+                      "mean_mbps": [10.0, 6.0, 11.5, 8.0, 12.0],
+                      "ci95_mbps": [0.5, 0.3, 1.2, 0.4, 1.0],
                       "runs": [10] * 5})
 
 
@@ -170,6 +172,10 @@ def q5(cs218_vs_lia) -> None:
            "Hint: CS218's mean divided by LIA's.")
     expect(not _close(v, 6.0 / 8.0) and not _close(v, 18.0 / 18.0), "On a made-up table your function uses the "
            "mobility rows (or both variants).\nHint: keep the static variant only.")
+    expect(not _close(v, 6.0 / 10.0) and not _close(v, 12.0 / 8.0), "On a made-up table whose rows are in no "
+           "variant order, your function takes CS218's row of one variant and LIA's of the other: it picks rows by "
+           "position (.iloc[0] or .iloc[-1]), not by variant.\nHint: select variant == 'static' first, then each "
+           "algorithm's row.")
     expect(_close(v, 12.0 / 10.0), f"On a made-up table (static: CS218 12.0 ± 1.0, LIA 10.0 ± 0.5 Mbit/s) your function "
            f"returns {v:.4g}, not the ratio of the two means.\nHint: use mean_mbps, not ci95_mbps.")
 

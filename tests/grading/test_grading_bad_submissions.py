@@ -35,7 +35,7 @@ EXPECTED = {
     "big_global": (3, "`big`: too large to grade"),  # 5. one 72 MB global does not cost the rest
     "symlink_out": (1, None),  # 6. links are never followed; peak's value was replaced by a link: lost
     "sigint_runner": (3, "ignored the interrupt"),  # 7. values computed before survive
-    "malformed_cell": (3, "cell 5 is malformed"),  # 7. reported by index, the rest graded
+    "malformed_cell": (3, "the 5th cell"),  # 7. reported by index, the rest graded
     "dup_a": (3, "same student id"),  # 7. `dup a` and `dup_a`: both graded, neither lost
     "dup_a-2": (3, "same student id"),
     "unfilled": (0, "not answered yet"),  # 8. no points for the notebook as handed out

@@ -82,6 +82,20 @@ class Autograder:
 
         return {q: float(test_file(src, q).possible) for q, src in self.tests().items()}
 
+    def written(self) -> dict[str, float]:
+        """question -> points of the questions the instructor grades by hand (`manual: true` in the
+        master's question config): no check scores them, so a report's score leaves them out."""
+        import yaml
+
+        out = {}
+        for c in json.loads(self.master.read_text()).get("cells", []):
+            src = "".join(c.get("source", ""))
+            if c.get("cell_type") == "raw" and src.lstrip().startswith("# BEGIN QUESTION"):
+                config = yaml.safe_load(src) or {}
+                if config.get("manual"):
+                    out[str(config["name"])] = float(config.get("points") or 0)
+        return out
+
 
 def autograder_for(master: Path, build: Path = ASSIGN_DIR, *, rebuild: bool = False) -> Autograder:
     """The autograder of a master, assigning it first when missing or older than the master."""

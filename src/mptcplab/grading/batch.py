@@ -203,7 +203,8 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
               refuse: str | None = None) -> dict:
     """Grade one submission; `refuse`: a reason not to run it at all (its row says so)."""
     result: dict = {"student": sid, "submission": str(submission), "lab": ag.stem, "questions": [],
-                    "score": 0.0, "possible": sum(ag.points().values()), "problems": [], "internal": []}
+                    "score": 0.0, "possible": sum(ag.points().values()), "problems": [], "internal": [],
+                    "written": ag.written()}
     started = time.monotonic()
     try:
         if refuse:

@@ -1,7 +1,12 @@
 """A batch as handed in: which lab each submission belongs to, graded lab by lab, and every file a row.
 
 The lab is read from the file's bytes (`files.read_submission`: never through a link): Otter's
-first cell names it (`otter.Notebook("01-send-buffer.ipynb")`). A file the grader refuses to read
+first cell names it (`otter.Notebook("01-send-buffer.ipynb")`). A student who works in a renamed
+copy must edit that cell (Otter opens the file it names), so a notebook whose first cell names no
+lab is placed by its text: the lab whose master shares most of its markdown cells (the questions'
+wording, which students do not edit), when that lab shares at least `MATCH_MIN` of them and over
+twice as many as any other (each shipped notebook shares all of its markdown with its own master
+and none with another's). A file the grader refuses to read
 (a link, a FIFO, a directory named `*.ipynb`, a hard link) is sorted by its name's `NN-` prefix if
 it has one. What cannot be placed never stops the batch: in a batch of one lab it joins that lab
 (garbage is then graded as unreadable, a refused file as refused) and a file naming a lab the kit
@@ -12,6 +17,8 @@ Every gradebook is written.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from pathlib import Path
 
@@ -21,19 +28,61 @@ from .files import Oversized, Refused, read_submission
 
 UNKNOWN = "unknown-lab"  # the folder of a mixed batch's rows whose lab cannot be told
 OTTER_INIT = re.compile(rb'otter\.Notebook\(\\?"(\d\d-[\w-]+)\.ipynb')
+MATCH_MIN = 5  # markdown cells a notebook must share with a master to be placed by its text
 
 
-def lab_of(path: Path, cap: int) -> tuple[str | None, str | None]:
-    """(the lab a submission names, why it cannot be read as a notebook or None)."""
+def _markdown(nb: object) -> set[str]:
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    out = set()
+    for c in cells if isinstance(cells, list) else []:
+        if isinstance(c, dict) and c.get("cell_type") == "markdown":
+            src = c.get("source", "")
+            text = "".join(src) if isinstance(src, list) and all(isinstance(x, str) for x in src) else src
+            if isinstance(text, str) and text.strip():
+                out.add(text.strip())
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _master_markdown(master: Path, mtime_ns: int) -> frozenset[str]:  # read once per batch, again if edited
+    return frozenset(_markdown(json.loads(master.read_bytes())))
+
+
+def lab_by_text(data: bytes, solutions: Path = autograder.SOLUTIONS) -> str | None:
+    """The master a notebook's markdown cells come from (see the module's docstring), or None."""
     try:
-        m = OTTER_INIT.search(read_submission(path, cap))
+        mine = _markdown(json.loads(data))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    shared = sorted(((len(mine & _master_markdown(m, m.stat().st_mtime_ns)), m.stem) for m in autograder.masters(solutions)),
+                    reverse=True)
+    if not shared or shared[0][0] < MATCH_MIN or (len(shared) > 1 and shared[1][0] * 2 >= shared[0][0]):
+        return None
+    return shared[0][1]
+
+
+def lab_of(path: Path, cap: int, solutions: Path = autograder.SOLUTIONS) -> tuple[str | None, str | None]:
+    """(the lab a submission names, or whose text it is; why it cannot be read as a notebook or None)."""
+    try:
+        data = read_submission(path, cap)
+        m = OTTER_INIT.search(data)
         if m:
             return m[1].decode(), None
+        by_text = lab_by_text(data, solutions)
+        if by_text:
+            return by_text, None
         why = None
     except (Refused, Oversized) as exc:  # not read: its name is all there is
         why = exc.args[0] if isinstance(exc, Refused) else None
     m = re.match(r"(\d\d)-", path.name)
     return (m[1] if m else None), why
+
+
+def cannot_tell(solutions: Path = autograder.SOLUTIONS) -> str:
+    """Why a readable file has no lab, and what to restore."""
+    inits = " or ".join(f'`grader = otter.Notebook("{m.name}")`' for m in autograder.masters(solutions))
+    return ("its lab cannot be told: its first code cell names no lab's notebook and its text is no lab's; restore "
+            f"that cell as handed out, {inits} (the grader runs every copy under its lab's name, whatever the file is called)")
 
 
 def sort_by_lab(subs: list[Path], lab: str | None, cap: int, solutions: Path = autograder.SOLUTIONS
@@ -45,10 +94,10 @@ def sort_by_lab(subs: list[Path], lab: str | None, cap: int, solutions: Path = a
     named_no_lab: list[Path] = []
     unknown: dict[Path, str] = {}
     for s in subs:
-        name, why = lab_of(s, cap)
+        name, why = lab_of(s, cap, solutions)
         if name is None:
             named_no_lab.append(s)
-            unknown[s] = why or "its lab cannot be told (it is not a notebook of this kit, or Otter's first cell is gone)"
+            unknown[s] = why or cannot_tell(solutions)
             continue
         try:
             groups.setdefault(autograder.find_master(name, solutions), []).append(s)

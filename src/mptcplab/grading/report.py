@@ -1,9 +1,10 @@
 """What a student reads (report.md) and what the instructor keeps (report.json).
 
 A student's report says what they can act on: the score per question, each failing *public*
-check's message, how many hidden checks failed (never their text), and what went wrong while the
-notebook ran, by cell number, in words. Machinery paths, tracebacks and runner internals go to
-report.json only. A question whose answer cells are still the handed-out `...` scores nothing
+check's message, how many hidden checks failed (never their text), which written answers (and
+how many points) the instructor still grades, and what went wrong while the notebook ran, in
+words, each cell named as JupyterLab shows it (its place from the top, its first line, the check
+below it). Machinery paths, tracebacks and runner internals go to report.json only. A question whose answer cells are still the handed-out `...` scores nothing
 (even if a check happens to hold on shipped data) and its follow-on errors are folded into
 "not answered yet".
 """
@@ -77,6 +78,35 @@ def unanswered(template: dict[str, list[str]], sources: list[str]) -> set[str]:
 
 # ---------------------------------------------------------------- words a student can act on
 
+def natural(question: str) -> list:
+    """Sort key: q2 before q16, as the notebook asks them."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", question)]
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def cell_name(index: int, sources: list[str]) -> str:
+    """A cell as a student finds it in JupyterLab, which shows no numbers: its place from the top
+    (`index` counts from 1, as the runner does), its first line, and the question check below it."""
+    name = f"the {_ordinal(index)} cell"
+    if not 0 < index <= len(sources):
+        return name
+    first = next((ln.strip() for ln in sources[index - 1].splitlines() if ln.strip()), "")
+    first = first.replace("`", "'")
+    words = [f"starting `{first[:40]}{'…' if len(first) > 40 else ''}`"] if first else []
+    below = next((m[1] for s in sources[index - 1:] for m in [re.search(r"grader\.check\(\s*[\"'](\w+)[\"']", s)] if m), None)
+    if below:
+        words.append(f"above {below}'s check")
+    return name + (f" ({', '.join(words)})" if words else "")
+
+
+def _cells(indices, sources: list[str]) -> str:
+    return "; ".join(cell_name(i, sources) for i in indices)
+
+
 _PATHS = [(re.escape(str(REPO_ROOT)) + r"/", ""), (re.escape(sys.prefix) + r"/\S*?site-packages/", ""),
           (r"/usr/lib/python3[\d.]*/(site-packages/|dist-packages/)?", ""), (r"/tmp/[\w.-]*mlab[\w.-]*/\S*", "…")]
 
@@ -119,7 +149,7 @@ def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) 
             q["score"] = 0.0
     problems = result["problems"]
     for item in status.get("malformed_cells", []):
-        problems.append(f"cell {item['cell']} is malformed ({item['why']}) and was skipped; the other cells ran")
+        problems.append(f"{cell_name(item['cell'], sources)} is malformed ({item['why']}) and was skipped; the other cells ran")
     if status.get("fatal"):
         if status["fatal"] == "DeadKernelError":
             problems.append(f"the Python kernel died (memory limit {opt.limits.memory_mb} MiB per process and "
@@ -133,12 +163,13 @@ def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) 
     timed = set(status.get("timed_out_cells", []))
     for index in sorted(timed):
         if index == status.get("stuck_cell"):
-            problems.append(f"cell {index} ran longer than {opt.cell_timeout} s and ignored the interrupt: the cells "
+            problems.append(f"{cell_name(index, sources)} ran longer than {opt.cell_timeout} s and ignored the interrupt: the cells "
                             "after it did not run; values computed before it were kept and graded")
         else:
-            problems.append(f"cell {index} ran longer than {opt.cell_timeout} s and was interrupted (the cells after it still ran)")
+            problems.append(f"{cell_name(index, sources)} ran longer than {opt.cell_timeout} s and was interrupted (the cells after it still ran)")
     if status.get("deadline"):
-        problems.append(f"the notebook reached its {opt.limits.wall_s} s limit at cell {status.get('stopped_at_cell')}; "
+        problems.append(f"the notebook reached its {opt.limits.wall_s} s limit at "
+                        f"{cell_name(status.get('stopped_at_cell') or 0, sources)}; "
                         "the cells from there on did not run; values computed before were graded")
     if status.get("executed") and not status.get("env_saved"):
         problems.append("the values your notebook computed could not be saved for checking (did it fill /tmp or "
@@ -154,29 +185,38 @@ def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) 
                         "were graded); show fewer or smaller figures")
     folded, hidden_keys = [], []
     hidden_names: set[str] = set()  # names that cells drawing a hidden answer key would have set
+    otter_renamed = 0
     for err in status.get("cell_errors", []):
         i = err["cell"]
         if i in timed and err["ename"] == "KeyboardInterrupt":
             continue
         src = sources[i - 1].strip() if 0 < i <= len(sources) else ""
         missing = re.match(r"name '(\w+)' is not defined", err.get("evalue") or "")
-        if err["ename"] == "AnswerKeyHidden" or (err["ename"] == "NameError" and missing and missing[1] in hidden_names):
+        if err["ename"] == "FileNotFoundError" and "otter.Notebook(" in src:  # a copy renamed, cell 0 edited to match
+            otter_renamed = i
+        elif otter_renamed and err["ename"] == "NameError" and missing and missing[1] == "grader":
+            continue  # the check cells' `grader`, which that cell did not make: the checks run without it
+        elif err["ename"] == "AnswerKeyHidden" or (err["ename"] == "NameError" and missing and missing[1] in hidden_names):
             hidden_keys.append(i)  # the kit's hidden function, or a cell that needed what it would have made
             hidden_names |= _names(src)
         elif src in template_cells or _is_follow_on(err):
             folded.append(i)
         else:
-            problems.append(f"cell {i} raised {plain(err['ename'], 80)}: {plain(err['evalue'])}")
+            problems.append(f"{cell_name(i, sources)} raised {plain(err['ename'], 80)}: {plain(err['evalue'])}")
     if todo:
-        qs = ", ".join(sorted(todo))
-        problems.append(f"question(s) {qs} not answered yet" + (f" (cells {', '.join(map(str, folded))} stopped at the "
-                                                                "unanswered `...`)" if folded else ""))
+        qs = ", ".join(sorted(todo, key=natural))
+        problems.append(f"question(s) {qs} not answered yet" + (f" (stopped at the unanswered `...`: "
+                                                                f"{_cells(folded, sources)})" if folded else ""))
     elif folded:
-        problems.append(f"cells {', '.join(map(str, folded))} still use an unanswered `...`")
+        problems.append(f"still using an unanswered `...`: {_cells(folded, sources)}")
+    if otter_renamed:  # a note: the grader runs the notebook under the lab's own name
+        result.setdefault("notes", []).append(
+            f"{cell_name(otter_renamed, sources)} opens Otter with another file name than {ag.stem}.ipynb, the "
+            "name the grader runs your notebook under: it failed here, which changes no score (nothing to fix)")
     if hidden_keys:  # a note, not a problem: the student has nothing to fix
         result.setdefault("notes", []).append(
-            f"cells {', '.join(map(str, hidden_keys))} show the kit's own answers, which are hidden while grading: "
-            "they did not run here (expected; nothing to fix)")
+            "the kit's own answers are hidden while grading, so what shows them did not run here (expected; "
+            f"nothing to fix): {_cells(hidden_keys, sources)}")
 
 
 # ---------------------------------------------------------------- the files
@@ -216,9 +256,14 @@ def write(r: dict, dest: Path, tests: dict[str, str]) -> None:
     write_text(dest, "report.json", json.dumps(r, indent=1, default=str))
     pct = 100 * r["score"] / r["possible"] if r["possible"] else 0
     lines = [f"# {r['lab']}: grade for {r['student']}", "",
-             f"**Score: {_pts(r['score'])} / {_pts(r['possible'])} ({pct:.0f}%)**", "",
-             "| question | score | feedback |", "|---|---|---|"]
-    for q in r["questions"]:
+             f"**Score: {_pts(r['score'])} / {_pts(r['possible'])} ({pct:.0f}%)**", ""]
+    written = r.get("written") or {}
+    if written:  # the score above is the checks' part only: say so where the percentage is read
+        qs, total = sorted(written, key=natural), sum(written.values())
+        lines += [f"The score is for the checked questions only. Your {len(qs)} written answer{'' if len(qs) == 1 else 's'} "
+                  f"({', '.join(qs)}: {_pts(total)} point{'' if total == 1 else 's'}) are graded by your instructor, not here.", ""]
+    lines += ["| question | score | feedback |", "|---|---|---|"]
+    for q in sorted(r["questions"], key=lambda q: natural(q["question"])):
         if q.get("not_graded"):
             text = "not graded: see below"
         elif q.get("unanswered"):

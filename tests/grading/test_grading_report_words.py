@@ -43,9 +43,10 @@ def test_the_score_says_which_written_answers_the_instructor_grades(tmp_path):
 
 
 def test_cells_are_named_as_jupyterlab_shows_them():
-    sources = ["import otter", "## Part A", "x = 1\ny = 2", 'grader.check("q3")', "print(x)"]
+    sources = ["import otter", 'Run `grader.check("qN")` after each answer.', "x = 1\ny = 2", 'grader.check("q3")', "print(x)"]
     assert report.cell_name(3, sources) == "the 3rd cell (starting `x = 1`, above q3's check)"
     assert report.cell_name(5, sources) == "the 5th cell (starting `print(x)`)"
+    assert report.cell_name(1, sources) == "the 1st cell (starting `import otter`, above q3's check)"
     assert report.cell_name(11, ["a"] * 12) == "the 11th cell (starting `a`)"
     assert report.cell_name(22, []) == "the 22nd cell"
 

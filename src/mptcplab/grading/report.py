@@ -97,7 +97,8 @@ def cell_name(index: int, sources: list[str]) -> str:
     first = next((ln.strip() for ln in sources[index - 1].splitlines() if ln.strip()), "")
     first = first.replace("`", "'")
     words = [f"starting `{first[:40]}{'…' if len(first) > 40 else ''}`"] if first else []
-    below = next((m[1] for s in sources[index - 1:] for m in [re.search(r"grader\.check\(\s*[\"'](\w+)[\"']", s)] if m), None)
+    below = next((m[1] for s in sources[index - 1:]  # a check cell's own line, not a markdown cell quoting one
+                  for m in [re.search(r"^\s*grader\.check\(\s*[\"'](\w+)[\"']", s, re.M)] if m), None)
     if below:
         words.append(f"above {below}'s check")
     return name + (f" ({', '.join(words)})" if words else "")

@@ -167,7 +167,7 @@ def _q2_problem(fn, table: pd.DataFrame, method: str) -> str | None:
         "you compared MPTCP with tcp-slow: the question compares it with single-path TCP on the fast path":
             sorted(int(b) for b in w.index[w["mptcp"] < w["tcp-slow"]]),
         f"those are the {other} method's buffers: use the method you were given":
-            unseen.degraded_buffers(table, other),
+            unseen.degraded_buffers(table, other) if other in table.index.get_level_values("method") else None,
         "that is only the smallest such buffer: list every buffer size where MPTCP is below":
             want[:1],
     }, lambda a, b: a == b)

@@ -5,6 +5,7 @@ notebook's checks flag runs above their window bound without grading the luck of
 A fake network: `popen` plays canned `ss -tinmHM` output, `bulk` returns a made-up result.
 """
 
+import inspect
 import json
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 
 from mptcplab.core.errors import UsageError
 from mptcplab.commands.check import check_results
+from mptcplab.grading.feedback import CheckFailed
 from mptcplab.labs.lab1 import analysis as la
 from mptcplab.labs.lab1 import experiment as l1
 from mptcplab.labs.lab1 import measure as lm
@@ -493,103 +495,121 @@ def test_report_states_controls_tracing_cost_and_physics():
 
 # ---------------------------------------------------------------- the notebook's checks
 
-def _master_cells():
+def _master():
+    """The master notebook by question name: name -> {"answer": the model answer's code cells, "tests":
+    its test cells}, and "outside": the code cells in no question (Otter's BEGIN/END markers)."""
     nb = json.loads((REPO_ROOT / "solutions" / "01-send-buffer.ipynb").read_text())
-    return {c.get("id"): "".join(c["source"]) for c in nb["cells"]}
+    found, name, part = {"outside": {"answer": [], "tests": []}}, None, None
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        if cell["cell_type"] == "raw":
+            head = src.strip().splitlines()[0] if src.strip() else ""
+            if head == "# BEGIN QUESTION":
+                name = next(ln.split(":", 1)[1].strip() for ln in src.splitlines() if ln.startswith("name:"))
+                found[name] = {"answer": [], "tests": []}
+            elif head == "# END QUESTION":
+                name = None
+            part = {"# BEGIN SOLUTION": "answer", "# BEGIN TESTS": "tests"}.get(head, None if head.startswith("# END")
+                                                                                else part)
+        elif cell["cell_type"] == "code":
+            found["outside" if name is None else name]["answer" if name is None else part].append(src)
+    return found
+
+
+def _answer(questions, name, env):
+    """The notebook's model answer of question `name`, run in env (which it extends)."""
+    for src in questions[name]["answer"]:
+        exec(src, env)
+    return env
+
+
+def _public_check(questions, name, env):
+    """The notebook's public test of question `name`, called as Otter calls it (arguments by name from env)."""
+    for src in questions[name]["tests"]:
+        if "hidden: true" in src:
+            continue
+        ns: dict = {}
+        exec(src, ns)
+        for fn in (f for key, f in ns.items() if key.startswith("test_")):
+            fn(*(env[p] for p in inspect.signature(fn).parameters))
 
 
 def test_notebook_flags_physics_in_an_ungraded_cell_and_grades_computations_only():
-    cells = _master_cells()
-    flag = cells["a1f0c002"]
-    assert "la.window_bounds(sweep, detail.manifest)" in flag and "la.describe_bounds" in flag
+    questions = _master()
+    assert any("la.window_bounds(sweep, detail.manifest)" in c and "la.describe_bounds" in c
+               for c in questions["outside"]["answer"])  # a cell in no question: it earns and costs nothing
+    assert not any("window_bounds" in c for q, parts in questions.items() if q != "outside" for c in parts["tests"])
     sweep = la.load_sweep(FIXTURES / "lab1-bad")  # 4 single-path runs above their bound
-    env = {"la": la, "pd": pd, "np": np, "sweep": sweep,
-           "mean_tput": sweep.groupby(["method", "buffer_bytes", "config"])["mbps"].mean().unstack("config")}
-    for case in ("c0d1a4ff", "8e735436"):  # q1: a right answer passes whatever the run measured
-        exec(cells[case], dict(env))
-    w = env["mean_tput"].loc["wmem"]
-    exec(cells["a5aaeada"], {**env, "degraded": [int(b) for b in w.index[w["mptcp"] < w["tcp-fast"]]]})
+    env = _answer(questions, "q1", {"sweep": sweep})
+    _answer(questions, "q2", env)
+    for q in ("q1", "q2"):  # a right answer passes whatever the run measured
+        _public_check(questions, q, env)
 
 
-def test_q2_accepts_an_empty_region_and_says_how_to_find_one():
-    cells = _master_cells()
-    sweep = pd.DataFrame([{"method": "wmem", "buffer_bytes": b, "config": c, "mbps": m}
-                          for b in (262144, 1048576) for c, m in (("tcp-fast", 95.0), ("mptcp", 120.0))])
-    exec(cells["a5aaeada"], {"pd": pd, "np": np, "sweep": sweep, "degraded": []})
-    with pytest.raises(AssertionError, match="none in your sweep: its smallest buffer is 262144 bytes"):
-        exec(cells["a5aaeada"], {"pd": pd, "np": np, "sweep": sweep, "degraded": [262144]})
+def test_q2_accepts_an_empty_region_and_says_how_to_find_one(capsys):
+    """A run whose MPTCP is nowhere below TCP (a quick sweep's buffers may all be too large), of one
+    method only (`--set sweep.methods`): [] passes, the answer's cell says how to see a region, and a
+    wrong answer gets the check's words, not a KeyError on the method the run lacks."""
+    questions = _master()
+    sweep = pd.DataFrame([{"method": "wmem", "buffer_bytes": b, "config": c, "mbps": m} for b in (262144, 1048576)
+                          for c, m in (("tcp-fast", 95.0), ("tcp-slow", 12.0), ("mptcp", 120.0))])
+    env = _answer(questions, "q2", _answer(questions, "q1", {"sweep": sweep}))
+    assert env["degraded"] == [] and "smallest buffer may be too large" in capsys.readouterr().out
+    _public_check(questions, "q2", env)
+    right = env["degraded_buffers"]
+    smallest = lambda t, m: right(t, m) or [int(t.loc[m].index.min())]  # noqa: E731 (right on a made-up table)
+    with pytest.raises(CheckFailed, match="On the means of the sweep this notebook loaded: keep each buffer size"):
+        _public_check(questions, "q2", {**env, "degraded_buffers": smallest})
 
 
-def _paper_runs(held_minrtt_mbps=120.0):
-    """Made-up paper-point runs: two groups, TCP at 95, MPTCP well above it unless told otherwise."""
+def _paper_runs(held_minrtt_mbps=120.0, held_at=524288):
+    """Made-up paper-point runs: two groups, TCP at 95, MPTCP well above it unless told otherwise; the
+    buffers as upstream gives them (tcp_wmem 1 MiB: 3 MiB; SO_SNDBUF `held_at`: twice it)."""
     rows = []
-    for group, buf, slow_buf, slow_inflight in (("schedulers", 3145728, 1048576, 1040000),
-                                                ("held", 1048576, 1048576, 900000)):
+    for group, method, set_to, buf, slow_buf, slow_inflight in (
+            ("schedulers", "wmem", 1048576, 3145728, 1048576, 1040000),
+            ("held", "sndbuf", held_at, 2 * held_at, 2 * held_at, 0.86 * 2 * held_at)):
         for rep in (1, 2):
-            rows.append({"group": group, "config": "tcp-fast", "scheduler": np.nan, "mbps": 95.0 + rep,
-                         "sndbuf_effective": 1048576.0, "sk_sndbuf_slow": np.nan, "inflight_max_slow": np.nan,
-                         "inflight_max_fast": 140000.0, "wmem_queued_max": 1.06e6})
+            rows.append({"group": group, "method": method, "buffer_bytes": float(set_to), "config": "tcp-fast",
+                         "scheduler": np.nan, "subflows": np.nan, "mbps": 95.0 + rep, "sndbuf_effective": 1048576.0,
+                         "sk_sndbuf_slow": np.nan, "inflight_max_slow": np.nan, "inflight_max_fast": 140000.0,
+                         "wmem_queued_max": 1.06e6})
             for sched, mbps in (("default", 150.0), ("minrtt", held_minrtt_mbps if group == "held" else 170.0)):
-                rows.append({"group": group, "config": "mptcp", "scheduler": sched, "mbps": mbps + rep,
-                             "sndbuf_effective": float(buf), "sk_sndbuf_slow": float(slow_buf),
-                             "inflight_max_slow": slow_inflight + 1000.0 * rep, "inflight_max_fast": 140000.0,
-                             "wmem_queued_max": buf + 10000.0})
-    rows.append({"group": "tso", "config": "tcp-fast", "scheduler": np.nan, "mbps": 10.0, "sndbuf_effective": 131072.0})
+                rows.append({"group": group, "method": method, "buffer_bytes": float(set_to), "config": "mptcp",
+                             "scheduler": sched, "subflows": 2.0, "mbps": mbps + rep, "sndbuf_effective": float(buf),
+                             "sk_sndbuf_slow": float(slow_buf), "inflight_max_slow": slow_inflight + 1000.0 * rep,
+                             "inflight_max_fast": 140000.0, "wmem_queued_max": buf + 10000.0})
+    rows.append({"group": "tso", "method": "wmem", "buffer_bytes": 131072.0, "config": "tcp-fast", "scheduler": np.nan,
+                 "mbps": 10.0, "sndbuf_effective": 131072.0})
     return pd.DataFrame(rows)
 
 
-def test_q11_grades_the_buffers_derived_against_what_the_kernel_gave_the_runs():
-    cells = _master_cells()
-    env = {"pd": pd, "np": np, "paper_runs": _paper_runs()}
-    exec(cells["e2708bf6"].split('""" # BEGIN PROMPT')[0], env)  # the model answer
-    for case in ("493493cd", "80042777", "c16d5b69"):
-        exec(cells[case], dict(env))
-    mib = 1 << 20
-    with pytest.raises(AssertionError, match="the paper's out-of-tree kernel"):
-        exec(cells["80042777"], {**env, "sndbuf_predicted": {"schedulers": mib, "held": mib}})
-    with pytest.raises(AssertionError, match="doubles"):
-        exec(cells["80042777"], {**env, "sndbuf_predicted": {"schedulers": 3 * mib, "held": mib // 2}})
-    with pytest.raises(AssertionError, match="subtract what the slow subflow may keep"):
-        exec(cells["c16d5b69"], {**env, "left_predicted": {"schedulers": 3 * mib, "held": mib}})
-    with pytest.raises(AssertionError, match="as a Python int"):
-        exec(cells["493493cd"], {**env, "left_predicted": {"schedulers": 2.0 * mib, "held": 0}})
-    # runs without the held point judge the tcp_wmem point alone
-    runs = env["paper_runs"][env["paper_runs"]["group"] != "held"]
-    exec(cells["80042777"], {**env, "paper_runs": runs, "sndbuf_predicted": {"schedulers": 3 * mib, "held": 7}})
-    # runs held at another size (the guide's "going further": SO_SNDBUF 256K) are judged at theirs
-    runs = env["paper_runs"].copy()
-    held = (runs["group"] == "held") & (runs["config"] == "mptcp")
-    runs.loc[held, "sndbuf_effective"] = runs.loc[held, "sk_sndbuf_slow"] = 524288.0
-    runs["buffer_bytes"] = np.where(runs["group"] == "held", 262144.0, 1048576.0)
-    exec(cells["80042777"], {**env, "paper_runs": runs, "sndbuf_predicted": {"schedulers": 3 * mib, "held": 524288}})
-    with pytest.raises(AssertionError, match="at SO_SNDBUF 262,144 B .*doubles"):
-        exec(cells["80042777"], {**env, "paper_runs": runs, "sndbuf_predicted": {"schedulers": 3 * mib, "held": 262144}})
+def test_q16_q17_grade_the_buffers_derived_against_what_the_kernel_gave_the_runs():
+    """Wrong rules (the paper's kernel, SO_SNDBUF not doubled, a float, the whole buffer left, ...) are
+    tests/labs/test_lab1_checks.py's; here the rule is judged at the settings the runs used."""
+    questions = _master()
+    for runs in (_paper_runs(), _paper_runs(held_at=262144),  # held at the guide's "going further" 256K too
+                 _paper_runs().query("group != 'held'")):  # runs without the held point: the tcp_wmem point alone
+        env = _answer(questions, "q17", _answer(questions, "q16", {"paper_runs": runs}))
+        for q in ("q16", "q17"):
+            _public_check(questions, q, env)
+    paper_kernel = _paper_runs()  # a kernel that gave the socket tcp_wmem[2] (the paper's): the rule disagrees
+    at_wmem = (paper_kernel["group"] == "schedulers") & (paper_kernel["config"] == "mptcp")
+    paper_kernel.loc[at_wmem, "sndbuf_effective"] = 1048576.0
+    with pytest.raises(CheckFailed, match=r"At the paper's point \(wmem, 1,048,576 B, 2 subflows\) your rule "):
+        _public_check(questions, "q16", {**env, "paper_runs": paper_kernel})
 
 
-def test_q12_grades_the_computation_whatever_the_runs_measured():
-    cells = _master_cells()
+def test_q18_q19_grade_the_computation_whatever_the_runs_measured():
+    """Whether minrtt held at 1 MiB fell below TCP or not, the model answers pass; the wrong ones (TCP
+    pooled, the sign, the buffers' difference, the tso rows kept, unsorted, ...) are test_lab1_checks.py's."""
+    questions = _master()
     for held_minrtt, below in ((120.0, []), (60.0, [("held", "minrtt")])):
-        env = {"pd": pd, "np": np, "paper_runs": _paper_runs(held_minrtt)}
-        exec(cells["89460a38"].split('""" # BEGIN PROMPT')[0], env)  # the model answer
-        assert env["below_tcp"] == below
-        for case in ("3368b568", "64277946", "26b6508e", "9525e7e8", "bfb3ac23"):
-            exec(cells[case], dict(env))
-    runs, answer = env["paper_runs"], env["starvation"]
-    pooled = answer.assign(vs_tcp=answer["mbps"] - runs[runs["config"] == "tcp-fast"]["mbps"].mean())
-    with pytest.raises(AssertionError, match="mean over every group"):
-        exec(cells["26b6508e"], {**env, "starvation": pooled})
-    with pytest.raises(AssertionError, match="the sign is reversed"):
-        exec(cells["26b6508e"], {**env, "starvation": answer.assign(vs_tcp=-answer["vs_tcp"])})
-    m = runs[runs["config"] == "mptcp"]
-    buffers = (m["sndbuf_effective"] - m["sk_sndbuf_slow"]).groupby([m["group"], m["scheduler"]]).mean()
-    with pytest.raises(AssertionError, match="the buffers' difference"):
-        exec(cells["9525e7e8"], {**env, "starvation": answer.assign(left_for_fast=buffers)})
-    with_tso = pd.concat([answer, pd.DataFrame({"mbps": [10.0]}, index=pd.MultiIndex.from_tuples(
-        [("tso", "default")], names=["group", "scheduler"]))])
-    with pytest.raises(AssertionError, match="the tso control is another question"):
-        exec(cells["64277946"], {**env, "starvation": with_tso})
-    with pytest.raises(AssertionError, match="1 pair"):
-        exec(cells["bfb3ac23"], {**env, "below_tcp": []})
+        env = _answer(questions, "q18", {"paper_runs": _paper_runs(held_minrtt)})
+        env = _answer(questions, "q19", env)
+        assert env["below_tcp"](env["starved"]) == below
+        for q in ("q18", "q19"):
+            _public_check(questions, q, env)
 
 
 def test_compact_copy_of_a_control_run_loads_without_packets(tmp_path):

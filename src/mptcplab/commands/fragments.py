@@ -110,7 +110,23 @@ def produce(root: Path) -> dict[str, str]:
             out.update({f"{lab.id}.{name}": text for name, text in lab.fragments(ref).items()})
     if lines:
         out["kit.claims"] = "| lab | title | the paper's claims on the reference |\n|---|---|---|\n" + "\n".join(lines) + "\n"
+    out.update(quick_times(root))
     return out
+
+
+def quick_times(root: Path) -> dict[str, str]:
+    """`<lab>.quick-time`: the newest quick reproduction of each lab that finished, from the kit's
+    benchmark (benchmarks/results/time_ratio.json, written by benchmarks/time_ratio.py)."""
+    f = root / "benchmarks" / "results" / "time_ratio.json"
+    newest: dict[str, dict] = {}
+    for r in json.loads(f.read_text()) if f.exists() else []:
+        if r.get("quick") and r.get("status") == "ok" and r["finished"] > newest.get(r["lab"], {}).get("finished", ""):
+            newest[r["lab"]] = r
+    return {f"{lab}.quick-time": f"The kit's newest timed quick run (`mptcplab reproduce --quick`, {r['where']} place, "
+                                 f"a {r['cpus']}-CPU host, {r['finished'][:10]}, commit {r['commit']}) took "
+                                 f"{r['seconds'] / 60:.1f} min, {r['ratio']:.2f}x its {r['transfer_s'] / 60:.1f} min of "
+                                 "transfers.\n"
+            for lab, r in newest.items()}
 
 
 def _body(text: str) -> str:

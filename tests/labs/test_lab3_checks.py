@@ -75,12 +75,12 @@ def model2(n, p_e, p_r, rtt, T, b=1, *, q1_cap_n=True, j_everywhere=False, j1_in
     return (1 - q / n) / (p_e * x * rtt) + q / (z * (1 - p_e))
 
 
-def count_loss_events(times, rtt, *, sort=True, chain=False, losses=False, as_float=False):
+def count_loss_events(times, rtt, *, sort=True, chain=False, losses=False, as_float=False, inclusive=False):
     if losses:
         return len(times)
     events, start, last = 0, -math.inf, -math.inf
     for t in (sorted(times) if sort else list(times)):
-        if t > (last if chain else start) + rtt:
+        if t >= (last if chain else start) + rtt if inclusive else t > (last if chain else start) + rtt:
             events, start = events + 1, t
         last = t
     return float(events) if as_float else events
@@ -159,7 +159,8 @@ WRONG = {
            "j1 in q1": _partial(model2, j1_in_q1=True), "q not capped": _partial(model2, cap=False),
            "p_e and p_r swapped": _partial(model2, swapped=True), "b ignored": _partial(model2, use_b=False)},
     "q3": {"unsorted": _partial(count_loss_events, sort=False), "gap from the previous loss": _partial(count_loss_events, chain=True),
-           "lost packets": _partial(count_loss_events, losses=True), "a float": _partial(count_loss_events, as_float=True)},
+           "lost packets": _partial(count_loss_events, losses=True), "a float": _partial(count_loss_events, as_float=True),
+           ">= for >": _partial(count_loss_events, inclusive=True)},
     "q4": {"packets for events": _partial(cumulative_rates, what="losses"),
            "events flow by flow": _partial(cumulative_rates, what="per_flow"),
            "a fixed 60 ms RTT": _partial(cumulative_rates, what="fixed_rtt"),
@@ -228,7 +229,7 @@ def test_each_wrong_answer_fails_public_check_briefly_and_hidden_check(q, name, 
 
 def test_public_hints_name_the_mistake(tables):
     said = {}
-    for q, name in [("q1", "Algorithm 1 as printed"), ("q2", "q1 capped at 1"), ("q3", "unsorted"),
+    for q, name in [("q1", "Algorithm 1 as printed"), ("q2", "q1 capped at 1"), ("q3", "unsorted"), ("q3", ">= for >"),
                     ("q4", "packets for events"), ("q4", "events flow by flow"), ("q5", "the run's RTT"),
                     ("q5", "each flow's packets"), ("q6", "b, the measured ACK ratio"), ("q6", "measured / model - 1"),
                     ("q7", "queued runs kept"), ("q7", "2 % left out")]:
@@ -238,6 +239,7 @@ def test_public_hints_name_the_mistake(tables):
     assert "Algorithm 1's q1 line as printed" in said["Algorithm 1 as printed"]
     assert "capped q1 at 1" in said["q1 capped at 1"]
     assert "sort them first" in said["unsorted"]
+    assert "not >=" in said[">= for >"]
     assert "not lost packets" in said["packets for events"]
     assert "each flow's events apart" in said["events flow by flow"]
     assert "that flow's rtt" in said["the run's RTT"]
@@ -274,6 +276,7 @@ def test_held_out_draws_every_case_the_public_checks_try(tables):
     assert any(float(t["w"]) <= 3 for t in terms) and any(float(t["q"]) >= n for t, (n, *_) in zip(terms, a["grid1"]))
     assert any(p_r / p_e > n for n, p_e, p_r, *_ in a["grid2"])
     assert any(times != sorted(times) for times, _ in a["loss_cases"])
+    assert any(any(t == min(times) + rtt for t in times) for times, rtt in a["loss_cases"] if times)
     scope = a["scope_runs"]
     assert scope.queued.any() and (scope["loss"] == 0.02).any() and (scope.p == 0).any()
     assert (a["compare_runs"].p == 0).any() and set(a["compare_runs"].model_b) == {1.0, 2.0}

@@ -95,6 +95,15 @@ def _in_given_order(times, rtt: float) -> int:
     return events
 
 
+def _events_from(times, rtt: float, inclusive: bool) -> int:
+    """Loss events counted with `>=` for `>` when inclusive (a usual mistake)."""
+    events, start = 0, -np.inf
+    for t in sorted(times):
+        if t >= start + rtt if inclusive else t > start + rtt:
+            events, start = events + 1, t
+    return events
+
+
 def q3(count_loss_events) -> None:
     """count_loss_events(times, rtt) on nb3.LOSS_CASES and a public draw."""
     for cases in (nb3.LOSS_CASES, unseen.loss_cases(_public())):
@@ -112,6 +121,8 @@ def q3(count_loss_events) -> None:
                    _say(f"{case} returned {type(got).__name__}: return the number of loss events, an int."))
             hint = ("the losses are not in time order: sort them first"
                     if list(times) != sorted(times) and got == _in_given_order(times, rtt)
+                    else "a loss exactly rtt after the loss that opened the event still belongs to it: only one *more* "
+                         "than rtt after opens the next (>, not >=)" if got > want and got == _events_from(times, rtt, True)
                     else "an event lasts one RTT from its *first* loss: a loss more than rtt after the loss that opened "
                          "the event opens the next one, however close the previous loss was" if got < want
                     else "losses within rtt of the loss that opened an event belong to that event")

@@ -75,9 +75,14 @@ def grid2(rng, size: int = 10) -> list[tuple]:
 
 
 def loss_cases(rng, size: int = 8) -> list[tuple[list[float], float]]:
-    """(loss times, rtt): none, one, bursts within an RTT, isolated losses; never in time order."""
+    """(loss times, rtt): none, one exactly rtt after an event's first, bursts within an RTT, isolated
+    losses; never in time order."""
     out = [([], round(rng.uniform(0.03, 0.2), 4))]
-    for _ in range(size - 1):
+    # A loss exactly rtt after the loss that opened its event belongs to it (`>`, not `>=`): times in
+    # 1/1024 s, so the sums are exact in floating point.
+    rtt, start = int(rng.integers(32, 205)) / 1024, int(rng.integers(0, 5 * 1024)) / 1024
+    out.append(([start + 2 * rtt, start, start + rtt], rtt))
+    for _ in range(size - 2):
         rtt = round(rng.uniform(0.03, 0.2), 4)
         starts = rng.uniform(0, 5, size=int(rng.integers(1, 8)))
         times = [float(s + d) for s in starts for d in np.r_[0, np.sort(rng.uniform(0, 1.6 * rtt, int(rng.integers(0, 5))))]]

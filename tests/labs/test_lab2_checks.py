@@ -217,6 +217,8 @@ Q7_WRONG = {
     "TCP over its own span": lambda f: {a: float(s.mean()) for a, s in shares(f, tcp="tcp_mbps").groupby(f.algo)},
     "MPTCP's both paths": lambda f: {a: float(s.mean()) for a, s in shares(f, mptcp="mptcp_mbps").groupby(f.algo)},
     "a Series": lambda f: shares(f).groupby(f.algo).mean(),
+    "MPTCP's split between its paths": lambda f: {a: float(s.mean()) for a, s in f.mptcp_share_on_shared.groupby(f.algo)},
+    "1 - MPTCP's split": lambda f: {a: float(1 - s.mean()) for a, s in f.mptcp_share_on_shared.groupby(f.algo)},
 }
 
 
@@ -224,6 +226,7 @@ def test_q7():
     checks.q7(tcp_share, FAIR)
     for wrong in Q7_WRONG.values():
         fails(checks.q7, wrong, FAIR)
+    assert "mptcp_share_on_shared" in fails(checks.q7, Q7_WRONG["MPTCP's split between its paths"], FAIR)
 
 
 def harmless(fair, correct=True, level_test=lambda w: w["lo"] > 0):

@@ -200,12 +200,14 @@ def q6(clearly_better) -> None:
 
 def _fair(rows: dict[str, list[tuple[float, float]]]) -> pd.DataFrame:
     """A made-up fairness table from {algo: [(tcp_on_shared, mptcp_on_shared), ...]}: tcp_mbps
-    (the TCP flow's own goodput over its own span) differs from tcp_on_shared_mbps, and the
-    MPTCP connection's total (mptcp_mbps) from its part on the shared path."""
+    (the TCP flow's own goodput over its own span) differs from tcp_on_shared_mbps, the MPTCP
+    connection's total (mptcp_mbps) from its part on the shared path, and mptcp_share_on_shared
+    (how MPTCP split its own traffic, 3 Mbit/s on its other path) from either flow's share."""
     out = []
     for algo, runs in rows.items():
         for i, (tcp, mp) in enumerate(runs, 1):
             out.append({"algo": algo, "rep": i, "mptcp_mbps": mp + 3.0, "tcp_mbps": tcp * 0.8,
+                        "mptcp_share_on_shared": mp / (mp + 3.0),
                         "mptcp_on_shared_mbps": mp, "tcp_on_shared_mbps": tcp})
     return pd.DataFrame(out)
 
@@ -231,7 +233,13 @@ def q7(tcp_share, fair) -> None:
             g.tcp_on_shared_mbps.sum() / (g.tcp_on_shared_mbps.sum() + g.mptcp_on_shared_mbps.sum()):
                 f"{algo}: your share is the ratio of the runs' sums (or means).\n"
                 "Hint: compute each run's share, then average the shares.",
-            per_run.median(): f"{algo}: your share is the median of the runs' shares; the question asks their mean."})
+            per_run.median(): f"{algo}: your share is the median of the runs' shares; the question asks their mean.",
+            g.mptcp_share_on_shared.mean(): f"{algo}: your share is mptcp_share_on_shared, how MPTCP split its own "
+                                            "traffic between its two paths.\nHint: the TCP flow's part of the shared "
+                                            "path: tcp_on_shared / (tcp_on_shared + mptcp_on_shared).",
+            1 - g.mptcp_share_on_shared.mean(): f"{algo}: your share is 1 - mptcp_share_on_shared, MPTCP's part on "
+                                                "its other path.\nHint: the TCP flow's part of the shared path: "
+                                                "tcp_on_shared / (tcp_on_shared + mptcp_on_shared)."})
         expect(_close(got, right), f"{algo}: your share is not the mean over runs of "
                "tcp_on_shared_mbps / (tcp_on_shared_mbps + mptcp_on_shared_mbps).\n"
                "Hint: tcp_mbps is the TCP flow over its own span, mptcp_mbps both paths: use the *_on_shared columns.")

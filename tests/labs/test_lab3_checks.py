@@ -132,12 +132,14 @@ def compare(runs, *, m1=model1, m2=model2, b="model_b", measured="pps", swap=Fal
     return pd.DataFrame(rows).set_index("run")
 
 
-def in_scope(runs, *, queued=True, strict=False, lossless=False, column="loss", as_list=False):
+def in_scope(runs, *, queued=True, strict=False, lossless=False, column="loss", as_list=False, rule=False):
     loss = runs[column]
     ok = (loss < 0.02) if strict else (loss <= 0.02 + 1e-12)
     if not lossless:
         ok &= runs.p > 0
-    if queued:
+    if rule:  # the random-loss half of `queued` recomputed: the question says to use the column
+        ok &= ~((runs.scenario == "random") & (runs.rtt > 1.25 * runs.base_rtt))
+    elif queued:
         ok &= ~runs.queued.astype(bool)
     if as_list:
         return list(runs.run[ok])
@@ -179,7 +181,8 @@ WRONG = {
            "a wrong model 1 (Q1)": _partial(compare, m1=_partial(model1, printed=True))},
     "q7": {"queued runs kept": _partial(in_scope, queued=False), "2 % left out": _partial(in_scope, strict=True),
            "runs without losses kept": _partial(in_scope, lossless=True), "p_r for loss": _partial(in_scope, column="p_r"),
-           "a list of runs": _partial(in_scope, as_list=True)},
+           "a list of runs": _partial(in_scope, as_list=True),
+           "`queued` recomputed from the RTT": _partial(in_scope, rule=True)},
 }
 RIGHT = {"q1": model1, "q2": model2, "q3": count_loss_events, "q4": cumulative_rates, "q5": per_flow_rate,
          "q6": compare, "q7": in_scope}
@@ -232,7 +235,7 @@ def test_public_hints_name_the_mistake(tables):
     for q, name in [("q1", "Algorithm 1 as printed"), ("q2", "q1 capped at 1"), ("q3", "unsorted"), ("q3", ">= for >"),
                     ("q4", "packets for events"), ("q4", "events flow by flow"), ("q5", "the run's RTT"),
                     ("q5", "each flow's packets"), ("q6", "b, the measured ACK ratio"), ("q6", "measured / model - 1"),
-                    ("q7", "queued runs kept"), ("q7", "2 % left out")]:
+                    ("q7", "queued runs kept"), ("q7", "2 % left out"), ("q7", "`queued` recomputed from the RTT")]:
         with pytest.raises(CheckFailed) as failed:
             public(q, WRONG[q][name], tables)
         said[name] = " ".join(str(failed.value).split())
@@ -246,7 +249,8 @@ def test_public_hints_name_the_mistake(tables):
     assert "not each flow's" in said["each flow's packets"]
     assert "model_b" in said["b, the measured ACK ratio"]
     assert "measured / model - 1" in said["measured / model - 1"]
-    assert "queued" in said["queued runs kept"]
+    assert "`queued` column" in said["queued runs kept"]
+    assert "`queued` column" in said["`queued` recomputed from the RTT"]
     assert "exactly 2 %" in said["2 % left out"]
 
 
@@ -292,3 +296,24 @@ def test_an_unfilled_answer_is_told_to_implement_it(q, tables):
         public(q, lambda *args: None, tables)
     msg = " ".join(str(failed.value).split())
     assert len(str(failed.value).splitlines()) <= 2 and ("returned nothing (None)" in msg or "returned NoneType" in msg), msg
+
+
+def test_q7_asks_for_the_column_the_check_grades_by():
+    """The check's own runs mark `queued` at random (not by the RTT rule the question describes), so
+    the question must tell the student to use the column as given."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[2] / "solutions" / "03-parallel-tcp.ipynb").read_text())
+    q7 = next("".join(c["source"]) for c in nb["cells"] if "".join(c["source"]).startswith("**Q7.**"))
+    assert "use the `queued` column as given" in " ".join(q7.split())
+
+
+def test_q7_a_run_the_column_leaves_in_is_in_whatever_its_rtt(tables):
+    runs = tables["runs"].copy()
+    hit = runs.index[(runs.scenario == "random") & (runs.p > 0) & (runs["loss"] <= 0.02) & ~runs.queued.astype(bool)][0]
+    runs.loc[hit, "rtt"] = 2 * runs.loc[hit, "base_rtt"]  # above the rule's 1.25 x, not marked
+    checks.q7(in_scope, runs)
+    with pytest.raises(CheckFailed) as failed:
+        checks.q7(WRONG["q7"]["`queued` recomputed from the RTT"], runs)
+    assert "does not mark is in, whatever its RTT" in " ".join(str(failed.value).split())

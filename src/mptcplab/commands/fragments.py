@@ -10,7 +10,9 @@ them, site/**/*.md) a block
 
 holds the fragment `claims` of lab `lab3` (`kit.NAME` for kit-wide ones). A lab's fragments come from
 its committed reference (solutions/results/<lab>): `<lab>.claims`, the verdicts of its claims.json,
-for every lab with one; the rest from `Lab.fragments(reference dir) -> {name: markdown}`.
+for every lab with one; `<lab>.quick-time`, its newest timed quick reproduction, from the kit's
+benchmark (benchmarks/results/time_ratio.json); the rest from
+`Lab.fragments(reference dir) -> {name: markdown}`.
 `mptcplab fragments` rewrites every block in place; `--check` changes nothing and exits 1 listing
 stale or unknown blocks and every measured number stated outside a block that nothing committed
 holds (`untraced`).

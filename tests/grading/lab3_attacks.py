@@ -66,44 +66,48 @@ def abs(x, *a, **k): return 0
 def isinstance(*a, **k): return True
 def all(*a, **k): return True
 """
-# Reference inputs emptied, answered by empty frames of the right columns.
+# Reference inputs emptied, answered by functions that return empty frames (the notebook's names:
+# q1 model1, q2 model2, q3 count_loss_events, q4 cumulative_rates, q5 per_flow_rate, q6 compare,
+# q7 in_scope).
 POISON_UNFILLED = """
 runs, flows, losses = runs.iloc[:0], flows.iloc[:0], losses.iloc[:0]
-my_rates = pd.DataFrame(columns=["p", "p_e", "p_r"])
-comparison = pd.DataFrame(columns=["measured", "model1", "model2", "err1", "err2"])
-graded = pd.DataFrame(columns=["measured", "model1", "err1", "in_band1", "model2", "err2", "in_band2"])
+def cumulative_rates(runs, losses): return pd.DataFrame(columns=["p_e", "p_r"])
+def per_flow_rate(runs, flows, losses): return pd.Series(dtype=float)
+def compare(runs): return pd.DataFrame(columns=["measured", "model1", "model2", "err1", "err2"])
+def in_scope(runs): return pd.Series(dtype=bool)
 """
 POISON_AFTER = """
 runs, flows, losses = runs.iloc[:0], flows.iloc[:0], losses.iloc[:0]
 """
-# Zero-filled answers of the right shape, indexed as asked.
+# Functions that return zeros of the right shape, indexed as asked.
 SHAPE_ONLY = """
-model1_values = [0.0] * len(nb3.GRID1)
-model2_values = [0.0] * len(nb3.GRID2)
-loss_event_counts = [0] * len(nb3.LOSS_CASES)
-my_rates = pd.DataFrame(0.0, index=pd.Index(runs.run, name="run"), columns=["p", "p_e", "p_r"])
-comparison = pd.DataFrame(0.0, index=pd.Index(runs[runs.p > 0].run, name="run"),
-                          columns=["measured", "model1", "model2", "err1", "err2"])
-graded = comparison.assign(in_band1=True, in_band2=True)
+def model1(n, p, rtt, T, b=1): return 0.0
+def model2(n, p_e, p_r, rtt, T, b=1): return 0.0
+def count_loss_events(times, rtt): return 0
+def cumulative_rates(runs, losses):
+    return pd.DataFrame(0.0, index=pd.Index(runs.run, name="run"), columns=["p_e", "p_r"])
+def per_flow_rate(runs, flows, losses): return pd.Series(0.0, index=pd.Index(runs.run, name="run"))
+def compare(runs):
+    return pd.DataFrame(0.0, index=pd.Index(runs.run, name="run"), columns=["measured", "model1", "model2", "err1", "err2"])
+def in_scope(runs): return pd.Series(True, index=pd.Index(runs.run, name="run"))
 """
-# The shipped table as the answer to Q4.
+# The shipped tables' loss-rate columns as the answers to Q4 and Q5 (unseen inputs have none).
 SHIPPED = """
-def loss_rates(runs, flows, losses):
-    return runs.set_index("run")[["p", "p_e", "p_r"]]
+def cumulative_rates(runs, losses):
+    return runs.set_index("run")[["p_e", "p_r"]]
 
 
-my_rates = loss_rates(runs, flows, losses)
+def per_flow_rate(runs, flows, losses):
+    return runs.set_index("run")["p"]
 """
-# Functions named as the checks call them, each raising whatever it is given; answers of the
-# wrong shape so that every failure message is built.
+# Functions named as the checks call them, each raising whatever it is given, so that every
+# failure message is built.
 EXFILTRATE = SHADOW + """
-def loss_rates(*a, **k):
+def _stolen(*a, **k):
     raise ValueError("STOLEN " + repr(a)[:5000])
 
 
-model1_values = [1.0]
-model2_values = [1.0]
-my_rates = pd.DataFrame({"p": [1.0], "p_e": [1.0], "p_r": [1.0]})
+model1 = model2 = count_loss_events = cumulative_rates = per_flow_rate = compare = in_scope = _stolen
 """
 FILL_TMP = """
 _i = 0

@@ -152,7 +152,7 @@ def _q2_problem(fn, table: pd.DataFrame, method: str) -> str | None:
     got = _call(fn, "degraded_buffers", table.copy(), method)
     want = unseen.degraded_buffers(table, method)
     if not isinstance(got, list) or not all(type(b) is int for b in got):
-        return ("degraded_buffers should return a list of Python ints (bytes), e.g. [32768, 65536]; "
+        return ("degraded_buffers should return a list of Python ints (bytes), e.g. [4096, 8192]; "
                 f"it returned a {type(got).__name__}" + (f" of {type(got[0]).__name__}" if isinstance(got, list) and got
                                                         else "") + ": convert with int(b)")
     if got == want:

@@ -1,15 +1,16 @@
 """Fixtures for every test."""
 
 import os
-import tempfile
 
 import pytest
 
 
-def pytest_configure(config):
-    # The session's fixtures (the integration suite's one reproduction) conclude sweeps before any
-    # function fixture runs: they too are remembered in the suite's own index (see run_index).
-    os.environ.setdefault("MPTCPLAB_RUN_INDEX", os.path.join(tempfile.mkdtemp(prefix="mlab-test-index-"), "sweeps.jsonl"))
+@pytest.fixture(scope="session", autouse=True)
+def session_run_index(tmp_path_factory):
+    """Session fixtures (the integration suite's one reproduction) conclude sweeps before any function
+    fixture runs: they too are remembered in an index of the suite's own (see run_index), in pytest's
+    temporary directory, so nothing is left behind in /tmp."""
+    os.environ["MPTCPLAB_RUN_INDEX"] = str(tmp_path_factory.mktemp("session-index") / "sweeps.jsonl")
 
 
 @pytest.fixture(autouse=True)

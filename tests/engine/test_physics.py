@@ -172,12 +172,34 @@ def test_bytes_in_flight_are_bounded_only_where_the_buffer_limits_the_transfer(t
 
 
 def test_the_link_is_judged_not_above_its_rate_on_the_emulators_own_count():
-    # Lab 2's 80 ms path in the VM: 5.1 Mbit/s in order over the window (a repaired loss released
-    # what had crossed before it), while netem sent 5.0 Mbit/s of 5: the link did not break physics
-    assert physics.judge_link("p4", 5.1e6, 5e6, 0.9, wire_bps=5.0e6).ok
-    assert not physics.judge_link("p4", 5.1e6, 5e6, 0.9).ok  # no emulator count: the goodput decides
+    assert physics.judge_link("p4", 4.7e6, 5e6, 0.9, wire_bps=4.95e6).ok
     assert not physics.judge_link("p4", 4.7e6, 5e6, 0.9, wire_bps=5.6e6).ok  # the emulator sent too much
     assert not physics.judge_link("p4", 3.0e6, 5e6, 0.9, wire_bps=3.1e6).ok  # the place cannot fill it
+    assert not physics.judge_link("p4", 5.1e6, 5e6, 0.9).ok  # no emulator count: the goodput decides
+
+
+def test_a_wire_count_below_the_goodput_is_not_trusted():
+    # Lab 2's setup check in the VM, path p4 (5 Mbit/s): the sampler's bracketed window read 2.84 Mbit/s
+    # sent while the receiver counted 4.85 Mbit/s = 101.4% of the 4.78 ceiling. 2.84 Mbit/s of frames
+    # carry at most 2.72 of payload: the count is another window's, so the goodput decides.
+    v = physics.judge_link("p4", 4.85e6, 5e6, 0.9, wire_bps=2.84e6)
+    assert not v.ok and "judged on the goodput" in v.line()
+    assert physics.judge_link("p4", 4.80e6, 5e6, 0.9, wire_bps=2.84e6).ok  # within: the same reading, no refusal
+    # frames of 5.0 Mbit/s carry 4.78 Mbit/s of payload: not the 5.1 received either
+    assert not physics.judge_link("p4", 5.1e6, 5e6, 0.9, wire_bps=5.0e6).ok
+
+
+def test_mptcplab_check_judges_a_setup_check_as_the_run_did(tmp_path):
+    from mptcplab.judge.check import check_setup_checks
+
+    def row(goodput, wire):
+        return {"link": "rate=5mbit", "tcp_steady_mbps": goodput, "emulator_wire_mbps_min": wire}
+    rows = {"p4": row(4.85, 2.84), "p3": row(4.80, 2.84), "p2": row(4.70, 5.6), "p1": row(4.70, 4.95)}
+    (tmp_path / "lab2-manifest.json").write_text(json.dumps({"setup_checks": {"paths": rows}}))
+    got = {v.check.split("path ")[1].split(":")[0]: v.ok for v in check_setup_checks(tmp_path / "lab2-manifest.json")}
+    run = {name: physics.judge_link(name, r["tcp_steady_mbps"] * 1e6, 5e6, 0.9, r["emulator_wire_mbps_min"] * 1e6).ok
+           for name, r in rows.items()}
+    assert got == run == {"p4": False, "p3": True, "p2": False, "p1": True}
 
 
 def test_mptcp_goodput_is_held_to_what_all_its_paths_could_carry():

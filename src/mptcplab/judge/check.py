@@ -86,11 +86,11 @@ def single_path_bounds(row, path: dict) -> dict:
             "unacked_bytes": physics.unacked_bound_bytes(sk) if limited else inf}
 
 
-def _ceiling(where: str, mbps: float, rate_bps: float | None) -> list[physics.Verdict]:
+def _ceiling(where: str, mbps: float, rate_bps: float | None, wire_mbps: float | None = None) -> list[physics.Verdict]:
     if not rate_bps:
         return []
-    bound = physics.allowed(physics.link_ceiling_bps(rate_bps)) / 1e6
-    return [physics.Verdict(f"{where}: goodput vs link ceiling", mbps, bound, "Mbit/s", mbps <= bound)]
+    return [physics.judge_ceiling(f"{where}: goodput vs link ceiling", mbps * 1e6, rate_bps,
+                                  None if wire_mbps is None else wire_mbps * 1e6)]
 
 
 def check_sweep(table: Path) -> list[physics.Verdict]:
@@ -192,7 +192,9 @@ def check_setup_checks(path: Path) -> list[physics.Verdict]:
         if row.get("tcp_steady_mbps") is None or not row.get("link"):
             continue
         where = f"{path.parent.name}/{path.name}: setup check, path {name}"
-        out += _ceiling(where, float(row["tcp_steady_mbps"]), LinkSpec.parse(row["link"]).rate_bps)
+        wire = row.get("emulator_wire_mbps_min")  # what the run's own judge had (verify, physics.judge_link)
+        out += _ceiling(where, float(row["tcp_steady_mbps"]), LinkSpec.parse(row["link"]).rate_bps,
+                        None if wire is None else float(wire))
     return out
 
 

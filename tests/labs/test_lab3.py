@@ -172,7 +172,7 @@ def test_padhye_vs_model1_is_counted_per_group_and_judged_with_holm():
     assert t.loc["random, loss > 2%", "verdict"] == "n × Padhye closer"
     assert t.loc["random, loss <= 2%", "verdict"] == "not resolved"
     assert (t.level > 0.95).any() and ((t.verdict == "not resolved") == (t["diff"].abs() <= t.half)).all()
-    said = la._padhye_sentence(la.padhye_vs_model1(runs))
+    said = la.padhye_sentence(la.padhye_vs_model1(runs))
     assert "came closer than model 1 in “random, loss > 2%”" in said and "not resolved in “random, loss <= 2%”" in said
 
 

@@ -25,7 +25,7 @@ from ...measure.observe import Capture, Counters, CpuTimes, QdiscSampler, SsSamp
 from ...measure.traffic import bulk
 from ...net.links import WIRE_BYTES, LinkSpec
 from ...net.topology import EMULATOR, NetPath, Topology, port_facing, switches
-from ...run.lab import Lab, Point, RunContext, link_with_delay
+from ...run.lab import Grading, Judging, Lab, Parameters, Point, RunContext, Running, link_with_delay
 
 _log = log.get("lab3")
 
@@ -225,14 +225,16 @@ def finish(ctx: RunContext) -> dict:
 
 LAB = Lab(id="lab3", slug="03-parallel-tcp",
           title="The parallel-TCP throughput equation (Damjanovic et al.): n Reno flows vs models 1 and 2",
-          topology=topology, points=points, configure=configure, measure=measure, finish=finish,
-          analysis=lab3_analysis, path_checks={"mptcp": False, "min_utilisation": 0.9},
-          extra_check=check_congestion_control, needs=("netem",), any_kind=("model_b",),
-          parameters=check_parameters, renamed={"delay": "paths.p1.delay"}, results_checks={"runs.csv": check_runs_table},
-          answer_keys={"models": ("per_flow_terms", "parallel_per_flow", "cumulative_terms", "parallel_cumulative"),  # q1, q2, q6
-                       "notebook": ("model1_reference", "model2_reference", "loss_events_reference"),  # q1-q3
-                       "measure": ("group_loss_events",),  # q3-q5
-                       "analysis": ("predict", "graded_runs")},  # q6, q7
-          answer_columns={"runs.csv": ("model1", "model2", "err_model1", "err_model2")},  # q6: each run's predictions
-          held_out=lab3_unseen.held_out, unseen_answers=lab3_unseen.answers,
-          claims=lab3_claims, fragments=lab3_fragments.fragments)
+          topology=topology, points=points, measure=measure, finish=finish, analysis=lab3_analysis,
+          needs=("netem",),
+          running=Running(configure=configure, path_checks={"mptcp": False, "min_utilisation": 0.9},
+                          extra_check=check_congestion_control),
+          parameters=Parameters(check=check_parameters, renamed={"delay": "paths.p1.delay"}, any_kind=("model_b",)),
+          judging=Judging(results_checks={"runs.csv": check_runs_table}, claims=lab3_claims,
+                          fragments=lab3_fragments.fragments),
+          grading=Grading(answer_keys={"models": ("per_flow_terms", "parallel_per_flow", "cumulative_terms", "parallel_cumulative"),  # q1, q2, q6
+                                       "notebook": ("model1_reference", "model2_reference", "loss_events_reference"),  # q1-q3
+                                       "measure": ("group_loss_events",),  # q3-q5
+                                       "predictions": ("predict", "graded_runs")},  # q6, q7
+                          answer_columns={"runs.csv": ("model1", "model2", "err_model1", "err_model2")},  # q6: each run's predictions
+                          held_out=lab3_unseen.held_out, unseen_answers=lab3_unseen.answers))

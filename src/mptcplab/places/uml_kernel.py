@@ -13,7 +13,6 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -22,6 +21,7 @@ import uuid
 from pathlib import Path
 
 from . import guest
+from .kernel_build import find_source, make_with_progress
 from ..core import log, paths, process
 from ..core.errors import EnvironmentProblem
 from ..core.paths import PREFIX
@@ -36,25 +36,6 @@ PATCHES = sorted(paths.data("vagrant/uml").glob("*.patch"))
 
 def cache_root() -> Path:
     return paths.cache_dir("uml")
-
-
-def find_source() -> tuple[Path, str]:
-    """The newest /usr/src/linux-source-6.*.tar.xz and its package version."""
-    tarballs = sorted(
-        Path("/usr/src").glob("linux-source-6.*.tar.xz"),
-        key=lambda p: [int(x) for x in re.findall(r"\d+", p.name)],
-    )
-    if not tarballs:
-        raise EnvironmentProblem(
-            "no kernel source found in /usr/src: install it with "
-            "`apt-get install linux-source-6.12` (Debian 12; any linux-source-6.x works), "
-            "or run scripts/install-deps.sh"
-        )
-    tarball = tarballs[-1]
-    pkg = tarball.name.removesuffix(".tar.xz")
-    version = process.run(["dpkg-query", "-W", "-f=${Version}", pkg], check=False, timeout=30).stdout.strip()
-    version = version or f"{pkg}-{int(tarball.stat().st_mtime)}"
-    return tarball, version
 
 
 def config_options() -> list[str]:
@@ -122,7 +103,7 @@ def build(jobs: int | None = None, quiet: bool = False) -> Path:
         if lost:
             raise EnvironmentProblem(f"UML kernel config dropped {', '.join(lost)} (dependencies missing?)")
         say(f"compiling with {jobs} jobs")
-        _make_with_progress(make + [f"-j{jobs}", "linux"], quiet)
+        make_with_progress(make + [f"-j{jobs}", "linux"], quiet, "[uml build] compiling", "UML kernel")
         _mkdir(final.parent)
         staging = Path(tempfile.mkdtemp(prefix="stage-", dir=final.parent))
         shutil.copy2(src / "linux", staging / "linux")
@@ -139,60 +120,6 @@ def build(jobs: int | None = None, quiet: bool = False) -> Path:
 def _mkdir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-# kbuild's short line for each object it compiles or links ("  CC      net/mptcp/protocol.o"); a
-# dry run prints it inside the command that would echo it ("set -e; echo '  CC      ...'; gcc ...").
-OBJECT_LINE = re.compile(r"(?:^|echo ')  (?:CC|AS|LD) +\S", re.M)
-
-
-class _LogLines:
-    """A file for tqdm in a log: each redraw becomes its own line. tqdm redraws a bar in place by
-    starting each with a carriage return, which a log (CI, nohup) keeps as one endless line."""
-
-    def __init__(self, out):
-        self.out = out
-
-    def write(self, s: str) -> None:
-        s = s.replace("\r", "").rstrip()
-        if s:
-            self.out.write(s + "\n")
-
-    def flush(self) -> None:
-        self.out.flush()
-
-
-def _make_with_progress(argv: list[str], quiet: bool) -> None:
-    """Run make, showing the objects compiled out of the total, and an ETA.
-
-    The total is kbuild's own: a dry run (`make -n`, seconds) of the same target lists every object
-    this config builds (1109 for the kit's config of linux-source-6.12). It ends in an error where
-    the final link needs the objects it did not make, so the few link steps after that point come
-    on top (the total grows to match: the build makes 1118).
-    """
-    from tqdm import tqdm
-
-    # One job: parallel sub-makes write their long command lines into the pipe in blocks that
-    # interleave, which cut 2-17 of them at -j2 here; serially the count is the same every time.
-    serial = [a for a in argv if not a.startswith("-j")]
-    dry = subprocess.run(serial + ["-n"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    total = len(OBJECT_LINE.findall(dry.stdout)) or None
-    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    tail: list[str] = []
-    # In a log (CI, nohup) a bar redrawn every 2 s is one endless line: redraw once a minute there.
-    # miniters=1 keeps tqdm's monitor thread out: with its dynamic miniters, objects arriving in
-    # bursts made it print a second line seconds after each.
-    tty = sys.stderr.isatty()
-    with tqdm(total=total, unit="obj", desc="[uml build] compiling", disable=quiet, mininterval=2 if tty else 60,
-              miniters=1, file=sys.stderr if tty else _LogLines(sys.stderr)) as bar:
-        for line in child.stdout:
-            tail = (tail + [line])[-40:]
-            if OBJECT_LINE.match(line):
-                if total and bar.n >= bar.total:
-                    bar.total = bar.n + 1
-                bar.update(1)
-    if child.wait() != 0:
-        raise EnvironmentProblem("UML kernel build failed:\n" + "".join(tail))
 
 
 # ---------------------------------------------------------------- boot and run

@@ -1,8 +1,8 @@
-"""The UML build's progress bar has a total from kbuild's own dry run, and so an ETA."""
+"""A kernel build's progress bar (UML's and the box's) has a total from kbuild's own dry run, and so an ETA."""
 
 import stat
 
-from mptcplab.places import uml_kernel as uml
+from mptcplab.places import kernel_build
 
 # A stand-in for `make`: with -n it prints what kbuild's dry run prints (the echo commands, then
 # the error where the final link needs what was not built); without, what a real build prints.
@@ -31,19 +31,19 @@ def _fake_make(tmp_path):
 def test_object_lines_of_a_build_and_of_its_dry_run():
     for line in ("  CC      net/mptcp/protocol.o", "  AS      arch/x86/um/setjmp_64.o", "  LD      vmlinux",
                  "set -e;  echo '  CC      net/mptcp/protocol.o'; gcc ..."):
-        assert len(uml.OBJECT_LINE.findall(line)) == 1, line
+        assert len(kernel_build.OBJECT_LINE.findall(line)) == 1, line
     for line in ("  CC      net/mptcp/protocol.o", "  LD      vmlinux"):
-        assert uml.OBJECT_LINE.match(line), line  # how the build's own lines are matched
+        assert kernel_build.OBJECT_LINE.match(line), line  # how the build's own lines are matched
     # Two commands in one line (blocks of parallel sub-makes interleave): both counted.
     merged = "gcc -o a.o a.c; set -e; echo '  CC      b.o'; gcc -c b.c echo '  AS      c.o'"
-    assert len(uml.OBJECT_LINE.findall(merged)) == 2
+    assert len(kernel_build.OBJECT_LINE.findall(merged)) == 2
     for line in ("  HOSTCC  scripts/kallsyms", "  AR      net/built-in.a", "make[1]: Entering directory",
                  "  GEN     Makefile", "set -e; echo '  HOSTCC  scripts/kallsyms'; cc"):
-        assert not uml.OBJECT_LINE.findall(line), line
+        assert not kernel_build.OBJECT_LINE.findall(line), line
 
 
 def test_the_bar_has_a_total_and_an_eta_and_grows_past_the_dry_run(tmp_path, capsys):
-    uml._make_with_progress([str(_fake_make(tmp_path)), "-j2"], quiet=False)
+    kernel_build.make_with_progress([str(_fake_make(tmp_path)), "-j2"], quiet=False, desc="[uml build] compiling", what="UML kernel")
     bar = capsys.readouterr().err.strip().splitlines()[-1].split("\r")[-1]
     # The dry run counted 2 objects; the build made 3 (the final link comes after the dry run's stop).
     assert "3/3 [" in bar and "<" in bar, bar
@@ -51,7 +51,7 @@ def test_the_bar_has_a_total_and_an_eta_and_grows_past_the_dry_run(tmp_path, cap
 
 def test_in_a_log_each_redraw_is_its_own_line(tmp_path, capsys):
     # capsys's stderr is no terminal, as in CI or under nohup: no carriage returns, one line per redraw.
-    uml._make_with_progress([str(_fake_make(tmp_path)), "-j2"], quiet=False)
+    kernel_build.make_with_progress([str(_fake_make(tmp_path)), "-j2"], quiet=False, desc="[uml build] compiling", what="UML kernel")
     err = capsys.readouterr().err
     assert "\r" not in err, repr(err)
     assert err.splitlines()[-1].startswith("[uml build] compiling: 100%"), err

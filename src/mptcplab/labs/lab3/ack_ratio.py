@@ -176,6 +176,8 @@ def ack_ratio_row(r: pd.DataFrame, controls: dict, runs_manifest: pd.DataFrame |
 
 
 def ack_ratio_section(controls: dict) -> list[str]:
+    """The report's section on the paced* controls beside linux_recovery; nothing where either is
+    missing."""
     base, paced = controls.get("linux_recovery"), paced_controls(controls)
     if base is None or not paced:
         return []

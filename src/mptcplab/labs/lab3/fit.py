@@ -18,6 +18,19 @@ def error_summary(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["runs", "count", *MODELS])
 
 
+def error_section(runs: pd.DataFrame) -> list[str]:
+    """The report's table of `error_summary`."""
+    return [
+        "Median |relative error| per model:",
+        "",
+        "| runs | count | " + " | ".join(MODELS.values()) + " |",
+        "|---|---|" + "---|" * len(MODELS),
+        *[f"| {s['runs']} | {s['count']} | " + " | ".join(f"{s[c]:.0%}" for c in MODELS) + " |"
+          for _, s in error_summary(runs).iterrows()],
+        "",
+    ]
+
+
 def padhye_vs_model1(runs: pd.DataFrame) -> pd.DataFrame:
     """Per group: in how many runs n x Padhye fed the per-flow p came closer to the measured throughput
     than model 1, both medians of |error| (the paper's Fig. 16 compares the two), and the verdict:
@@ -89,6 +102,26 @@ def timeouts_vs_model1(runs: pd.DataFrame) -> pd.DataFrame:
                          "in_timeout": t["q"] / r.n, "err_model1": r.err_model1}).reset_index(drop=True)
 
 
+def timeouts_section(runs: pd.DataFrame, window_s, controlled: bool = False) -> list[str]:
+    """The report's table of `timeouts_vs_model1` per group of runs, and what it says above 2 % loss
+    (`timeouts_paragraph`)."""
+    to = timeouts_vs_model1(runs)
+    to_groups = [(name, to[to.run.isin(g.run)]) for name, g in groups(runs, everything=False)]
+    para = timeouts_paragraph(to, window_s, controlled)
+    return [
+        "Timeouts in the measurement window, measured (a retransmission after a silence of ≥ 0.8 RTO) and as "
+        "model 1 assumes them (Q_TO × loss events), median per run:",
+        "",
+        "| runs | count | loss events | timeouts measured | timeouts model 1 | share of flows in a timeout, model 1 |",
+        "|---|---|---|---|---|---|",
+        *[f"| {name} | {len(g)} | {g.loss_events.median():.0f} | {g.timeouts.median():g} (max "
+          f"{int(g.timeouts.max())}) | {g.model1_timeouts.median():.0f} | {g.in_timeout.median():.0%} |"
+          for name, g in to_groups if len(g)],
+        "",
+        *([para, ""] if para else []),
+    ]
+
+
 def timeouts_paragraph(to: pd.DataFrame, window_s, controlled: bool = False) -> str:
     """What the errors above 2 % loss come from, in numbers: timeouts measured against model 1's."""
     high = to[(to.scenario == "random") & (to["loss"] > GRADED_MAX_LOSS + 1e-12)]
@@ -139,3 +172,22 @@ def rtt_sensitivity(runs: pd.DataFrame) -> pd.DataFrame:
             rows.append({"runs": name, "rtt": label, "count": len(alt), "rtt_ms": float(alt.rtt.median() * 1e3),
                          "model1": float(alt.err_model1.median()), "model2": float(alt.err_model2.median())})
     return pd.DataFrame(rows, columns=["runs", "rtt", "count", "rtt_ms", "model1", "model2"])
+
+
+def rtt_section(runs: pd.DataFrame) -> list[str]:
+    """The report's table of `rtt_sensitivity`; nothing for results without the kernel's RTTs."""
+    sens = rtt_sensitivity(runs)
+    if sens.empty:
+        return []
+    return [
+        "The RTT fed to the models: median error of each model fed the kernel's min RTT, its srtt or tshark's "
+        "ack_rtt (everything else as measured). ack_rtt includes the time the receiver held delayed ACKs "
+        "back; srtt partly (Linux takes its sample from the oldest segment an ACK covers); min RTT not, "
+        "but it also leaves out any queue.",
+        "",
+        "| runs | RTT | count | median RTT | model 1 | model 2 |",
+        "|---|---|---|---|---|---|",
+        *[f"| {t.runs} | {t.rtt} | {t.count} | {t.rtt_ms:.1f} ms | {pct(t.model1)} | {pct(t.model2)} |"
+          for t in sens.itertuples()],
+        "",
+    ]

@@ -138,10 +138,12 @@ def recovery_cause(base: pd.DataFrame, control: dict | None, linux: dict | None 
     return f"unexplained, tried: {tried}; {said}"
 
 
-def recovery_section(r: pd.DataFrame, control: dict, linux: dict | None = None) -> list[str]:
-    """The reno_recovery control beside the same points with Linux's recovery (the linux_recovery
-    control where it was run, else the reference's runs)."""
-    tbl = recovery_table(linux["runs"] if linux else r, control["runs"])
+def recovery_section(r: pd.DataFrame, controls: dict) -> list[str]:
+    """The report's section on the reno_recovery control, beside the same points with Linux's
+    recovery (the linux_recovery control where it was run, else the reference's runs); nothing
+    where it was not run."""
+    control, linux = controls.get("reno_recovery"), controls.get("linux_recovery")
+    tbl = recovery_table(linux["runs"] if linux else r, control["runs"]) if control is not None else pd.DataFrame()
     if tbl.empty:
         return []
     applied = sysctls_applied(control["runs_manifest"])

@@ -70,7 +70,7 @@ def test_conclude_writes_claims_json_before_the_report_and_the_summary_line(tmp_
     out.mkdir()
     pd.DataFrame({"a": FAST, "b": SLOW}).to_csv(out / "runs.csv", index=False)
     seen = []
-    lab = SimpleNamespace(id="labx", claims=ledger, report=lambda o: seen.append(cl.load(o)) or "report")
+    lab = SimpleNamespace(id="labx", judging=SimpleNamespace(claims=ledger), report=lambda o: seen.append(cl.load(o)) or "report")
     runner.conclude(lab, out, {})
     doc = json.loads((out / cl.FILE).read_text())
     assert seen == [doc] and doc["lab"] == "labx"

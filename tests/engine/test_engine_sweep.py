@@ -11,7 +11,7 @@ from mptcplab.core import paths
 from mptcplab.labs.lab1 import experiment as l1
 from mptcplab.net.topology import BASE_SYSCTLS
 from mptcplab.run import engine
-from mptcplab.run.lab import Lab, Point, RunContext, get_lab
+from mptcplab.run.lab import Lab, Point, RunContext, Running, get_lab
 from mptcplab.run.results import Sweep, git_commit, tool_versions
 
 
@@ -62,7 +62,7 @@ def _toy_lab(measured, checks):
 
     return Lab(id="toy", slug="00-toy", title="toy", topology=Topo, points=points, measure=measure,
                finish=lambda ctx: {"done": len(Sweep(ctx.out).runs())}, analysis=None,
-               extra_check=lambda net, rd, params: checks.append(1) or "checked")
+               running=Running(extra_check=lambda net, rd, params: checks.append(1) or "checked"))
 
 
 def test_sweep_checks_once_and_resumes(tmp_path, monkeypatch):

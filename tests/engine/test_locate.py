@@ -37,7 +37,7 @@ def finished_sweep(out: Path, *, where="uml", kernel="6.12.117", quick=True, whe
         "command": argv, "platform": {"where": where, "kernel_release": kernel},
         "git": {"commit": "0123456789abcdef", "dirty": False}}))
     (run / "summary.json").write_text("{}")
-    lab = SimpleNamespace(id="lab1", report=lambda o: "| paper | run |\n", claims=None)
+    lab = SimpleNamespace(id="lab1", report=lambda o: "| paper | run |\n", judging=SimpleNamespace(claims=None))
     runner.conclude(lab, out, {"runs": 1})
     if when is not None:
         os.utime(out / loc.SUMMARY, (when, when))

@@ -271,16 +271,18 @@ def test_die_with_parent(tmp_path):
 
 
 def test_vm_prepares_on_the_host_only_for_labs_that_build_something(monkeypatch):
+    import dataclasses
+
     from mptcplab.run.lab import get_lab
 
     asked = []
     monkeypatch.setattr(vm, "kernel", lambda: Path("/boot/vmlinuz-6.12.117+deb12-amd64"))
     vm.prepare(get_lab("lab1"))
     lab2 = get_lab("lab2")
-    monkeypatch.setattr(lab2, "prebuild", lambda release: asked.append(release) or [])
-    vm.prepare(lab2)
+    builds = dataclasses.replace(lab2.running, prebuild=lambda release: asked.append(release) or [])
+    vm.prepare(dataclasses.replace(lab2, running=builds))
     assert asked == ["6.12.117+deb12-amd64"]
-    assert get_lab("lab1").prebuild is None and lab2.prebuild is not None
+    assert get_lab("lab1").running.prebuild is None and lab2.running.prebuild is not None
 
 
 def test_a_guest_kernel_panic_is_recognised():

@@ -38,7 +38,7 @@ def _same(a, b) -> bool:
 
 @pytest.mark.parametrize("lab", LABS)
 def test_each_lab_declares_its_keys_and_unseen_data(lab):
-    spec = all_labs()[lab]
+    spec = all_labs()[lab].grading
     assert spec.answer_keys and spec.held_out and spec.unseen_answers, lab
     fn = spec.unseen_answers
     assert fn.__name__ in answer_keys.functions()[fn.__module__]  # hidden wherever student code runs

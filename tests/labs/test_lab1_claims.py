@@ -16,7 +16,7 @@ REF = REPO_ROOT / "solutions/results/lab1"
 
 
 def test_committed_claims_are_the_ledger_on_the_reference():
-    assert LAB.claims is ledger
+    assert LAB.judging.claims is ledger
     assert judge.load(REF) == json.loads(json.dumps(judge.document(LAB, REF)))
 
 
@@ -55,7 +55,7 @@ def test_without_the_papers_scheduler_the_headline_is_not_measured(tmp_path):
 
 
 def test_every_fragment_is_made_without_missing_values():
-    made = LAB.fragments(REF)
+    made = LAB.judging.fragments(REF)
     assert {"held", "held-runs", "observed", "tso", "second-place", "controls"} <= set(made)
     for name, text in made.items():
         assert text.strip() and "nan" not in text.replace("nanosecond", ""), name

@@ -53,7 +53,7 @@ def test_a_quick_run_says_what_it_lacks(tmp_path):
 
 def test_the_lab_declares_its_ledger_and_fragments():
     lab = get_lab("lab2")
-    assert lab.claims is ledger
-    made = lab.fragments(REF)
+    assert lab.judging.claims is ledger
+    made = lab.judging.fragments(REF)
     assert {"reference", "setup", "throughput", "sizes", "causes", "controlled"} <= set(made)
     assert "6.12.117" in made["reference"] and "lia-static-gain" in made["causes"]

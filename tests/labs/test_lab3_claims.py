@@ -45,8 +45,8 @@ def test_a_run_without_high_loss_or_controls_says_what_it_lacks(tmp_path):
 
 def test_the_lab_declares_its_ledger_and_fragments():
     lab = get_lab("lab3")
-    assert lab.claims is ledger
-    made = lab.fragments(REF)
+    assert lab.judging.claims is ledger
+    made = lab.judging.fragments(REF)
     assert "6.12.117" in made["reference"]
     # every section of the reference's report reaches its fragment (none says the report lacks it)
     sections = [name for name in fragments.SECTIONS.values() if name]

@@ -40,13 +40,13 @@ def _check(args) -> int:
 
 def check_results(root: Path | str) -> list:
     """Every verdict (physics.Verdict) for the results under `root`: the tables each lab names
-    (`Lab.results_checks`), the setup checks its manifests and summaries hold, each sampled run."""
+    (`Lab.judging.results_checks`), the setup checks its manifests and summaries hold, each sampled run."""
     from ..judge.check import check_run_dir, check_setup_checks
 
     root = Path(root)
     out = []
     for lab in all_labs().values():
-        for name, judge in lab.results_checks.items():
+        for name, judge in lab.judging.results_checks.items():
             for table in sorted(root.rglob(name)):
                 out += judge(table)
     for doc in [*sorted(root.rglob("*manifest.json")), *sorted(root.rglob("verify*summary.json")),

@@ -20,8 +20,8 @@ def _clean(_args) -> int:
     for place in places.all_places():  # guests the kit booted (UML kernels, VMs) and their directories
         removed += place.clean()
     for lab in all_labs().values():  # what a lab loads into the kernel itself (Lab 2: BPF programs)
-        if lab.clean:
-            removed += lab.clean()
+        if lab.running.clean:
+            removed += lab.running.clean()
     removed += leftovers.clean()  # what a killed `mptcplab grade` left: work directories, cgroups, keyrings
     for line in removed:
         print(f"removed {line}")

@@ -12,7 +12,7 @@ holds the fragment `claims` of lab `lab3` (`kit.NAME` for kit-wide ones). A lab'
 its committed reference (solutions/results/<lab>): `<lab>.claims`, the verdicts of its claims.json,
 for every lab with one; `<lab>.quick-time`, its newest timed quick reproduction, from the kit's
 benchmark (benchmarks/results/time_ratio.json); the rest from
-`Lab.fragments(reference dir) -> {name: markdown}`.
+`Lab.judging.fragments(reference dir) -> {name: markdown}`.
 `mptcplab fragments` rewrites every block in place; `--check` changes nothing and exits 1 listing
 stale or unknown blocks and every measured number stated outside a block that nothing committed
 holds (`untraced`).
@@ -108,8 +108,8 @@ def produce(root: Path) -> dict[str, str]:
         if doc is not None:
             out[f"{lab.id}.claims"] = claims.markdown(doc)
             lines.append(f"| {lab.id} | {lab.title} | {claims.summary_line(doc)} |")
-        if lab.fragments is not None and ref.exists():
-            out.update({f"{lab.id}.{name}": text for name, text in lab.fragments(ref).items()})
+        if lab.judging.fragments is not None and ref.exists():
+            out.update({f"{lab.id}.{name}": text for name, text in lab.judging.fragments(ref).items()})
     if lines:
         out["kit.claims"] = "| lab | title | the paper's claims on the reference |\n|---|---|---|\n" + "\n".join(lines) + "\n"
     out.update(quick_times(root))

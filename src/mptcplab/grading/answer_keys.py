@@ -2,7 +2,7 @@
 
 The kit is open (students have it in their VM), but a notebook that only calls
 `models.parallel_per_flow` must not earn the marks for implementing it. Each lab names its answer
-keys (`Lab.answer_keys`, `Lab.answer_columns`). While a submission executes, the sandbox shows a
+keys (`Lab.grading.answer_keys`, `.answer_columns`). While a submission executes, the sandbox shows a
 copy of each such module with these functions' bodies (and docstrings) replaced by
 `raise AnswerKeyHidden(...)`, bound over the real file, with the module's `__pycache__` covered by
 an empty directory (its .pyc would hold the original); and a copy of each such reference table
@@ -26,18 +26,18 @@ def functions() -> dict[str, tuple[str, ...]]:
     """Every lab's answer keys: module -> functions whose result a graded question asks for."""
     out: dict[str, tuple[str, ...]] = {}
     for lab in all_labs().values():
-        for module, names in lab.answer_keys.items():
+        for module, names in lab.grading.answer_keys.items():
             key = f"{lab.analysis.__package__}.{module}"
             out[key] = tuple(dict.fromkeys(out.get(key, ()) + tuple(names)))
-        if lab.unseen_answers is not None:  # computes every graded answer: always a key
-            fn = lab.unseen_answers
+        if lab.grading.unseen_answers is not None:  # computes every graded answer: always a key
+            fn = lab.grading.unseen_answers
             out[fn.__module__] = tuple(dict.fromkeys(out.get(fn.__module__, ()) + (fn.__name__,)))
     return out
 
 
 def columns() -> dict[Path, tuple[str, ...]]:
     """Every lab's reference tables with answer columns: path -> those columns."""
-    return {results(lab.id) / table: cols for lab in all_labs().values() for table, cols in lab.answer_columns.items()}
+    return {results(lab.id) / table: cols for lab in all_labs().values() for table, cols in lab.grading.answer_columns.items()}
 
 
 # Optional imports nothing in grading needs, covered by an empty directory in the sandboxes (then

@@ -6,9 +6,9 @@ the tables here instead (`kit`), from `solutions/results/<lab>` of the kit the c
 (the checker's sandbox shows the real files, and the notebook ran on the same ones: the sandbox
 shows no `results/` of the student's).
 
-Graded points come from unseen data (issue 40): each lab's `Lab.held_out(tables, rng)` draws inputs
+Graded points come from unseen data (issue 40): each lab's `Lab.grading.held_out(tables, rng)` draws inputs
 no student has seen from a generator seeded with the instructor's secret, and its
-`Lab.unseen_answers(inputs)` computes the kit's answers on them. The grader does both once per
+`Lab.grading.unseen_answers(inputs)` computes the kit's answers on them. The grader does both once per
 batch, in its own process, before any submission runs (`draw`), and hands them to each checker on
 its stdin with the tests; hidden tests read them with `unseen(lab)` and `expected(lab, key)`, which
 work only there. Student code never runs where they are: the checker calls a student's function
@@ -66,10 +66,11 @@ def draw(lab: str, secret: bytes) -> dict:
     that declares no `held_out`. Runs in the grader (the real answer keys), never in a sandbox."""
     from ..run.lab import all_labs
 
-    spec = all_labs()[lab]
+    found = all_labs()[lab]
+    spec = found.grading
     if spec.held_out is None:
         return {}
-    inputs = spec.held_out(copy.deepcopy(tables(lab, spec.analysis.load)), rng(secret, lab))  # cached: not theirs
+    inputs = spec.held_out(copy.deepcopy(tables(lab, found.analysis.load)), rng(secret, lab))  # cached: not theirs
     answers = spec.unseen_answers(copy.deepcopy(inputs)) if spec.unseen_answers else {}
     return {"inputs": inputs, "answers": answers}
 
@@ -104,10 +105,10 @@ def _drawn(lab: str, what: str) -> dict:
 
 
 def unseen(lab: str) -> dict:
-    """The lab's held-out inputs (`Lab.held_out`), a fresh copy per call (a test may change it)."""
+    """The lab's held-out inputs (`Lab.grading.held_out`), a fresh copy per call (a test may change it)."""
     return copy.deepcopy(_drawn(lab, "unseen")["inputs"])
 
 
 def expected(lab: str, key: str):
-    """The kit's answer `key` (`Lab.unseen_answers(inputs)[key]`, e.g. "q4") on unseen(lab), a copy."""
+    """The kit's answer `key` (`Lab.grading.unseen_answers(inputs)[key]`, e.g. "q4") on unseen(lab), a copy."""
     return copy.deepcopy(_drawn(lab, "expected")["answers"][key])

@@ -181,8 +181,8 @@ def _fmt_interval(iv) -> str:
 
 
 def ledger(lab) -> tuple[tuple[Claim, ...], Callable[[Path], dict]] | None:
-    """(claims, tables loader) of a lab that declares a ledger (Lab.claims), else None."""
-    module = getattr(lab, "claims", None)
+    """(claims, tables loader) of a lab that declares a ledger (Lab.judging.claims), else None."""
+    module = lab.judging.claims
     return (tuple(module.CLAIMS), module.tables) if module is not None else None
 
 

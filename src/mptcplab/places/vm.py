@@ -351,12 +351,12 @@ def ready() -> None:
 
 
 def prepare(lab) -> None:
-    """Before a lab boots the guest: what the lab compiles for the guest's kernel (`Lab.prebuild`,
+    """Before a lab boots the guest: what the lab compiles for the guest's kernel (`Lab.running.prebuild`,
     e.g. BPF objects) is built here on the host, not by a compiler under TCG."""
-    if lab.prebuild is None:
+    if lab.running.prebuild is None:
         return
     t0 = time.monotonic()
-    if lab.prebuild(release(kernel())):
+    if lab.running.prebuild(release(kernel())):
         log.get(lab.id).info("compiled on the host for the guest's kernel (%.0f s)", time.monotonic() - t0)
 
 

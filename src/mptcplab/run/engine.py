@@ -53,11 +53,11 @@ def setup_check(net, params: dict, ctx: RunContext) -> None:
         with eta.step(say, "verifying the setup before measuring", f"{lab.id}/{ctx.where}/setup check",
                       clock=lambda: wall_clock(ctx.out)):
             # window=True: the physics check (mptcplab.judge.physics) in every place, before every lab.
-            check_paths(net, rd, first.a, first.b, **{"window": True, **lab.path_checks})
+            check_paths(net, rd, first.a, first.b, **{"window": True, **lab.running.path_checks})
             lines = [describe(rd.summary["checks"])]
-            if lab.extra_check:
+            if lab.running.extra_check:
                 with rd.timed("extra_check"):
-                    lines.append(lab.extra_check(net, rd, params))
+                    lines.append(lab.running.extra_check(net, rd, params))
         say.info("setup verified:\n%s", "\n".join(lines))
 
 
@@ -69,7 +69,7 @@ def check_setup(ctx: RunContext, times: int) -> list[dict]:
     attempts is setup-checks.csv. Returns its rows."""
     lab, params, say = ctx.lab, ctx.params, log.get(ctx.lab.id)
     rows, progress = [], Progress(ctx, times, "setup checks to run")
-    with lab.session(ctx):
+    with lab.running.session(ctx):
         for i in range(1, times + 1):
             attempt = dataclasses.replace(ctx, out=ctx.out / f"setup-check-{i}")
             if Sweep(attempt.out).done(VERIFY):
@@ -116,7 +116,7 @@ def run_point(lab: Lab, net, sweep: Sweep, point: Point, params: dict) -> str:
     """One run: the point's settings, then the network into the manifest, then the measurement."""
     with sweep.run(point.key, point.values) as rd:
         with rd.timed("configure"):
-            lab.configure(net, point, params)
+            lab.running.configure(net, point, params)
         with rd.timed("record"):
             net.record(rd)  # after configure: the manifest shows what this run really used
         with rd.timed("measure"):
@@ -165,7 +165,7 @@ def run(ctx: RunContext, analyse: bool = True) -> dict | None:
     left = [p for p in wanted if not sweep.done(p.key)]
     if len(left) < len(wanted):
         say.info("resuming: %d of %d runs already done", len(wanted) - len(left), len(wanted))
-    with lab.session(ctx), contextlib.ExitStack() as networks:
+    with lab.running.session(ctx), contextlib.ExitStack() as networks:
         net, built = None, None
         while left:
             progress = Progress(ctx, len(left))

@@ -60,46 +60,57 @@ def _no_session(ctx: RunContext) -> ContextManager:
     return contextlib.nullcontext()
 
 
-@dataclass
-class Lab:
-    id: str  # "lab1"
-    slug: str  # "01-send-buffer": its guide's folder under labs/, its notebooks' names
-    title: str
-    topology: Callable[[dict], object]  # params -> mptcplab.net.topology.Topology (the lab's network)
-    points: Callable[[dict, object], list[Point]]  # (params, results.Sweep so far) -> the runs still wanted
-    measure: Callable[[object, object, Point, dict], str]  # (net, rundir, point, params): fills the
-    #   run's summary; returns one line for the progress log
-    finish: Callable[[RunContext], dict]  # after the last run: tables and figures; the lab's summary
-    analysis: ModuleType  # labN_analysis: compact, load, report, figures, export_reference
-    configure: Callable[[object, Point, dict], None] = _no_settings  # a run's own settings (sysctls,
-    #   links), applied before the network is recorded into its manifest
-    session: Callable[[RunContext], ContextManager] = _no_session  # held around every network (e.g. BPF programs loaded)
+# A lab's optional hooks, in groups a lab gives only where they apply (each group's defaults do nothing).
+
+@dataclass(frozen=True)
+class Running:
+    """Beyond the five hooks every lab has: what the engine does around its runs."""
+
+    configure: Callable[[object, Point, dict], None] = _no_settings  # (net, point, params): a run's own
+    #   settings (sysctls, links), applied before the network is recorded into its manifest
+    session: Callable[[RunContext], ContextManager] = _no_session  # held around every network (BPF programs loaded)
     path_checks: dict = field(default_factory=dict)  # options of verify.check_paths for the setup check
-    extra_check: Callable[[object, object, dict], str] | None = None  # (net, rundir, params) -> a line
-    # What a place's kernel must offer to honour the lab's inputs (mptcplab.core.kernel.PLACE_CAPABILITIES): netem
-    # for its paths' delays and loss, and the features it measures; `auto` picks only such places.
-    needs: tuple[str, ...] = ("netem",)
-    # params -> {capability: the part of the lab that needs it, in words}, for parts a run's parameters
-    # may leave out (Lab 1's paper point with the paper's scheduler). One sweep runs in one kernel,
-    # so a run that includes such a part needs it of its place: `needs_for`.
-    part_needs: Callable[[dict], dict[str, str]] | None = None
-    parameters: Callable[[dict], None] | None = None  # checks beyond the generic ones (see check_params)
-    renamed: dict[str, str] = field(default_factory=dict)  # old parameter name -> new one
-    any_kind: tuple[str, ...] = ()  # parameters that take more than one kind of value (checked by the lab)
-    may_skip: tuple[str, ...] = ()  # repetitions that may be 0: that part of the sweep is not run (Lab 2's
-    #   fairness runs in a controlled run that measures only transfers)
-    results_checks: dict[str, Callable[[Path], list]] = field(default_factory=dict)  # a results table's
-    #   file name -> its physics judge (a check.py function), for `mptcplab check`
-    clean: Callable[[], list[str]] | None = None  # removes what a killed run of this lab left in the
-    #   kernel (beyond namespaces and tracefs, which the engine removes); for `mptcplab clean`
+    extra_check: Callable[[object, object, dict], str] | None = None  # (net, rundir, params): the setup
+    #   check's own step (a line for the log)
+    clean: Callable[[], list[str]] | None = None  # removes what a killed run left in the kernel (beyond
+    #   namespaces and tracefs, which the engine removes); for `mptcplab clean`
     prebuild: Callable[[str], object] | None = None  # (guest kernel release): host-side work before a
-    #   guest place boots (e.g. compiling BPF objects for that kernel); truthy when something was built
+    #   guest place boots (compiling BPF objects for that kernel); truthy when something was built
     convert: Callable[[Path], object] | None = None  # (sweep dir): the finished runs' raw records into
     #   their tables (the analysis's first step, repeatable): on the host beside a guest's sweep
     #   (runner.converting), so the analysis after the guest finds little left to convert
-    answer_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a module of the lab's
-    #   package ("models") -> its functions whose result a graded question asks the student to compute:
-    #   hidden while a submission is graded (mptcplab.grading.answer_keys)
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """What `experiment.toml` and `--set` may hold beyond the shared vocabulary (see check_params)."""
+
+    check: Callable[[dict], None] | None = None  # raises UsageError on a value the generic checks let through
+    renamed: dict[str, str] = field(default_factory=dict)  # old parameter name -> new one (refused, named)
+    any_kind: tuple[str, ...] = ()  # parameters that take more than one kind of value (checked by `check`)
+    may_skip: tuple[str, ...] = ()  # repetitions that may be 0: that part of the sweep is not run (a
+    #   controlled run that measures only transfers)
+
+
+@dataclass(frozen=True)
+class Judging:
+    """How a lab's results are judged and shown outside its own report."""
+
+    results_checks: dict[str, Callable[[Path], list]] = field(default_factory=dict)  # a results table's file
+    #   name -> its physics judge (-> [physics.Verdict]), for `mptcplab check`
+    claims: ModuleType | None = None  # the lab's ledger (labs/labN/claims.py: CLAIMS and tables(results_dir)),
+    #   evaluated after every run into claims.json (mptcplab.judge.claims)
+    fragments: Callable[[Path], dict[str, str]] | None = None  # reference dir -> {fragment name: markdown}
+    #   for the generated blocks of the guides and site (`mptcplab fragments`)
+
+
+@dataclass(frozen=True)
+class Grading:
+    """What grading hides from a submission and the unseen inputs it grades on (mptcplab.grading)."""
+
+    answer_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a module of the lab's package
+    #   ("models") -> its functions whose result a graded question asks the student to compute: hidden
+    #   while a submission is graded (mptcplab.grading.answer_keys)
     answer_columns: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a table of the lab's
     #   reference results ("runs.csv") -> its columns that are answers: a submission sees it without them
     held_out: Callable[[object, object], dict] | None = None  # (its reference tables as analysis.load reads
@@ -107,10 +118,39 @@ class Lab:
     #   columns dropped: the hidden tests call the student's functions on them (mptcplab.grading.reference)
     unseen_answers: Callable[[dict], dict] | None = None  # held_out's inputs -> {key ("q4"): the kit's answer};
     #   run by the grader with the real answer keys, never where student code runs (an answer key itself)
-    claims: ModuleType | None = None  # the lab's ledger (labs/labN/claims.py: CLAIMS and tables(results_dir)),
-    #   evaluated after every run into claims.json (mptcplab.judge.claims)
-    fragments: Callable[[Path], dict[str, str]] | None = None  # reference dir -> {fragment name: markdown}
-    #   for the generated blocks of the guides and site (`mptcplab fragments`)
+
+
+@dataclass
+class Lab:
+    """A lab as the engine sees it: who it is, the five hooks of its experiment, what it needs of a
+    place, and optional groups (`Running`, `Parameters`, `Judging`, `Grading`, `commands`)."""
+
+    # Who it is
+    id: str  # "lab1"
+    slug: str  # "01-send-buffer": its guide's folder under labs/, its notebooks' names
+    title: str
+    # The experiment: every lab gives these
+    topology: Callable[[dict], object]  # params -> mptcplab.net.topology.Topology (the lab's network)
+    points: Callable[[dict, object], list[Point]]  # (params, results.Sweep so far) -> the runs still wanted
+    measure: Callable[[object, object, Point, dict], str]  # (net, rundir, point, params): fills the
+    #   run's summary; returns one line for the progress log
+    finish: Callable[[RunContext], dict]  # after the last run: tables and figures; the lab's summary
+    analysis: ModuleType  # labN.analysis: compact, load, report, figures, export_reference
+    # What a place's kernel must offer to honour the lab's inputs (mptcplab.core.kernel.PLACE_CAPABILITIES):
+    # netem for its paths' delays and loss, and the features it measures; `auto` picks only such places.
+    needs: tuple[str, ...] = ("netem",)
+    # params -> {capability: the part of the lab that needs it, in words}, for parts a run's parameters
+    # may leave out (a paper point with the paper's scheduler). One sweep runs in one kernel, so a run
+    # that includes such a part needs it of its place: `needs_for`.
+    part_needs: Callable[[dict], dict[str, str]] | None = None
+    # Optional groups
+    running: Running = field(default_factory=Running)
+    parameters: Parameters = field(default_factory=Parameters)
+    judging: Judging = field(default_factory=Judging)
+    grading: Grading = field(default_factory=Grading)
+    # Subcommands of its own: each `register(subparsers)` adds one to the `mptcplab` CLI
+    # (commands/lab_commands.py), like a module of mptcplab.commands
+    commands: tuple[Callable[[object], None], ...] = ()
 
     def needs_for(self, params: dict) -> tuple[str, ...]:
         """What a place must offer for a run with these parameters: `needs` and its parts' own."""
@@ -178,8 +218,8 @@ def check_keys(lab: Lab, base: dict, over: dict, where: str, prefix: str = "") -
     the same kind; a new name in an open table (a new path) has the keys its siblings have."""
     for key, value in over.items():
         name = f"{prefix}{key}"
-        if name in lab.renamed:
-            raise UsageError(f"{where}: parameter {name!r} is now called {lab.renamed[name]!r}")
+        if name in lab.parameters.renamed:
+            raise UsageError(f"{where}: parameter {name!r} is now called {lab.parameters.renamed[name]!r}")
         if key not in base:
             parents = prefix.split(".")[:-1]  # "paths.fast." -> ["paths", "fast"]
             if parents and 1 <= len(parents) <= OPEN_TABLES.get(parents[0], 0):
@@ -193,7 +233,7 @@ def check_keys(lab: Lab, base: dict, over: dict, where: str, prefix: str = "") -
             raise UsageError(f"{where}: {lab.id} has no parameter {name!r}; nearest valid: "
                              + (", ".join(near) or "(none: this table takes no parameters)"))
         old = base[key]
-        if _kind(old) != _kind(value) and name not in lab.any_kind:
+        if _kind(old) != _kind(value) and name not in lab.parameters.any_kind:
             raise UsageError(f"{where}: {name} = {value!r} should be {_kind(old)}, like {old!r}")
         if isinstance(value, dict):
             check_keys(lab, old, value, where, f"{name}.")
@@ -211,13 +251,13 @@ def check_params(lab: Lab, params: dict) -> None:
                 yield f"{prefix}{k}", k, v
 
     for name, key, value in walk(params):
-        least = 0 if name in lab.may_skip else 1
+        least = 0 if name in lab.parameters.may_skip else 1
         if key == "repetitions" and not (isinstance(value, int) and value >= least):
             raise UsageError(f"{name} = {value!r}: give a whole number of repetitions >= {least}")
         if key.endswith("_s") and isinstance(value, (int, float)) and not value > 0:
             raise UsageError(f"{name} = {value!r}: give a duration in seconds > 0")
-    if lab.parameters:
-        lab.parameters(params)
+    if lab.parameters.check:
+        lab.parameters.check(params)
     lab.topology(params)
     lab.points(params, None)
 

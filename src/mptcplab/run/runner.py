@@ -304,7 +304,7 @@ def run_lab(lab_id: str, quick: bool = False, where: str = "auto", out: Path | N
         return 0
 
     rc = in_place(place, argv, here, out=out, lab=lab.id, params=params, checked=records.params_key(overrides),
-                  prepare=lambda: places.get(place).prepare(lab), convert=lab.convert)
+                  prepare=lambda: places.get(place).prepare(lab), convert=lab.running.convert)
     if check_setup or rc != 0 or places.inside_guest():
         return rc
     if places.get(place).GUEST and not shard:

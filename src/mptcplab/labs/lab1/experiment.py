@@ -38,7 +38,7 @@ from ...measure.observe import Capture, Counters, SsSampler, Tracing
 from ...measure.traffic import bulk, verify_capture
 from ...net.links import LinkSpec
 from ...net.topology import NetPath, Topology, switches
-from ...run.lab import Lab, Point, RunContext, link_with_delay
+from ...run.lab import Grading, Judging, Lab, Point, RunContext, Running, link_with_delay
 from ...run.results import Sweep
 from .measure import kernel_view
 
@@ -451,16 +451,17 @@ def degradation(table):
 
 
 LAB = Lab(id="lab1", slug="01-send-buffer", title="MPTCP send-buffer starvation (Kato et al. 2020)",
-          topology=topology, points=points, configure=configure, measure=measure, finish=finish,
-          analysis=lab1_analysis, needs=("netem",), part_needs=part_needs,
-          results_checks={"sweep.csv": check_sweep, "paper-point.csv": check_sweep},
+          topology=topology, points=points, measure=measure, finish=finish, analysis=lab1_analysis,
+          needs=("netem",), part_needs=part_needs,
+          running=Running(configure=configure),
+          judging=Judging(results_checks={"sweep.csv": check_sweep, "paper-point.csv": check_sweep},
+                          claims=lab1_claims, fragments=lab1_fragments.fragments),
           # What grading hides while a submission runs: the kit's answers to the graded questions
           # (unseen.answers and the functions it calls) and the analysis's own that a graded function
           # could call instead (Q1's means, Q2's region, Q6's share: the figures and tables built on
           # them do not run while a notebook is graded, a note in its report). No reference column
           # is an answer: each is an input some question computes from.
-          answer_keys={"unseen": lab1_unseen.ANSWER_KEYS, "sweep": ("throughput_table", "degradation_region"),
-                       "detail": ("blocked_fraction",)},
-          answer_columns={},
-          held_out=lab1_unseen.held_out, unseen_answers=lab1_unseen.answers,
-          claims=lab1_claims, fragments=lab1_fragments.fragments)
+          grading=Grading(answer_keys={"unseen": lab1_unseen.ANSWER_KEYS,
+                                       "sweep": ("throughput_table", "degradation_region"),
+                                       "detail": ("blocked_fraction",)},
+                          held_out=lab1_unseen.held_out, unseen_answers=lab1_unseen.answers))

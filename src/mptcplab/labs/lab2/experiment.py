@@ -18,6 +18,7 @@ import time
 
 from . import analysis as lab2_analysis, cc, claims as lab2_claims, fragments as lab2_fragments
 from . import unseen as lab2_unseen
+from .cc import command as cc_command
 from ...core import log
 from ...core.errors import ExperimentFailed, UsageError
 from ...judge.check import check_fairness_table, check_runs_table
@@ -26,7 +27,7 @@ from ...measure.observe import Capture, SsSampler, Tracing
 from ...measure.traffic import Transfer, bulk, concurrent, start_time, udp_onoff
 from ...net.links import LinkSpec
 from ...net.topology import EMULATOR, Bottleneck, NetPath, Topology, switches
-from ...run.lab import Lab, Point, RunContext, link_with_delay
+from ...run.lab import Grading, Judging, Lab, Parameters, Point, RunContext, Running, link_with_delay
 from .measure import subflow_table
 
 _log = log.get("lab2")
@@ -315,17 +316,20 @@ def key(rep: int, variant: str, algo: cc.Algorithm) -> str:
 LAB = Lab(id="lab2", slug="02-delay-window-cc",
           title="CS218 delay-window multipath congestion control vs uncoupled, EWTCP, coupled and LIA (BPF)",
           topology=topology, points=points, measure=measure, finish=finish, analysis=lab2_analysis,
+          needs=("netem", "bpf_struct_ops"),
           # paths_at_once: the setup check's single-path TCP on the four paths side by side, as every
           # run loads them (MPTCP over all four at 5 Mbit/s each): 3 s instead of four times 3-6 s
-          session=session, path_checks={"min_utilisation": 0.9, "paths_at_once": True}, extra_check=check_congestion_control,
-          needs=("netem", "bpf_struct_ops"),
-          results_checks={"throughput.csv": check_runs_table, "fairness.csv": check_fairness_table},
-          clean=clean, prebuild=cc.loader.prebuild_for, convert=lab2_analysis.convert_raw,
-          renamed={"runs": "repetitions", "fairness.runs": "fairness.repetitions"},
-          may_skip=("fairness.repetitions",), claims=lab2_claims, fragments=lab2_fragments.fragments,
+          running=Running(session=session, path_checks={"min_utilisation": 0.9, "paths_at_once": True},
+                          extra_check=check_congestion_control, clean=clean, prebuild=cc.loader.prebuild_for,
+                          convert=lab2_analysis.convert_raw),
+          parameters=Parameters(renamed={"runs": "repetitions", "fairness.runs": "fairness.repetitions"},
+                                may_skip=("fairness.repetitions",)),
+          judging=Judging(results_checks={"throughput.csv": check_runs_table, "fairness.csv": check_fairness_table},
+                          claims=lab2_claims, fragments=lab2_fragments.fragments),
           # the notebook's graded functions: Q1's rule, Q4's table, Q7's share and Q8's verdicts (the
-          # CS218 simulations run the student's rule, or a stand-in without the delay window)
-          answer_keys={"ccref": ("cs218_increase", "delay_window"),
-                       "throughput": ("throughput_table",), "fairness": ("fairness_table", "_share")},
-          answer_columns={},  # the reference tables hold per-run inputs; every answer is a statistic over them
-          held_out=lab2_unseen.held_out, unseen_answers=lab2_unseen.answers)
+          # CS218 simulations run the student's rule, or a stand-in without the delay window); the
+          # reference tables hold per-run inputs: every answer is a statistic over them (no answer column)
+          grading=Grading(answer_keys={"ccref": ("cs218_increase", "delay_window"),
+                                       "throughput": ("throughput_table",), "fairness": ("fairness_table", "_share")},
+                          held_out=lab2_unseen.held_out, unseen_answers=lab2_unseen.answers),
+          commands=(cc_command.register,))

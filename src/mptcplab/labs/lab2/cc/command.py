@@ -1,14 +1,15 @@
-"""`mptcplab cc load|list|unload`: the kit's multipath congestion controls (BPF struct_ops)."""
+"""`mptcplab cc load|list|unload`: Lab 2's multipath congestion controls (BPF struct_ops), a command
+the lab adds to the CLI (`Lab.commands`), for trying them outside a run."""
 
 from __future__ import annotations
 
-from ..labs.lab2 import cc
+from . import loader
 
 
 def register(sub) -> None:
     p = sub.add_parser("cc", help="load, list or unload the kit's multipath congestion controls (BPF, Lab 2)")
     csub = p.add_subparsers(dest="cc_command", metavar="ACTION", required=True)
-    names = ", ".join(cc.ALGORITHMS)
+    names = ", ".join(loader.ALGORITHMS)
 
     load = csub.add_parser("load", help="build (cached) and register congestion controls")
     load.add_argument("algos", nargs="*", metavar="ALGO", help=f"{names}; default: all")
@@ -23,8 +24,8 @@ def register(sub) -> None:
 
 
 def _load(args) -> int:
-    algos = cc.resolve(args.algos)
-    done = cc.load(algos)
+    algos = loader.resolve(args.algos)
+    done = loader.load(algos)
     for a in algos:
         print(f"{a.name:15} {'registered' if a.name in done else 'already registered'}")
     print("select one per socket with setsockopt(IPPROTO_TCP, TCP_CONGESTION, b\"<name>\"); "
@@ -33,10 +34,10 @@ def _load(args) -> int:
 
 
 def _list(_args) -> int:
-    loaded = set(cc.list_loaded())
+    loaded = set(loader.list_loaded())
     print(f"{'name':15} {'state':11} {'acks':>9} {'coupled':>9} {'dwnd':>9} {'losses':>7} {'max_sf':>6}  rule")
-    for a in cc.ALGORITHMS.values():
-        st = cc.stats(a.name) if a.name in loaded else {}
+    for a in loader.ALGORITHMS.values():
+        st = loader.stats(a.name) if a.name in loaded else {}
         cols = [st.get(k, "-") for k in ("acks", "coupled_acks", "dwnd_acks", "losses", "max_subflows")]
         print(f"{a.name:15} {'registered' if a.name in loaded else '-':11} "
               f"{cols[0]:>9} {cols[1]:>9} {cols[2]:>9} {cols[3]:>7} {cols[4]:>6}  {a.rule}")
@@ -44,8 +45,8 @@ def _list(_args) -> int:
 
 
 def _unload(args) -> int:
-    names = [a.name for a in cc.resolve(args.algos)] if args.algos else cc.list_loaded()
-    removed = cc.unload(names)
+    names = [a.name for a in loader.resolve(args.algos)] if args.algos else loader.list_loaded()
+    removed = loader.unload(names)
     for name in removed:
         print(f"unregistered {name}")
     if not removed:

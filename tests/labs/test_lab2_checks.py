@@ -198,6 +198,17 @@ def test_q6():
         fails(checks.q6, wrong)
 
 
+@pytest.mark.parametrize("wrong, named", [("means only", "compares the means only"),
+                                          ("a's CI forgotten", "leaves out a's interval"),
+                                          ("b's CI forgotten", "leaves out b's interval"),
+                                          ("overlap allowed (>=)", "asks whether the intervals overlap")])
+def test_q6_names_the_mistake_made(wrong, named):
+    """Each wrong rule's message names that rule, not another that fails the same first pair (the
+    2026-11-28 walkthrough's 'a's CI forgotten' was told it had left out b's)."""
+    msg = fails(checks.q6, Q6_WRONG[wrong])
+    assert named in msg and sum(rule in msg for rule in checks.Q6_RULES) == 1, msg
+
+
 # ---------------------------------------------------------------- Q7, Q8
 
 def shares(fair, tcp="tcp_on_shared_mbps", mptcp="mptcp_on_shared_mbps"):

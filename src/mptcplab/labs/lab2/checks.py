@@ -180,20 +180,42 @@ def q5(cs218_vs_lia) -> None:
            f"returns {v:.4g}, not the ratio of the two means.\nHint: use mean_mbps, not ci95_mbps.")
 
 
+# Q6's made-up static rows: each wrong rule below answers the pairs of Q6_PAIRS differently, so the
+# check can name the rule a student's answers follow (the first pair to fail alone may fit several).
+Q6_TABLE = pd.concat([TABLE, pd.DataFrame({"algo": ["ewtcp"], "variant": ["static"], "mean_mbps": [10.4],
+                                           "ci95_mbps": [0.2], "runs": [10]})], ignore_index=True)
+Q6_PAIRS = [("cs218", "lia"), ("lia", "cs218"), ("coupled", "lia"), ("ewtcp", "lia"), ("cs218", "coupled"),
+            ("lia", "lia")]
+Q6_RIGHT = lambda a, b: a[0] - a[1] > b[0] + b[1]  # noqa: E731  (mean, ci) of a and of b -> the answer
+Q6_RULES = {  # the plausible wrong rules, named as the message says them
+    "compares the means only": lambda a, b: a[0] > b[0],
+    "leaves out a's interval (a's mean > b's upper end)": lambda a, b: a[0] > b[0] + b[1],
+    "leaves out b's interval (a's lower end > b's mean)": lambda a, b: a[0] - a[1] > b[0],
+    "asks whether the intervals overlap (a's upper end > b's lower end)": lambda a, b: a[0] + a[1] > b[0] - b[1],
+}
+
+
 def q6(clearly_better) -> None:
     """True only if a's 95% interval lies entirely above b's (static variant)."""
-    cases = [("cs218", "lia", True, "CS218 12.0 ± 1.0 against LIA 10.0 ± 0.5: the intervals do not overlap"),
-             ("lia", "cs218", False, "LIA below CS218 is not better"),
-             ("coupled", "lia", False, "coupled 11.5 ± 1.2 against LIA 10.0 ± 0.5: 10.3 < 10.5, they overlap, "
-                                       "though coupled's lower end is above LIA's mean"),
-             ("cs218", "coupled", False, "CS218 12.0 ± 1.0 against coupled 11.5 ± 1.2: the means differ, the intervals overlap"),
-             ("lia", "lia", False, "an algorithm is not clearly better than itself")]
-    for a, b, want, why in cases:
-        v = _call("clearly_better", clearly_better, TABLE.copy(), a, b)
+    static = Q6_TABLE[Q6_TABLE.variant == "static"].set_index("algo")
+    ends = {a: (float(static.loc[a, "mean_mbps"]), float(static.loc[a, "ci95_mbps"])) for a in static.index}
+    got = []
+    for a, b in Q6_PAIRS:
+        v = _call("clearly_better", clearly_better, Q6_TABLE.copy(), a, b)
         expect(isinstance(v, bool) or type(v).__name__ == "bool_", f"clearly_better should return True or False; "
                f"it returned {type(v).__name__}.")
-        expect(bool(v) == want, f"clearly_better(table, {a!r}, {b!r}) on a made-up static table returns {bool(v)}: {why}.\n"
-               "Hint: a's mean - a's CI > b's mean + b's CI, static rows only.")
+        got.append(bool(v))
+    right = [Q6_RIGHT(ends[a], ends[b]) for a, b in Q6_PAIRS]
+    if got == right:
+        return
+    (a, b), v = next((pair, g) for pair, g, w in zip(Q6_PAIRS, got, right) if g != w)
+    (ma, ca), (mb, cb) = ends[a], ends[b]
+    mistake = next((name for name, rule in Q6_RULES.items() if [rule(ends[x], ends[y]) for x, y in Q6_PAIRS] == got),
+                   None)
+    expect(False, f"On a made-up static table ({a} {ma:g} ± {ca:g}, {b} {mb:g} ± {cb:g}) "
+           f"clearly_better(table, {a!r}, {b!r}) returns {v}.\n"
+           + (f"Your answers on all {len(Q6_PAIRS)} pairs match a rule that {mistake}.\n" if mistake else "")
+           + "Hint: True only when a's mean - a's CI > b's mean + b's CI, static rows only.")
 
 
 # ---------------------------------------------------------------- Part C

@@ -101,7 +101,8 @@ def markdown(root: Path | str) -> str:
         parts.append(f"{what}{'s' if len(mine) != 1 else ''} " + "; ".join(
             f"{s.value} ({s.runs} run{'s' if s.runs != 1 else ''}: {', '.join('this folder' if f == '.' else f for f in s.folders)})"
             for s in mine))
-    return "Where the runs came from (runs-manifest.csv): " + "; ".join(parts) + ".\n"
+    return ("Where the runs came from (runs-manifest.csv, where a folder's setup check, `verify`, counts as a run): "
+            + "; ".join(parts) + ".\n")
 
 
 def lines(root: Path | str) -> tuple[list[str], bool]:

@@ -74,7 +74,7 @@ def q1(model1) -> None:
     """model1(n, p, rtt, T, b) against model 1 on nb3.GRID1 and a public draw."""
     _model_check(model1, "model1", nb3.GRID1, nb3.model1_problem,
                  lambda pts: [models.parallel_per_flow(*pt) for pt in pts], unseen.grid1,
-                 "equations (17), (24), (25) and (26)/(27)")
+                 "E[X] (the notebook gives (17)), equations (24), (25) and (26)/(27)")
 
 
 def q2(model2) -> None:

@@ -80,7 +80,8 @@ def within_band(model: str, pick) -> Callable[[dict], Verdict]:
         return Verdict.tested(_against(err, band), LESS,
                               {"runs": len(r), "mean_abs_error": _mean(err), "median_error": float(r[f"err_{model}"].median()),
                                "band": band},
-                              f"mean |error| {_mean(err):.1%} over {len(r)} runs against the ±{band:.0%} band")
+                              f"mean |error| {_mean(err):.1%} over {len(r)} runs against the ±{band:.0%} band "
+                              f"(the difference: mean |error| − {band:.0%})")
     return decide
 
 
@@ -90,7 +91,8 @@ def underestimates(model: str, pick, what: str) -> Callable[[dict], Verdict]:
         err = r[f"err_{model}"]
         return Verdict.tested(_against(err, 0.0), LESS, {"runs": len(r), "mean_error": _mean(err),
                                                         "median_error": float(err.median())},
-                              f"mean error {_mean(err):+.1%} over {len(r)} {what}")
+                              f"mean error {_mean(err):+.1%} over {len(r)} {what} (the difference: that mean error, "
+                              "model / measured − 1)")
     return decide
 
 

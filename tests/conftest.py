@@ -15,8 +15,8 @@ def session_run_index(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def step_times(tmp_path_factory, monkeypatch):
-    """Steps' remembered times (mptcplab.run.eta) go to a file of the test's own, never the user's cache."""
-    from mptcplab.run import eta
+    """Steps' remembered times (mptcplab.core.eta) go to a file of the test's own, never the user's cache."""
+    from mptcplab.core import eta
 
     f = tmp_path_factory.mktemp("eta") / "steps.json"
     monkeypatch.setattr(eta, "_file", lambda: f)

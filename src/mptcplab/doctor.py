@@ -10,6 +10,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from . import places
 from .core import kernel, process
@@ -27,6 +28,38 @@ class Check:
 
 def _version(argv: list[str]) -> str:
     return process.first_line(argv) or ""
+
+
+# The kernel features beyond netem and tbf that a lab may need or use (kernel.PLACE_CAPABILITIES):
+# capability -> (what it is, what this kernel has when it has it, what the kit does without it, the fix).
+FEATURES = {
+    "kprobes": ("kprobes (send-buffer waits)", "kprobe on sk_stream_wait_memory",
+                "not available: send-buffer waits are read from sched_switch kernel stacks instead",
+                "a kernel with CONFIG_KPROBE_EVENTS (stock Ubuntu has it; UML does not)"),
+    "bpf_struct_ops": ("BPF struct_ops congestion control", "BTF, bpftool and clang present",
+                       "missing BTF, bpftool or clang",
+                       "apt-get install clang llvm libbpf-dev bpftool (a kernel with BTF: /sys/kernel/btf/vmlinux)"),
+    "minrtt_scheduler": ("MPTCP scheduler minrtt", "in net.mptcp.available_schedulers",
+                         "not in net.mptcp.available_schedulers: what needs it runs where a kernel has it "
+                         "(Places to run)",
+                         "a kernel with vagrant/uml/mptcp-minrtt-scheduler.patch: the kit's UML kernel has it "
+                         "(`mptcplab uml build`; x86 only)"),
+}
+
+
+def _needed_by(capability: str) -> str:
+    """" (needed by lab2; part of lab1)": the labs as shipped that need it (Lab.needs) or whose
+    parts do (Lab.part_needs); "" when none does."""
+    from .run.lab import all_labs
+
+    whole, part = [], []
+    for lab in all_labs().values():
+        if capability in lab.needs:
+            whole.append(lab.id)
+        elif capability in lab.parts_needing(lab.load_params(quick=False)):
+            part.append(lab.id)
+    said = ([", ".join(whole)] if whole else []) + ([f"part of {', '.join(part)}"] if part else [])
+    return f" (needed by {'; '.join(said)})" if said else ""
 
 
 def checks() -> list[Check]:
@@ -63,50 +96,52 @@ def checks() -> list[Check]:
         ok = (TRACEFS / "events" / ev).exists()
         out.append(Check(f"tracepoint {ev.replace('/', ':')}", ok, "",
                          "kernel built without this tracepoint; `ss -tiM` sampling is the fallback"))
-    kp = kernel.kprobes_usable()
-    out.append(Check("kprobes (send-buffer waits, Lab 1 Fig. 10)", kp,
-                     "kprobe on sk_stream_wait_memory" if kp else
-                     "not available: Lab 1 uses sched_switch kernel stacks instead",
-                     "a kernel with CONFIG_KPROBE_EVENTS (stock Ubuntu has it; UML does not)"))
-    so = kernel.struct_ops_usable()
     here = places.current()  # what this place's kernel can never offer, it declares (its OFFERS)
-    out.append(Check("BPF struct_ops congestion control (Lab 2)", so,
-                     "BTF, bpftool and clang present" if so else
-                     (f"the {here.KERNEL} offers none" if "bpf_struct_ops" not in here.OFFERS
-                      else "missing BTF, bpftool or clang"),
-                     f"{apt} clang llvm libbpf-dev bpftool (a kernel with BTF: /sys/kernel/btf/vmlinux)"))
-    minrtt = kernel.minrtt_usable()
-    out.append(Check("MPTCP scheduler minrtt (Lab 1's paper point)", minrtt,
-                     "in net.mptcp.available_schedulers" if minrtt else
-                     "not in net.mptcp.available_schedulers: Lab 1 runs where a kernel has it (Places to run)",
-                     "a kernel with vagrant/uml/mptcp-minrtt-scheduler.patch: the kit's UML kernel has it "
-                     "(`mptcplab uml build`; x86 only)"))
+    for capability, (name, found, without, fix) in FEATURES.items():
+        ok = kernel.has(capability)
+        detail = found if ok else (f"the {here.KERNEL} offers none" if capability not in here.OFFERS else without)
+        out.append(Check(name + _needed_by(capability), ok, detail, fix))
     # Where this kernel lacks netem, the places that offer it (UML, the VM) are listed by report()'s
     # "Places to run", each saying what it needs (Place.available).
     return out
 
 
-def report() -> tuple[str, bool]:
+# Said first: the checks of this kernel take seconds; measuring a guest place the first time takes minutes.
+AHEAD = ("mptcplab doctor: this kernel and its tools first (seconds), then the places to run and where each "
+         "lab would run. A guest place not measured here yet is measured now, once: the VM boots its kernel "
+         "(a few minutes under software emulation; it says how long as it goes), then the result is cached.")
+
+
+def report(emit: Callable[[str], None] = lambda line: None) -> tuple[str, bool]:
+    """The whole report and whether every lab can run here; `emit` gets each line as soon as it is
+    known (`mptcplab doctor` prints them: the places' first measurement takes minutes)."""
     lines, all_ok = [], True
+
+    def say(*new: str) -> None:
+        for line in new:
+            lines.append(line)
+            emit(line)
+
     for c in checks():
         mark = "ok " if c.ok else "MISSING"
-        lines.append(f"[{mark:7}] {c.name}" + (f": {c.detail}" if c.detail else ""))
+        say(f"[{mark:7}] {c.name}" + (f": {c.detail}" if c.detail else ""))
         if not c.ok:
-            lines.append(f"          fix: {c.fix}")
+            say(f"          fix: {c.fix}")
     from .run.lab import all_labs
     from .run.runner import place_for
 
-    lines += ["", "Places to run (--where):", *overview.lines(), ""]
+    say("", "Places to run (--where):")
+    say(*overview.lines(), "")
     for lab in all_labs().values():
         try:
             picked = place_for(lab, lab.load_params(quick=False))  # the lab as shipped
-            lines.append(f"{lab.id} ({lab.title}): will run {places.get(picked.place).WORDS}: {picked.why}")
+            say(f"{lab.id} ({lab.title}): will run {places.get(picked.place).WORDS}: {picked.why}")
         except EnvironmentProblem as exc:
             all_ok = False
-            lines.append(f"{lab.id} ({lab.title}): CANNOT RUN here: {exc}")
+            say(f"{lab.id} ({lab.title}): CANNOT RUN here: {exc}")
     if not all_labs():
-        lines.append(f"labs needing netem will run {'natively' if kernel.netem_usable() or places.inside_guest() else 'in a guest'}")
-    lines += ["", *recorded_checks()]
+        say(f"labs needing netem will run {'natively' if kernel.netem_usable() or places.inside_guest() else 'in a guest'}")
+    say("", *recorded_checks())
     return "\n".join(lines), all_ok
 
 

@@ -5,8 +5,7 @@ import time
 
 import pytest
 
-from mptcplab.core import log
-from mptcplab.run import eta
+from mptcplab.core import eta, log
 
 
 def test_progress_says_what_is_known():

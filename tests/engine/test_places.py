@@ -406,9 +406,9 @@ def test_the_guest_markers_are_the_guest_places_own(fake_place):
 
 
 def test_the_vms_cost_is_the_last_recorded_measurement_with_its_date(tmp_path, monkeypatch):
-    """Under software emulation the VM's cost names the last quick Lab 2 the benchmarks recorded as
-    reproduced there (benchmarks/time_ratio.py), never a failed run's or another place's; without a
-    record, no figure at all."""
+    """Under software emulation the VM's cost names the last quick run of a lab the benchmarks recorded
+    as reproduced there (benchmarks/time_ratio.py), whichever lab it was, never a failed run's or another
+    place's; without a record, no figure at all."""
     from mptcplab.places import vm
 
     monkeypatch.setattr(vm, "accelerator", lambda: "tcg")
@@ -418,10 +418,11 @@ def test_the_vms_cost_is_the_last_recorded_measurement_with_its_date(tmp_path, m
            "ratio": 3.0, "finished": "2026-11-25T10:40:00", "cpus": 2}
     rows = [row, {**row, "finished": "2026-11-26T09:00:00", "status": "failed"},
             {**row, "finished": "2026-11-26T09:00:00", "where": "uml"},
-            {**row, "finished": "2026-11-24T09:00:00", "seconds": 1440.0, "ratio": 7.2}]
+            {**row, "finished": "2026-11-24T09:00:00", "seconds": 1440.0, "ratio": 7.2},
+            {**row, "finished": "2026-11-25T10:50:00", "lab": "lab9", "quick": False}]
     (tmp_path / vm.TIME_RATIO).parent.mkdir(parents=True)
     (tmp_path / vm.TIME_RATIO).write_text(json.dumps(rows))
-    assert vm.cost().endswith("(a quick Lab 2 took 14 min, 3.0x its 280 s of transfers, on 2026-11-25 on a 2-core "
+    assert vm.cost().endswith("(a quick lab2 took 14 min, 3.0x its 280 s of transfers, on 2026-11-25 on a 2-core "
                               "host: benchmarks/results/time_ratio.md)")
 
 

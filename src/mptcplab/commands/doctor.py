@@ -11,6 +11,6 @@ def register(sub) -> None:
 
 
 def _doctor(_args) -> int:
-    text, ok = doctor.report()
-    print(text)
+    print(doctor.AHEAD, flush=True)
+    _, ok = doctor.report(emit=lambda line: print(line, flush=True))
     return 0 if ok else 1

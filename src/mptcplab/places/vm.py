@@ -31,7 +31,7 @@ import uuid
 from pathlib import Path
 
 from . import guest, hand, kvm_probe, lifetime
-from ..core import log, paths
+from ..core import eta, log, paths
 from ..core.errors import EnvironmentProblem
 from ..core.files import replace_file
 from ..core.kernel import PLACE_CAPABILITIES
@@ -394,9 +394,9 @@ def kvm_verdict() -> dict:
     key = f"{_platform.release()}|{_qemu_version()}|{kimg}|root-mount"
 
     def measure() -> dict:
-        print(f"mptcplab: testing KVM with a boot under a {KVM_BOOT_TIMEOUT_S:.0f} s timeout (once; cached)",
-              file=sys.stderr, flush=True)
-        ok, detail = kvm_probe.boots_linux(kimg, qemu, KVM_BOOT_TIMEOUT_S)
+        with eta.step(log.get(), f"testing KVM with a boot under a {KVM_BOOT_TIMEOUT_S:.0f} s timeout (once; cached)",
+                      "vm/kvm test"):
+            ok, detail = kvm_probe.boots_linux(kimg, qemu, KVM_BOOT_TIMEOUT_S)
         return {"verdict": "kvm" if ok else "kvm-broken", "detail": detail}
 
     return _cached("kvm", key, measure)
@@ -411,29 +411,56 @@ def accel_label(accel: str) -> str:
     return "KVM" if accel == "kvm" else "QEMU TCG, software emulation"
 
 
-PROBE = ("import json; from mptcplab.places import native; "
+# The guest's first line (its kernel is up and runs the command), then what its kernel offers.
+STARTED = "MLAB-STARTED"
+PROBE = (f"print({STARTED!r}, flush=True); import json; from mptcplab.places import native; "
          "print('MLAB-CAPS ' + json.dumps(sorted(native.capabilities())))")
+# Without an earlier time on this host, what a first measurement is told to expect (a boot alone,
+# `cost()`'s figures; the kit's few imports in the guest add seconds): an ETA is said only from a time
+# measured here (core.eta).
+FIRST_PROBE = {"kvm": "a boot of a few seconds", "tcg": "a boot of 20-40 s on an idle host, 80 s under a load of 3"}
+
+
+class _Started:
+    """The probe's console, kept; says once that the guest's kernel is up and the probe runs."""
+
+    def __init__(self, say, t0: float):
+        self.text, self.say, self.t0, self.up = "", say, t0, False
+
+    def write(self, chunk: str) -> None:
+        self.text += chunk
+        if not self.up and STARTED in self.text:
+            self.up = True
+            self.say.info("the VM's kernel is up after %s; probing netem, tbf, kprobes, BPF struct_ops and "
+                          "minrtt inside it", eta.duration(time.monotonic() - self.t0))
+
+    def flush(self) -> None:
+        return None
 
 
 def guest_capabilities() -> set[str]:
-    """What the guest kernel offers, measured inside it once per kernel and cached."""
+    """What the guest kernel offers, measured inside it once per kernel and cached; while it boots,
+    a line every 30 s with the time left against the last measurement here (core.eta)."""
     kimg = kernel()
     if not kimg:
         return set()
 
     def measure() -> dict:
-        import io
-
-        print(f"mptcplab: measuring what kernel {release(kimg)} offers inside the VM (once; cached)",
-              file=sys.stderr, flush=True)
-        out = io.StringIO()
-        try:
-            rc = boot([sys.executable, "-c", PROBE], stream=out, kimg=kimg)
-        except EnvironmentProblem as exc:
-            raise EnvironmentProblem(f"{exc}:\n{out.getvalue()[-1500:]}") from None
-        m = re.search(r"MLAB-CAPS (\[.*\])", out.getvalue())
+        say, accel = log.get(), accelerator()
+        key = f"vm/capabilities/{accel}"
+        what = (f"measuring what kernel {release(kimg)} offers (once per kernel; cached): booting it in a VM "
+                f"under {accel_label(accel)}")
+        if eta.last_took(key) is None:
+            what += f" (no earlier measurement here to time it by; expect {FIRST_PROBE[accel]}, then the probe)"
+        with eta.step(say, what, key):
+            out = _Started(say, time.monotonic())
+            try:
+                rc = boot([sys.executable, "-c", PROBE], stream=out, kimg=kimg, accel=accel)
+            except EnvironmentProblem as exc:
+                raise EnvironmentProblem(f"{exc}:\n{out.text[-1500:]}") from None
+        m = re.search(r"MLAB-CAPS (\[.*\])", out.text)
         if rc != 0 or not m:
-            raise EnvironmentProblem(f"probing the VM's kernel failed (exit {rc}):\n{out.getvalue()[-1500:]}")
+            raise EnvironmentProblem(f"probing the VM's kernel failed (exit {rc}):\n{out.text[-1500:]}")
         return {"capabilities": json.loads(m.group(1))}
 
     # Keyed by the capabilities asked too: a measurement older than one of them did not look for it.
@@ -457,19 +484,18 @@ def cost() -> str:
             "(80 s under a load of 3) and everything runs several times slower" + measured_cost())
 
 
-def measured_cost(lab: str = "lab2") -> str:
-    """The last quick run of `lab` in this place under software emulation that the benchmarks
+def measured_cost() -> str:
+    """The newest quick run of a lab in this place under software emulation that the benchmarks
     recorded as reproduced: its wall time against its transfers, when and on what host."""
     try:
         rows = json.loads(paths.data(TIME_RATIO).read_text())
     except (OSError, ValueError):
         return ""
-    done = [r for r in rows if r.get("where") == NAME and r.get("lab") == lab and r.get("quick")
-            and r.get("status") == "ok" and r.get("ratio")]
+    done = [r for r in rows if r.get("where") == NAME and r.get("quick") and r.get("status") == "ok" and r.get("ratio")]
     if not done:
         return ""
     r = max(done, key=lambda r: r["finished"])
-    return (f" (a quick {lab.replace('lab', 'Lab ')} took {r['seconds'] / 60:.0f} min, {r['ratio']:.1f}x its "
+    return (f" (a quick {r['lab']} took {r['seconds'] / 60:.0f} min, {r['ratio']:.1f}x its "
             f"{r['transfer_s']:.0f} s of transfers, on {r['finished'][:10]} on a {r['cpus']}-core host: "
             f"{TIME_RATIO.replace('.json', '.md')})")
 

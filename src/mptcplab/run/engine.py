@@ -20,8 +20,8 @@ import json
 import shutil
 import time
 
-from . import eta, shards
-from ..core import log
+from . import shards
+from ..core import eta, log
 from ..core.errors import ExperimentFailed
 from ..judge.verify import check_paths, describe
 from .lab import Lab, Point, RunContext

@@ -21,10 +21,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import engine, eta
-from . import locate
+from . import engine, locate
 from .. import places
-from ..core import kernel, log, paths, state
+from ..core import eta, kernel, log, paths, state
 from ..core.errors import EnvironmentProblem, ExperimentFailed
 from ..judge import claims
 from ..places import guest, lifetime, records

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..core import paths
-from ..core.files import replace_file
+from . import paths
+from .files import replace_file
 
 EVERY_S = 30.0  # a line every 30 s: a step that takes minutes says where it is, a log stays short
 

@@ -2,6 +2,7 @@
 `mptcplab fragments --check` passes on the tree, and fails on a copy with a number typed by hand or
 a block that no longer matches the committed tables."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -9,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from mptcplab import benchmarks
 from mptcplab.commands import fragments
 
 REPO = Path(__file__).resolve().parents[2]
-GUIDE = "labs/01-send-buffer/README.md"  # converted: no longer in fragments.UNCONVERTED
+GUIDE = "labs/01-send-buffer/README.md"
 
 
 @pytest.mark.slow
@@ -84,7 +86,7 @@ def test_an_unknown_or_unclosed_block_fails(copy, made):
 def test_what_counts_as_a_measured_number():
     text = "\n".join([
         "MPTCP carried 46.8 Mbit/s over 10 s; rho -0.94.",  # three
-        "Python 3.11 and kernel 6.12.117; Lab 1, Q4, Fig. 3, 2 paths.",  # none: versions, names, counts
+        "Python 3.11, kernel >= 6.12.117, VirtualBox 7.1+; Lab 1, Q4, Fig. 3, 2 paths.",  # none: versions, names, counts
         "Run `mptcplab run lab1 --set sweep.repetitions=2` (about 40 ms).",  # one: the code span is a command
         "```sh", "sudo tc qdisc add dev x root netem delay 40ms", "```",  # a command block
         "```", "goodput 95.1 Mbit/s", "```",  # output: counted
@@ -93,3 +95,32 @@ def test_what_counts_as_a_measured_number():
     ])
     found = [(line, q) for line, q, _ in fragments.measured(text)]
     assert found == [(1, "46.8 Mbit/s"), (1, "10 s"), (1, "-0.94"), (3, "40 ms"), (8, "95.1 Mbit/s")]
+
+
+def test_a_kit_page_is_held_by_the_kit_fragments_not_by_a_labs(tmp_path):
+    """A page whose path names no lab (the README, the setup and instructor pages) states the kit's own
+    figures: a number that only a lab's fragment holds is untraced there, and traced on that lab's page."""
+    text = "The UML build took 287 s; MPTCP carried 123.4 Mbit/s.\n"
+    for page in ("site/setup/uml.md", "labs/01-send-buffer/notes.md"):
+        (tmp_path / page).parent.mkdir(parents=True)
+        (tmp_path / page).write_text(text)
+    made = {"kit.uml-build": "took 287 s", "lab1.held": "| 123.4 |"}
+    assert [(f.file, f.text) for f in fragments.untraced(tmp_path, made=made)] == [("site/setup/uml.md", "123.4 Mbit/s")]
+
+
+def test_the_kit_fragments_follow_their_records(tmp_path):
+    """Each kit.* fragment is made from its committed record: a changed record changes it, a removed one
+    removes it (and a page that still shows it then fails as an unknown block)."""
+    for d in (benchmarks.RESULTS, benchmarks.ACCEPTANCE):
+        shutil.copytree(REPO / d, tmp_path / d)
+    made = benchmarks.fragments(tmp_path)
+    assert {"kit.quick-times", "kit.fresh-clone", "kit.uml-build", "kit.uml-soak", "kit.uml-time-travel",
+            "kit.minrtt-rp-counters", "kit.box", "kit.vm-setup-checks", "kit.merge", "kit.grading"} <= set(made)
+    timed = tmp_path / benchmarks.RESULTS / "time_ratio.json"
+    rows = json.loads(timed.read_text())
+    newest = max((r for r in rows if r["lab"] == "lab3" and r["quick"] and r["status"] == "ok"), key=lambda r: r["finished"])
+    newest["seconds"] = 6000.0
+    timed.write_text(json.dumps(rows))
+    assert "| Lab 3 | uml | 100.0 min |" in benchmarks.fragments(tmp_path)["kit.quick-times"]
+    (tmp_path / benchmarks.RESULTS / "uml_soak.csv").unlink()
+    assert "kit.uml-soak" not in benchmarks.fragments(tmp_path)

@@ -10,9 +10,10 @@ them, site/**/*.md) a block
 
 holds the fragment `claims` of lab `lab3` (`kit.NAME` for kit-wide ones). A lab's fragments come from
 its committed reference (solutions/results/<lab>): `<lab>.claims`, the verdicts of its claims.json,
-for every lab with one; `<lab>.quick-time`, its newest timed quick reproduction, from the kit's
-benchmark (benchmarks/results/time_ratio.json); the rest from
-`Lab.judging.fragments(reference dir) -> {name: markdown}`.
+for every lab with one; the rest from `Lab.judging.fragments(reference dir) -> {name: markdown}`.
+The kit's own measurements (timings, setup checks, the box, grading, merging) come from its
+benchmarks' committed records (`mptcplab.benchmarks`: the kit.* fragments and each lab's
+`<lab>.quick-time`).
 `mptcplab fragments` rewrites every block in place; `--check` changes nothing and exits 1 listing
 stale or unknown blocks and every measured number stated outside a block that nothing committed
 holds (`untraced`).
@@ -21,8 +22,10 @@ A *measured number* is a number with a unit of measurement (Mbit/s, ms, KiB, %, 
 a decimal fraction, in prose or in a fenced block that is not a command (sh, bash, console and toml
 blocks and `code spans` are commands and parameters). Outside the blocks it is
 *traced* when a fragment of its lab (or a kit.* one) or the lab's parameter file (experiment.toml:
-the configuration) holds its value at the precision printed. The committed tables count through
-the fragments made from them, not cell by cell: a reference's thousands of cells hold nearly any
+the configuration) holds its value at the precision printed. A file belongs to the lab whose id or
+folder its path names; a file that names none (README.md, the site's setup and instructor pages)
+states the kit's figures, held by the kit.* fragments and the labs' parameters only. The committed
+tables count through the fragments made from them, not cell by cell: a reference's thousands of cells hold nearly any
 number of one or two digits, so matching them would trace almost anything. Values typed by hand
 carry a mark that renders as nothing on GitHub and on the site:
 
@@ -30,8 +33,7 @@ carry a mark that renders as nothing on GitHub and on the site:
     the check allows <!-- config -->2%<!-- end config --> around the configured RTT
 
 `paper`: the paper's own values and configuration; `config`: the kit's own settings (a tolerance,
-a default, a requirement). A file belongs to the lab whose id or folder its path names, else to
-every lab. Files not yet converted are listed in UNCONVERTED.
+a default, a requirement).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import benchmarks
 from ..core import paths
 from ..judge import claims
 from ..run.lab import all_labs
@@ -51,30 +54,16 @@ BEGIN = re.compile(r"<!-- generated: ([^ ]*) -->")
 TYPED = re.compile(r"<!-- (?P<kind>paper|config) -->.*?<!-- end (?P=kind) -->", re.S)
 COMMAND_FENCES = ("sh", "bash", "console", "shell", "toml")  # commands and parameters
 
-# Files whose hand-typed numbers are not yet generated (issue 36): each page's owner removes its line
-# once its measured numbers come from fragments or carry the paper/config mark. Relative to the repository.
-UNCONVERTED = (
-    # the lab guides and notes, being rewritten as the student's path (issue 35)
-    "labs/01-send-buffer/minrtt-vs-out-of-tree.md",  # Lab 1's note on the scheduler patch
-    # the kit's own measurements (timings, setup checks, box sizes): to become kit.* fragments from
-    # benchmarks/results
-    "README.md",
-    "site/instructors/box.md",
-    "site/instructors/cluster.md",
-    "site/instructors/grading.md",
-    "site/instructors/tolerances.md",
-    "site/setup/troubleshooting.md",
-    "site/setup/uml.md",
-    "site/setup/vagrant.md",
-    "site/setup/vm.md",
-)
+# The last page still to convert (issue 36): its numbers are being updated by the grading work.
+UNCONVERTED = ("site/instructors/grading.md",)
 
 UNIT = (r"(?:[MGk]bit/s|bit/s|[MGk]bps|[MGK]B/s|[KMG]iB|[KMG]B|kB|ms|µs|us|ns|s|sec|seconds?|min|minutes?|h|hours?"
         r"|%|x|×|packets?|pkts|segments?|bytes?|MSS|RTTs?)")
 NUM = r"[-+−]?\d+(?:\.\d+)?"
 MEASURED = re.compile(rf"(?<![\w.\-/=])(?P<a>{NUM})(?:\s*(?:-|–|\.\.|to)\s*(?P<b>{NUM}))?\s?(?P<unit>{UNIT})(?![\w/])"
                       rf"|(?<![\w.\-/=:])(?P<d>[-+−]?\d+\.\d+)(?!\w|\.\d|/)")  # not a DOI's 10.1109/
-VERSION_WORDS = re.compile(r"(?i)(python|kernel|linux|version|v|debian|ubuntu|release|iproute2|rfc|section|§)\s*$")
+VERSION_WORDS = re.compile(r"(?i)(python|kernel|linux|version|v|debian|ubuntu|release|iproute2|rfc|section|§"
+                           r"|virtualbox|vagrant|qemu|macos|lima|format)\s*(?:>=|≥)?\s*$")  # kernel >= 5.15
 
 
 @dataclass(frozen=True)
@@ -112,23 +101,8 @@ def produce(root: Path) -> dict[str, str]:
             out.update({f"{lab.id}.{name}": text for name, text in lab.judging.fragments(ref).items()})
     if lines:
         out["kit.claims"] = "| lab | title | the paper's claims on the reference |\n|---|---|---|\n" + "\n".join(lines) + "\n"
-    out.update(quick_times(root))
+    out.update(benchmarks.fragments(root))
     return out
-
-
-def quick_times(root: Path) -> dict[str, str]:
-    """`<lab>.quick-time`: the newest quick reproduction of each lab that finished, from the kit's
-    benchmark (benchmarks/results/time_ratio.json, written by benchmarks/time_ratio.py)."""
-    f = root / "benchmarks" / "results" / "time_ratio.json"
-    newest: dict[str, dict] = {}
-    for r in json.loads(f.read_text()) if f.exists() else []:
-        if r.get("quick") and r.get("status") == "ok" and r["finished"] > newest.get(r["lab"], {}).get("finished", ""):
-            newest[r["lab"]] = r
-    return {f"{lab}.quick-time": f"The kit's newest timed quick run (`mptcplab reproduce --quick`, {r['where']} place, "
-                                 f"a {r['cpus']}-CPU host, {r['finished'][:10]}, commit {r['commit']}) took "
-                                 f"{r['seconds'] / 60:.1f} min, {r['ratio']:.2f}x its {r['transfer_s'] / 60:.1f} min of "
-                                 "transfers.\n"
-            for lab, r in newest.items()}
 
 
 def _body(text: str) -> str:
@@ -233,36 +207,38 @@ class Held:
         return (d2, round(v / 100, d2)) in self.values
 
 
-def held(root: Path, lab_id: str, fragments: dict[str, str]) -> Held:
-    """What a file of `lab_id` may state outside a block: its lab's fragments (and the kit's), and its
-    parameters (experiment.toml: configuration)."""
+def held(root: Path, lab_id: str | None, fragments: dict[str, str]) -> Held:
+    """What a file of `lab_id` may state outside a block: its lab's fragments and the kit's, and its
+    parameters (experiment.toml: configuration). A file of no lab (`None`: the kit's pages) states
+    the kit's own figures: the kit.* fragments and any lab's parameters, never a lab's results,
+    whose many numbers would trace nearly any figure by chance."""
     h = Held()
     for name, text in fragments.items():
-        if name.startswith(f"{lab_id}.") or name.startswith("kit."):
+        if name.startswith("kit.") or (lab_id is not None and name.startswith(f"{lab_id}.")):
             h.add_text(text)
-    lab = all_labs().get(lab_id)
-    if lab is not None and lab.params_file.exists():
-        h.add_text(json.dumps(tomllib.loads(lab.params_file.read_text())))
+    labs = all_labs()
+    for lab in labs.values() if lab_id is None else [labs[lab_id]]:
+        if lab.params_file.exists():
+            h.add_text(json.dumps(tomllib.loads(lab.params_file.read_text())))
     return h
 
 
-def owner(root: Path, path: Path, labs) -> list[str]:
-    """The labs a file speaks for: the one its path names (id or folder), else all."""
+def owner(root: Path, path: Path, labs) -> list[str | None]:
+    """The labs a file speaks for: the one its path names (id or folder), else none ([None]: the kit)."""
     rel = str(path.relative_to(root)).lower()
-    named = [lab.id for lab in labs.values() if lab.id in rel or lab.slug in rel]
-    return named or list(labs)
+    return [lab.id for lab in labs.values() if lab.id in rel or lab.slug in rel] or [None]
 
 
-def untraced(root: Path, skip: tuple[str, ...] = UNCONVERTED, made: dict[str, str] | None = None) -> list[Finding]:
+def untraced(root: Path, made: dict[str, str] | None = None, skip: tuple[str, ...] = UNCONVERTED) -> list[Finding]:
     """Measured numbers outside generated blocks that nothing committed holds (see the docstring)."""
     labs, made = all_labs(), produce(root) if made is None else made
-    cache: dict[str, Held] = {}
+    holders = {i: held(root, i, made) for i in [None, *labs]}
     out = []
     for path in documents(root):
         rel = str(path.relative_to(root))
         if rel in skip:
             continue
-        mine = [cache.setdefault(i, held(root, i, made)) for i in owner(root, path, labs)]
+        mine = [holders[i] for i in owner(root, path, labs)]
         for line, quantity, nums in measured(path.read_text()):
             if not all(any(h.holds(x) for h in mine) for x in nums):
                 out.append(Finding(rel, line, quantity, "untraced number: generate it, or mark the paper's own "

@@ -31,7 +31,7 @@ def slow_probe(monkeypatch, tmp_path, boot_s: float):
     monkeypatch.setattr(vm, "boot", boot)
 
 
-def test_a_slow_first_probe_says_what_it_does_and_what_to_expect(monkeypatch, tmp_path, caplog, step_times):
+def test_a_slow_first_probe_says_what_it_does_and_what_to_expect(monkeypatch, tmp_path, caplog):
     slow_probe(monkeypatch, tmp_path, boot_s=0.3)
     with caplog.at_level(logging.INFO, logger="mptcplab"):
         assert vm.guest_capabilities() == {"kprobes", "netem", "tbf"}
@@ -44,7 +44,7 @@ def test_a_slow_first_probe_says_what_it_does_and_what_to_expect(monkeypatch, tm
     assert eta.last_took("vm/capabilities/tcg") >= 0.3  # the next first measurement is timed by this one
 
 
-def test_a_later_probe_gives_the_time_left_from_the_last_one(monkeypatch, tmp_path, caplog, step_times):
+def test_a_later_probe_gives_the_time_left_from_the_last_one(monkeypatch, tmp_path, caplog):
     eta.remember("vm/capabilities/tcg", 150.0)  # another kernel's probe took 2m30s here
     slow_probe(monkeypatch, tmp_path, boot_s=0.3)
     with caplog.at_level(logging.INFO, logger="mptcplab"):

@@ -1,8 +1,9 @@
 """No goodput above its link's ceiling anywhere a student reads one: the committed references'
 tables (what the notebooks load), their reports and the solution notebooks' outputs.
 
-The tables are judged by `mptcplab check` (check.check_results: every MPTCP run against its paths,
-Lab 3's runs against their bottleneck, Lab 2's fairness runs against the shared path). The texts
+The tables are judged as `mptcplab check` judges them, by the functions each lab names for its tables
+(`Lab.judging.results_checks`: every MPTCP run against its paths, Lab 3's runs against their bottleneck,
+Lab 2's fairness runs against the shared path). The texts
 are scanned for the two ways a goodput is set beside its ceiling in words: "N% of the ceiling /
 of the link" and a physics verdict line "measured X Mbit/s, bound Y Mbit/s". The setup checks
 recorded inside the manifests are judged by `mptcplab check` too but are not read by students; a
@@ -14,11 +15,10 @@ import re
 
 import pytest
 
-from mptcplab.judge import check, physics
-from mptcplab.run.lab import REPO_ROOT
+from mptcplab.judge import physics
+from mptcplab.run.lab import REPO_ROOT, all_labs
 
 RESULTS = REPO_ROOT / "solutions" / "results"
-TABLES = ("throughput.csv", "fairness.csv", "runs.csv", "sweep.csv", "paper-point.csv")
 PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*% of the (?:ceiling|link)")
 VERDICT = re.compile(r"measured ([\d.,]+) Mbit/s, bound ([\d.,]+) Mbit/s \(within\)[^\n\"]*ceiling")
 
@@ -58,13 +58,10 @@ def test_no_report_or_notebook_output_shows_a_goodput_above_its_ceiling(where, t
 @pytest.mark.parametrize("lab", [p.name for p in sorted(RESULTS.iterdir()) if p.is_dir()])
 def test_every_reference_table_is_within_its_ceilings(lab):
     verdicts = []
-    for name in TABLES:
-        for table in sorted((RESULTS / lab).rglob(name)):
-            if name in ("sweep.csv", "paper-point.csv"):  # Lab 1's paper point is a sweep table too
-                verdicts += check.check_sweep(table)
-            elif name == "fairness.csv":
-                verdicts += check.check_fairness_table(table)
-            else:
-                verdicts += check.check_runs_table(table)
+    for spec in all_labs().values():  # each lab's tables, judged by the functions it names
+        for name, judge in spec.judging.results_checks.items():
+            for table in sorted((RESULTS / lab).rglob(name)):
+                verdicts += judge(table)
+    assert verdicts, f"no table of {lab} judged"
     outside = [v.line() for v in verdicts if not v.ok and "ceiling" in v.check]
     assert not outside, f"{len(outside)} goodputs above their ceiling in {lab}: {outside[:5]}"

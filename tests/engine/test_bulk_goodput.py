@@ -36,20 +36,20 @@ def shared_link():
 
 def test_goodput_of_several_flows_is_counted_over_one_span():
     r = shared_link()
-    per_flow_sum = sum(f["mbps"] for f in r.flows) * 1e6
+    per_flow_sum = sum(f["goodput_transfer_mbps"] for f in r.flows) * 1e6
     # Each flow's own rate is right for that flow; their sum is not the link's goodput: flow 1's
     # rate counts its 10 s (0.5 of the link), flow 0's 20 s (0.75: it had flow 1's share in the
     # second half): 1.25 links.
     assert per_flow_sum == pytest.approx(1.25 * CEILING, rel=0.01) and per_flow_sum > CEILING * 1.2
-    assert r.mbps * 1e6 == pytest.approx(CEILING, rel=0.01)
-    assert r.mbps * 1e6 <= physics.allowed(CEILING)
+    assert r.goodput_transfer_mbps * 1e6 == pytest.approx(CEILING, rel=0.01)
+    assert r.goodput_transfer_mbps * 1e6 <= physics.allowed(CEILING)
 
 
 def test_window_goodput_interpolates_the_kernel_count():
     r = shared_link()
-    assert r.window_mbps(1005.0, 1015.0) * 1e6 == pytest.approx(CEILING)
-    assert r.window_mbps(1005.03, 1014.97) * 1e6 == pytest.approx(CEILING)
-    assert r.window_mbps(1015.0, 1005.0) == 0.0
+    assert r.goodput_window_mbps(1005.0, 1015.0) * 1e6 == pytest.approx(CEILING)
+    assert r.goodput_window_mbps(1005.03, 1014.97) * 1e6 == pytest.approx(CEILING)
+    assert r.goodput_window_mbps(1015.0, 1005.0) == 0.0
     # the bins for plots hold the same bytes: the link is full in every one of them
     per_bin = r.intervals.groupby("time")["bytes"].sum()
     assert per_bin.to_numpy() * 8 / IV == pytest.approx(CEILING)
@@ -65,14 +65,14 @@ def test_a_late_reader_does_not_move_bytes_into_the_window():
     srv = {"flows": [{"flow": 0, "peer": "10.1.0.1:40000", "bytes": 3 * per_s, "first": 1000.0,
                       "last": 1003.0, "counted": "kernel", "samples": samples}]}
     r = bulk_result({"flows": [{"local": "10.1.0.1:40000"}]}, srv, "10.1.0.2", 5201, "tcp", 3.0, IV)
-    assert r.steady_mbps(1.0) * 1e6 == pytest.approx(rate)
+    assert r.goodput_steady_mbps(1.0) * 1e6 == pytest.approx(rate)
     assert r.extra["counted"] == ["kernel"]
 
 
 def test_one_flow_goodput_is_unchanged():
     srv = {"flows": [_flow(0, 1000.0, 1010.0, 3e6)]}
     r = bulk_result({"flows": [{"local": "10.1.0.1:40000"}]}, srv, "10.1.0.2", 5201, "tcp", 10.0, IV)
-    assert r.mbps == pytest.approx(r.flows[0]["mbps"])
+    assert r.goodput_transfer_mbps == pytest.approx(r.flows[0]["goodput_transfer_mbps"])
 
 
 def test_checker_judges_lab3_goodput_against_the_ceiling(tmp_path):
@@ -80,7 +80,7 @@ def test_checker_judges_lab3_goodput_against_the_ceiling(tmp_path):
     table.parent.mkdir()
     with open(table, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["run", "scenario", "capacity_mbps", "mbps", "emulator_wire_mbps"])
+        w.writerow(["run", "scenario", "capacity_mbps", "goodput_window_mbps", "emulator_wire_mbps"])
         w.writerow(["droptail-4mbit-n08-r1", "droptail", 4.0, 3.998, ""])  # the old sum of per-flow rates
         w.writerow(["droptail-4mbit-n02-r1", "droptail", 4.0, 3.82, 3.995])  # 3.82 = 3.995 x 1448 / 1514
         w.writerow(["droptail-4mbit-n04-r1", "droptail", 4.0, 3.82, 4.2])  # an emulator faster than told
@@ -106,9 +106,9 @@ def test_a_window_starting_in_a_loss_repair_counts_the_stall():
     naive = (r.received_by(r.t_end) - r.received_by(1001.0)) * 8 / (r.t_end - 1001.0)
     assert naive > CEILING * 1.09 and held > 0  # what the window read before: 110% of the ceiling
     assert r.stall_start(1001.0) == pytest.approx(1000.8)
-    assert r.window_mbps(1001.0, r.t_end) * 1e6 == pytest.approx(CEILING)
-    assert r.steady_mbps(1.0) * 1e6 <= CEILING * (1 + 1e-9)
-    assert r.window_mbps(1000.5, r.t_end) * 1e6 == pytest.approx(CEILING)  # a moving count: unchanged
+    assert r.goodput_window_mbps(1001.0, r.t_end) * 1e6 == pytest.approx(CEILING)
+    assert r.goodput_steady_mbps(1.0) * 1e6 <= CEILING * (1 + 1e-9)
+    assert r.goodput_window_mbps(1000.5, r.t_end) * 1e6 == pytest.approx(CEILING)  # a moving count: unchanged
 
 
 def test_a_nearly_still_count_is_a_stall_too():
@@ -127,8 +127,8 @@ def test_a_nearly_still_count_is_a_stall_too():
     naive = (r.received_by(r.t_end) - r.received_by(start)) * 8 / (r.t_end - start) / 1e6
     assert naive == pytest.approx(5.2, abs=0.01)
     assert r.stall_start(start) == pytest.approx(d["t0"] + 0.635, abs=1e-3)
-    assert r.steady_mbps(1.0) == pytest.approx(4.78, abs=0.01)
-    assert r.steady_mbps(1.0) * 1e6 <= physics.link_ceiling_bps(5e6)  # 4.7815 of 4.7820
+    assert r.goodput_steady_mbps(1.0) == pytest.approx(4.78, abs=0.01)
+    assert r.goodput_steady_mbps(1.0) * 1e6 <= physics.link_ceiling_bps(5e6)  # 4.7815 of 4.7820
     assert r.stall_start(d["t0"] + 3.0) == pytest.approx(d["t0"] + 3.0)  # steady there: unchanged
 
 
@@ -144,8 +144,8 @@ def test_a_window_starting_in_the_release_after_a_repair_counts_the_repair():
     d = json.loads((Path(__file__).parent / "fixtures" / "goodput" / "uml-lab1-slow-release.json").read_text())
     r = BulkResult("kit", "tcp", 3.0, d["t0"], d["t_end"], [], None, samples=d["samples"])
     assert r.stall_start(d["t0"] + 1.0) == pytest.approx(d["t0"] + 0.662, abs=1e-3)
-    assert r.steady_mbps(1.0) * 1e6 <= physics.link_ceiling_bps(100e6)
-    assert r.steady_mbps(1.0) == pytest.approx(95.6, abs=0.1)
+    assert r.goodput_steady_mbps(1.0) * 1e6 <= physics.link_ceiling_bps(100e6)
+    assert r.goodput_steady_mbps(1.0) == pytest.approx(95.6, abs=0.1)
 
 
 def test_a_window_starting_in_a_gap_of_the_samples_counts_the_whole_gap():
@@ -165,7 +165,7 @@ def test_a_window_starting_in_a_gap_of_the_samples_counts_the_whole_gap():
     naive = (r.received_by(r.t_end) - r.received_by(start)) * 8 / (r.t_end - start) / 1e6
     assert naive == pytest.approx(4.88, abs=0.01)
     assert r.stall_start(start) == pytest.approx(d["t0"] + 0.656, abs=1e-3)
-    assert r.steady_mbps(1.0) * 1e6 <= physics.link_ceiling_bps(5e6) * 1.001
+    assert r.goodput_steady_mbps(1.0) * 1e6 <= physics.link_ceiling_bps(5e6) * 1.001
     assert r.stall_start(d["t0"] + 3.0) == pytest.approx(d["t0"] + 3.0)  # steady and sampled there: unchanged
 
 
@@ -179,8 +179,9 @@ def test_the_whole_transfers_goodput_never_counts_bytes_from_before_the_first_re
     f["first"] = 1000.5
     r = bulk_result({"flows": [{"local": "10.1.0.1:40000", "cc": "reno"}]}, {"flows": [f]}, "10.1.0.2", 5201,
                     "tcp", 10.0, IV)
-    assert r.mbps * 1e6 > CEILING * 1.04
-    assert r.transfer_mbps * 1e6 == pytest.approx(CEILING, rel=1e-6)
+    read = sum(fl["bytes"] for fl in r.flows) * 8 / (r.t_end - r.t0)  # what the reader read, over its span
+    assert read > CEILING * 1.04
+    assert r.goodput_transfer_mbps * 1e6 == pytest.approx(CEILING, rel=1e-6)
 
 
 def test_a_tail_repaired_by_timeout_does_not_count_as_the_links_pace():
@@ -195,11 +196,11 @@ def test_a_tail_repaired_by_timeout_does_not_count_as_the_links_pace():
 
     d = json.loads((Path(__file__).parent / "fixtures" / "goodput" / "vm-lab2-p2-tail-timeout.json").read_text())
     r = BulkResult("kit", "tcp", 3.0, d["t0"], d["t_end"], [], None, samples=d["samples"])
-    naive = r.window_mbps(d["t0"] + 1.0, d["t_end"])
+    naive = r.goodput_window_mbps(d["t0"] + 1.0, d["t_end"])
     assert naive == pytest.approx(4.28, abs=0.01)
     assert r.tail_start(d["t_end"]) == pytest.approx(d["t0"] + 4.87, abs=0.01)
-    assert r.steady_mbps(1.0) == pytest.approx(4.787, abs=1e-3)  # the ceiling is 4.782: within its 1%
-    assert physics.judge_link("p2", r.steady_mbps(1.0) * 1e6, 5e6, 0.9).ok
+    assert r.goodput_steady_mbps(1.0) == pytest.approx(4.787, abs=1e-3)  # the ceiling is 4.782: within its 1%
+    assert physics.judge_link("p2", r.goodput_steady_mbps(1.0) * 1e6, 5e6, 0.9).ok
     assert not physics.judge_link("p2", naive * 1e6, 5e6, 0.9).ok  # the refusal it replaced
     # a transfer moving at its pace to the end keeps its end
     assert r.tail_start(d["t0"] + 4.5) == pytest.approx(d["t0"] + 4.5)
@@ -218,5 +219,5 @@ def test_a_short_slow_end_is_the_last_interval_not_a_tail_to_cut():
     d = json.loads((Path(__file__).parent / "fixtures" / "goodput" / "vm-lab2-p1-release-at-the-end.json").read_text())
     r = BulkResult("kit", "tcp", 3.0, d["t0"], d["t_end"], [], None, samples=d["samples"])
     assert r.tail_start(d["t_end"]) == d["t_end"]
-    assert r.steady_mbps(1.0) == pytest.approx(4.70, abs=0.01)
-    assert physics.judge_link("p1", r.steady_mbps(1.0) * 1e6, 5e6, 0.9).ok
+    assert r.goodput_steady_mbps(1.0) == pytest.approx(4.70, abs=0.01)
+    assert physics.judge_link("p1", r.goodput_steady_mbps(1.0) * 1e6, 5e6, 0.9).ok

@@ -74,7 +74,7 @@ def test_transfers_start_at_one_instant_and_keep_their_own_results(net):
     assert net.sender_start_s is not None  # the start-up cost was measured once, for both
     for r in (a, b):
         assert r.proto == "tcp" and len(r.flows) == 1 and r.flows[0]["bytes"] > 0
-        assert r.flows[0]["subflows"] == 1 and r.mbps > 0
+        assert r.flows[0]["subflows"] == 1 and r.goodput_transfer_mbps > 0
         # each sender waited for the instant and connected as soon as it came (or, on a host too
         # busy to start it in time, as soon as it was ready): never before, never dawdling after
         assert r.extra["start_late_s"] >= 0 and 0 <= connected_once_ready_s(r) < 0.5, r.extra

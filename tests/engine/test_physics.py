@@ -193,11 +193,11 @@ def test_mptcplab_check_judges_a_setup_check_as_the_run_did(tmp_path):
     from mptcplab.judge.check import check_setup_checks
 
     def row(goodput, wire):
-        return {"link": "rate=5mbit", "tcp_steady_mbps": goodput, "emulator_wire_mbps_min": wire}
+        return {"link": "rate=5mbit", "tcp_goodput_steady_mbps": goodput, "emulator_wire_mbps_min": wire}
     rows = {"p4": row(4.85, 2.84), "p3": row(4.80, 2.84), "p2": row(4.70, 5.6), "p1": row(4.70, 4.95)}
     (tmp_path / "lab2-manifest.json").write_text(json.dumps({"setup_checks": {"paths": rows}}))
     got = {v.check.split("path ")[1].split(":")[0]: v.ok for v in check_setup_checks(tmp_path / "lab2-manifest.json")}
-    run = {name: physics.judge_link(name, r["tcp_steady_mbps"] * 1e6, 5e6, 0.9, r["emulator_wire_mbps_min"] * 1e6).ok
+    run = {name: physics.judge_link(name, r["tcp_goodput_steady_mbps"] * 1e6, 5e6, 0.9, r["emulator_wire_mbps_min"] * 1e6).ok
            for name, r in rows.items()}
     assert got == run == {"p4": False, "p3": True, "p2": False, "p1": True}
 
@@ -248,7 +248,7 @@ def test_a_run_whose_kernel_queued_past_its_buffer_stays_outside_with_the_measur
     bound whose queue stayed within the buffer gets no cause (nothing it recorded explains it)."""
     manifest = {"network": {"paths": [{"name": "slow", "link": "rate=100mbit,delay=40ms", "rtt_ms_configured": 80}]}}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
-    head = "run,method,buffer_bytes,config,mbps,sndbuf_effective,inflight_max_slow,wmem_queued_max,min_tso_segs\n"
+    head = "run,method,buffer_bytes,config,goodput_transfer_mbps,sndbuf_effective,inflight_max_slow,wmem_queued_max,min_tso_segs\n"
     (tmp_path / "paper-point.csv").write_text(
         head + "tsokernel-128K-tcp-slow-r2,wmem,131072,tcp-slow,44.66,131072,1481304,1683640,2\n"
         "tso64-128K-tcp-slow-r1,wmem,131072,tcp-slow,12.2,131072,131768,133952,64\n"

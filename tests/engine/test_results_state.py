@@ -6,7 +6,7 @@ import os
 import pytest
 
 from mptcplab.core import state
-from mptcplab.run.results import Sweep, clock_totals, completed_names, transfer_seconds
+from mptcplab.run.results import Sweep, clock_totals, completed, completed_names, transfer_seconds
 
 
 def test_run_dir_is_atomic_and_has_provenance(tmp_path):
@@ -17,14 +17,34 @@ def test_run_dir_is_atomic_and_has_provenance(tmp_path):
             raise RuntimeError("crash")
     assert not sweep.done("a") and (tmp_path / "a.partial").exists() and not (tmp_path / "a").exists()
     with sweep.run("a", {"x": 1}) as rd:
-        rd.summary["mbps"] = 9.5
+        rd.summary["goodput_transfer_mbps"] = 9.5
     assert sweep.done("a") and not (tmp_path / "a.partial").exists()
     m = json.loads((tmp_path / "a" / "manifest.json").read_text())
     for key in ("started", "finished", "parameters", "platform", "tools", "git", "command"):
         assert key in m
     assert m["platform"]["kernel_release"] == os.uname().release
     assert m["parameters"] == {"x": 1}
-    assert sweep.summaries().to_dict("records") == [{"run": "a", "mbps": 9.5}]
+    assert sweep.summaries().to_dict("records") == [{"run": "a", "goodput_transfer_mbps": 9.5}]
+
+
+def test_a_run_written_before_the_goodput_vocabulary_reads_by_the_current_names(tmp_path):
+    """A sweep resumes over its earlier runs: their summaries name the goodputs as the previous
+    commit did (Lab 3's `mbps` was its steady window's); the readers see the current names."""
+    old = {"lab1": {"config": "tcp-fast", "mbps": 95.1},
+           "lab3": {"mbps": 3.8, "mbps_transfer": 3.7},
+           "verify": {"checks": {"paths": {"fast": {"tcp_mbps": 94.0, "tcp_steady_mbps": 95.0}},
+                                 "mptcp": {"mptcp_mbps": 150.0}}, "physics": {"window": {"goodput_mbps": 9.0}}}}
+    for key, summary in old.items():
+        (tmp_path / key).mkdir()
+        (tmp_path / key / "manifest.json").write_text(json.dumps({"run": key}))
+        (tmp_path / key / "summary.json").write_text(json.dumps(summary))
+    got = dict(completed(tmp_path))
+    assert got[tmp_path / "lab1"] == {"config": "tcp-fast", "goodput_transfer_mbps": 95.1}
+    assert got[tmp_path / "lab3"] == {"goodput_window_mbps": 3.8, "goodput_transfer_mbps": 3.7}
+    assert got[tmp_path / "verify"] == {
+        "checks": {"paths": {"fast": {"tcp_goodput_transfer_mbps": 94.0, "tcp_goodput_steady_mbps": 95.0}},
+                   "mptcp": {"mptcp_goodput_transfer_mbps": 150.0}},
+        "physics": {"window": {"goodput_steady_mbps": 9.0}}}
 
 
 def test_a_uml_run_records_guest_and_host_seconds(tmp_path, monkeypatch):
@@ -66,7 +86,7 @@ def test_transfer_seconds_sums_what_each_run_recorded_of_its_transfer(tmp_path):
     run("verify", {"checks": {"passed": True}})
     run("wmem-64K-mptcp-r1", {"proto": "mptcp", "duration_s": 10.0, "span_s": 10.093})
     run("r1-static-lia", {"duration_s": 8.0, "span_s": 8.5})
-    run("fair-lia-r1", {"duration_s": 6.0, "mptcp_mbps": 3.1})
+    run("fair-lia-r1", {"duration_s": 6.0, "mptcp_goodput_transfer_mbps": 3.1})
     run("paper-1M-mptcp-minrtt-r1", {"part": "paper_point", "skipped": "no such scheduler"})
     run("random-1pct-n2-r1", {"scenario": "random", "n": 2, "span_s": 25.4})
     run("crashed", {"span_s": 99.0}, done=False)

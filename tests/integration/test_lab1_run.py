@@ -30,9 +30,9 @@ def test_setup_verified(sweep_dir):
 def test_degradation_region_found(sweep_dir):
     table = Sweep(sweep_dir).summaries()
     runs = table[table["config"].notna() & table["detail"].isna()] if "detail" in table else table
-    mean = runs.pivot_table(index=["method", "buffer_bytes"], columns="config", values="mbps")
+    mean = runs.pivot_table(index=["method", "buffer_bytes"], columns="config", values="goodput_transfer_mbps")
     assert (mean["mptcp"] < mean["tcp-fast"]).any(), mean
-    assert (runs["mbps"] <= 200).all()  # never above the two links together
+    assert (runs["goodput_transfer_mbps"] <= 200).all()  # never above the two links together
     assert (runs[runs["config"] == "mptcp"]["subflows"] == 2).all()
 
 

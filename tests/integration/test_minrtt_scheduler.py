@@ -42,7 +42,7 @@ def test_each_scheduler_selected_and_recorded(runs):
         assert manifest["network"]["sysctls"]["snd"]["net.mptcp.scheduler"] == applied
         if rp is not None:
             assert summary["minrtt_rp_applied"] == rp
-        assert summary["subflows"] == 2 and 0 < summary["mbps"] <= 40
+        assert summary["subflows"] == 2 and 0 < summary["goodput_transfer_mbps"] <= 40
 
 
 def test_rp_counters_move_only_with_rp(runs):

@@ -93,9 +93,9 @@ def synthetic_sweep(mptcp_mbps):
     for method in ("wmem", "sndbuf"):
         for b, m in mptcp_mbps.items():
             for rep in (1, 2, 3):
-                rows += [{"method": method, "buffer_bytes": b, "config": "tcp-fast", "rep": rep, "mbps": 95 + rep / 10},
-                         {"method": method, "buffer_bytes": b, "config": "tcp-slow", "rep": rep, "mbps": 40.0},
-                         {"method": method, "buffer_bytes": b, "config": "mptcp", "rep": rep, "mbps": m + rep}]
+                rows += [{"method": method, "buffer_bytes": b, "config": "tcp-fast", "rep": rep, "goodput_transfer_mbps": 95 + rep / 10},
+                         {"method": method, "buffer_bytes": b, "config": "tcp-slow", "rep": rep, "goodput_transfer_mbps": 40.0},
+                         {"method": method, "buffer_bytes": b, "config": "mptcp", "rep": rep, "goodput_transfer_mbps": m + rep}]
     return pd.DataFrame(rows)
 
 
@@ -138,10 +138,10 @@ def test_effective_buffer_figure_puts_both_methods_on_the_msk_buffer_axis():
 
 def test_reference_sweep_loads_and_shows_degradation():
     sweep = la.load_sweep(REF)
-    assert {"method", "buffer_bytes", "config", "rep", "mbps"} <= set(sweep.columns)
+    assert {"method", "buffer_bytes", "config", "rep", "goodput_transfer_mbps"} <= set(sweep.columns)
     assert sweep["buffer_bytes"].dtype == np.int64
     assert la.degradation_region(sweep, "wmem")
-    assert (sweep.loc[sweep.config != "mptcp", "mbps"] <= la.LINK_MBPS).all()
+    assert (sweep.loc[sweep.config != "mptcp", "goodput_transfer_mbps"] <= la.LINK_MBPS).all()
 
 
 # ---------------------------------------------------------------- the detailed run
@@ -221,12 +221,12 @@ def test_paper_point_table_gives_each_scheduler_its_mean_and_ci():
     for rep, (d, m, rp, tcp) in enumerate([(140, 120, 60, 94), (150, 118, 50, 95), (145, 122, 55, 94)], 1):
         for sched, mbps, opp in (("default", d, 0), ("minrtt", m, 0), ("minrtt+rp", rp, 30 + rep)):
             rows.append({"run": f"paper-1M-mptcp-{sched}-r{rep}", "buffer_bytes": 1 << 20, "config": "mptcp",
-                         "scheduler": sched, "min_tso_segs": "64", "mbps": mbps, "rp_opp_retrans": opp,
+                         "scheduler": sched, "min_tso_segs": "64", "goodput_transfer_mbps": mbps, "rp_opp_retrans": opp,
                          "rp_penalised": opp // 2, "mptcp_retrans": 0})
         rows.append({"run": f"paper-1M-tcp-fast-r{rep}", "buffer_bytes": 1 << 20, "config": "tcp-fast",
-                     "scheduler": None, "min_tso_segs": "64", "mbps": tcp})
+                     "scheduler": None, "min_tso_segs": "64", "goodput_transfer_mbps": tcp})
         rows.append({"run": f"tso2-128K-mptcp-r{rep}", "buffer_bytes": 1 << 17, "config": "mptcp",
-                     "scheduler": None, "min_tso_segs": "2", "mbps": 70.0})
+                     "scheduler": None, "min_tso_segs": "2", "goodput_transfer_mbps": 70.0})
     runs = pd.DataFrame(rows)
     runs.insert(0, "group", ["tso" if r.startswith("tso") else "schedulers" for r in runs["run"]])
     t = la.paper_point_table(runs).set_index(["group", "config", "scheduler"])
@@ -265,7 +265,7 @@ def test_paper_point_export_is_compact_with_provenance_and_checked(tmp_path):
         buf = 524288 if method == "sndbuf" else 1 << 20
         (src / name / "summary.json").write_text(json.dumps({
             "part": "paper_point", "method": method, "buffer_bytes": buf, "config": config, "scheduler": sched,
-            "rep": 1, "mbps": mbps, "sndbuf_effective": 2 * buf if method == "sndbuf" else buf,
+            "rep": 1, "goodput_transfer_mbps": mbps, "sndbuf_effective": 2 * buf if method == "sndbuf" else buf,
             "min_tso_segs": "2" if name.startswith("tso") else "64", "rp_opp_retrans": 3}))
     dest = la.export_paper_point(src, tmp_path / "ref" / la.COMPACT_DIR)
     assert sorted(p.name for p in dest.iterdir()) == ["manifest.json", "paper-point.csv", "paper-point.md",
@@ -299,7 +299,7 @@ def test_second_place_agreement_sets_each_places_ratio_beside_the_reference(tmp_
         m["parameters"]["scale"] = 20
         (d / "manifest.json").write_text(json.dumps(m))
         rows = [{"group": "schedulers", "run": f"paper-52429-{c}-r{i}", "method": "wmem", "buffer": "52429", "buffer_bytes": 52429,
-                 "config": c, "scheduler": "default" if c == "mptcp" else None, "rep": i, "mbps": v}
+                 "config": c, "scheduler": "default" if c == "mptcp" else None, "rep": i, "goodput_transfer_mbps": v}
                 for c, vals in (("mptcp", mptcp), ("tcp-fast", tcp)) for i, v in enumerate(vals, 1)]
         pd.DataFrame(rows).to_csv(d / "paper-point.csv", index=False)
     table, verdicts = la.agreement(second_place.datasets(ref))
@@ -308,7 +308,7 @@ def test_second_place_agreement_sets_each_places_ratio_beside_the_reference(tmp_
     ref_row = table.iloc[0]
     pp = pd.read_csv(REF / "paper-point" / "paper-point.csv")  # the committed reference's default / TCP
     pp = pp[(pp.group == "schedulers") & (pp.method == "wmem")]
-    mean = {c: pp[(pp.config == c) & (pp.scheduler.fillna("default") == "default")].mbps.mean() for c in ("mptcp", "tcp-fast")}
+    mean = {c: pp[(pp.config == c) & (pp.scheduler.fillna("default") == "default")].goodput_transfer_mbps.mean() for c in ("mptcp", "tcp-fast")}
     assert ref_row["ratio"] == pytest.approx(mean["mptcp"] / mean["tcp-fast"], abs=0.01)
     assert ref_row["ratio_lo"] < ref_row["ratio"] < ref_row["ratio_hi"]
     assert list(verdicts["comparison"]) == [
@@ -336,7 +336,7 @@ def test_divergence_reads_the_held_runs_as_cause_measured_or_unexplained():
     same = la.divergence(pd.concat([runs, held]))
     assert same.startswith("unexplained, tried:") and "held at 1,048,576 B" in same
     down = held.copy()
-    down.loc[down["scheduler"] == "minrtt", "mbps"] = [80.0, 81.0, 79.5, 80.5, 80.2]
+    down.loc[down["scheduler"] == "minrtt", "goodput_transfer_mbps"] = [80.0, 81.0, 79.5, 80.5, 80.2]
     text = la.divergence(pd.concat([runs, down]))
     assert text.startswith("cause measured, in part:") and "minrtt below TCP" in text
     assert "every held mean stays above the paper's 46.8" in text

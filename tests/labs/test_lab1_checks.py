@@ -33,7 +33,7 @@ def _ref_constant(value):
 
 
 def _g(s):
-    return s.groupby(["method", "buffer_bytes", "config"])["mbps"]
+    return s.groupby(["method", "buffer_bytes", "config"])["goodput_transfer_mbps"]
 
 
 def _mean_sweep(tables):
@@ -44,16 +44,16 @@ def _mean_sweep(tables):
 def cases(tables, detail):
     sweep, runs = tables["sweep"], tables["paper_runs"]
     ref_mean = _mean_sweep(tables)
-    mp = lambda r: r[(r["config"] == "mptcp") & r["group"].isin(["schedulers", "held"]) & r["mbps"].notna()]
+    mp = lambda r: r[(r["config"] == "mptcp") & r["group"].isin(["schedulers", "held"]) & r["goodput_transfer_mbps"].notna()]
 
     def starv(left, tcp_pooled=False, sign=1, agg="mean", keep=mp):
         def f(r):
             m = keep(r)
             tcp = r[r["config"] == "tcp-fast"]
-            out = m.assign(left_for_fast=left(m)).groupby(["group", "scheduler"])[["mbps", "left_for_fast"]].agg(agg)
-            base = (tcp["mbps"].mean() if tcp_pooled else
-                    tcp.groupby("group")["mbps"].mean().reindex(out.index.get_level_values("group")).to_numpy())
-            out.insert(1, "vs_tcp", sign * (out["mbps"] - base))
+            out = m.assign(left_for_fast=left(m)).groupby(["group", "scheduler"])[["goodput_transfer_mbps", "left_for_fast"]].agg(agg)
+            base = (tcp["goodput_transfer_mbps"].mean() if tcp_pooled else
+                    tcp.groupby("group")["goodput_transfer_mbps"].mean().reindex(out.index.get_level_values("group")).to_numpy())
+            out.insert(1, "vs_tcp", sign * (out["goodput_transfer_mbps"] - base))
             return out
         return f
 
@@ -64,9 +64,9 @@ def cases(tables, detail):
             "sum": lambda s: _g(s).sum().unstack("config"),
             "MB/s instead of Mbit/s": lambda s: _g(s).mean().unstack("config") / 8,
             "first repetition": lambda s: _g(s).first().unstack("config"),
-            "index in the wrong order": lambda s: s.groupby(["buffer_bytes", "method", "config"])["mbps"].mean()
+            "index in the wrong order": lambda s: s.groupby(["buffer_bytes", "method", "config"])["goodput_transfer_mbps"].mean()
             .unstack("config"),
-            "wrong grouping (methods pooled)": lambda s: s.groupby(["buffer_bytes", "config"])["mbps"].mean()
+            "wrong grouping (methods pooled)": lambda s: s.groupby(["buffer_bytes", "config"])["goodput_transfer_mbps"].mean()
             .unstack("config"),
             "unstacked the method": lambda s: _g(s).mean().unstack("method"),
             "the reference instead of the run": _ref_constant(ref_mean),
@@ -139,7 +139,7 @@ def cases(tables, detail):
             "the slow subflow's buffer": starv(lambda m: m["sndbuf_effective"] - m["sk_sndbuf_slow"]),
             "the fast subflow's bytes in flight": starv(lambda m: m["sndbuf_effective"] - m["inflight_max_fast"]),
             "from wmem_queued_max": starv(lambda m: m["wmem_queued_max"] - m["inflight_max_slow"]),
-            "every group kept": starv(right_left, keep=lambda r: r[(r["config"] == "mptcp") & r["mbps"].notna()]),
+            "every group kept": starv(right_left, keep=lambda r: r[(r["config"] == "mptcp") & r["goodput_transfer_mbps"].notna()]),
             "schedulers that did not run kept": starv(right_left, keep=lambda r: r[(r["config"] == "mptcp")
                                                                                    & r["group"].isin(["schedulers", "held"])]),
             "index in the wrong order": lambda r: unseen.starvation(r).swaplevel().sort_index(),
@@ -151,7 +151,7 @@ def cases(tables, detail):
             "above": lambda t: sorted(t.index[t["vs_tcp"] > 0]),
             "lists": lambda t: [list(k) for k in unseen.below_tcp(t)],
             "the index itself": lambda t: t.index[t["vs_tcp"] < 0],
-            "mbps below zero": lambda t: sorted(t.index[t["mbps"] < 0]),
+            "mbps below zero": lambda t: sorted(t.index[t["goodput_transfer_mbps"] < 0]),
             "the reference instead of the run": _ref_constant(unseen.below_tcp(unseen.starvation(runs))),
         }, None),
     }
@@ -216,7 +216,7 @@ def test_public_messages_hold_no_graded_value(tables, detail):
 
 def test_a_function_that_raises_is_named_without_a_traceback(tables):
     def broken(sweep):
-        raise KeyError("mbps")
+        raise KeyError("goodput_transfer_mbps")
 
     with pytest.raises(CheckFailed) as failed:
         checks.q1(broken, tables["sweep"])

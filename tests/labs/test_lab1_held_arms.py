@@ -19,8 +19,8 @@ def headline(t):
 
 def held(mptcp, tcp):
     """A made-up arm's held point: minrtt+rp and single-path TCP held at 1 MiB."""
-    rows = [{"group": "held", "config": "mptcp", "scheduler": "minrtt+rp", "mbps": m} for m in mptcp]
-    rows += [{"group": "held", "config": "tcp-fast", "scheduler": None, "mbps": x} for x in tcp]
+    rows = [{"group": "held", "config": "mptcp", "scheduler": "minrtt+rp", "goodput_transfer_mbps": m} for m in mptcp]
+    rows += [{"group": "held", "config": "tcp-fast", "scheduler": None, "goodput_transfer_mbps": x} for x in tcp]
     return pd.DataFrame(rows)
 
 

@@ -97,7 +97,7 @@ def test_q3(ratios):
 
 # ---------------------------------------------------------------- Q4
 
-def table(tp, ci=lambda g: la.t975(len(g) - 1) * g.mbps.std(ddof=1) / math.sqrt(len(g)), mean=lambda g: g.mbps.mean(),
+def table(tp, ci=lambda g: la.t975(len(g) - 1) * g.goodput_transfer_mbps.std(ddof=1) / math.sqrt(len(g)), mean=lambda g: g.goodput_transfer_mbps.mean(),
           keys=("algo", "variant")):
     rows = []
     for k, g in tp.groupby(list(keys)):
@@ -108,14 +108,14 @@ def table(tp, ci=lambda g: la.t975(len(g) - 1) * g.mbps.std(ddof=1) / math.sqrt(
 
 
 Q4_WRONG = {
-    "median": lambda tp: table(tp, mean=lambda g: g.mbps.median()),
-    "normal 1.96": lambda tp: table(tp, ci=lambda g: 1.96 * g.mbps.std(ddof=1) / math.sqrt(len(g))),
-    "t with n dof": lambda tp: table(tp, ci=lambda g: la.t975(len(g)) * g.mbps.std(ddof=1) / math.sqrt(len(g))),
-    "ddof=0": lambda tp: table(tp, ci=lambda g: la.t975(len(g) - 1) * g.mbps.std(ddof=0) / math.sqrt(len(g))),
-    "no sqrt(n)": lambda tp: table(tp, ci=lambda g: la.t975(len(g) - 1) * g.mbps.std(ddof=1)),
-    "the standard error": lambda tp: table(tp, ci=lambda g: g.mbps.std(ddof=1) / math.sqrt(len(g))),
+    "median": lambda tp: table(tp, mean=lambda g: g.goodput_transfer_mbps.median()),
+    "normal 1.96": lambda tp: table(tp, ci=lambda g: 1.96 * g.goodput_transfer_mbps.std(ddof=1) / math.sqrt(len(g))),
+    "t with n dof": lambda tp: table(tp, ci=lambda g: la.t975(len(g)) * g.goodput_transfer_mbps.std(ddof=1) / math.sqrt(len(g))),
+    "ddof=0": lambda tp: table(tp, ci=lambda g: la.t975(len(g) - 1) * g.goodput_transfer_mbps.std(ddof=0) / math.sqrt(len(g))),
+    "no sqrt(n)": lambda tp: table(tp, ci=lambda g: la.t975(len(g) - 1) * g.goodput_transfer_mbps.std(ddof=1)),
+    "the standard error": lambda tp: table(tp, ci=lambda g: g.goodput_transfer_mbps.std(ddof=1) / math.sqrt(len(g))),
     "grouped by algo only": lambda tp: table(tp, keys=("algo",)),
-    "bits as bytes": lambda tp: table(tp, mean=lambda g: g.mbps.mean() / 8),
+    "bits as bytes": lambda tp: table(tp, mean=lambda g: g.goodput_transfer_mbps.mean() / 8),
     "keys as the index": lambda tp: table(tp).set_index(["algo", "variant"]),
     "no runs column": lambda tp: table(tp).drop(columns="runs"),
 }
@@ -225,8 +225,8 @@ Q7_WRONG = {
                                                                             + g.mptcp_on_shared_mbps.mean()))
                                      for a, g in f.groupby("algo")},
     "median": lambda f: {a: float(s.median()) for a, s in shares(f).groupby(f.algo)},
-    "TCP over its own span": lambda f: {a: float(s.mean()) for a, s in shares(f, tcp="tcp_mbps").groupby(f.algo)},
-    "MPTCP's both paths": lambda f: {a: float(s.mean()) for a, s in shares(f, mptcp="mptcp_mbps").groupby(f.algo)},
+    "TCP over its own span": lambda f: {a: float(s.mean()) for a, s in shares(f, tcp="tcp_goodput_transfer_mbps").groupby(f.algo)},
+    "MPTCP's both paths": lambda f: {a: float(s.mean()) for a, s in shares(f, mptcp="mptcp_goodput_transfer_mbps").groupby(f.algo)},
     "a Series": lambda f: shares(f).groupby(f.algo).mean(),
     "MPTCP's split between its paths": lambda f: {a: float(s.mean()) for a, s in f.mptcp_share_on_shared.groupby(f.algo)},
     "1 - MPTCP's split": lambda f: {a: float(1 - s.mean()) for a, s in f.mptcp_share_on_shared.groupby(f.algo)},
@@ -311,7 +311,7 @@ def test_graded_wrong_fails(drawn):
 def test_unseen_inputs_differ_from_the_reference_and_between_secrets():
     a, b = reference.draw("lab2", b"one")["inputs"], reference.draw("lab2", b"two")["inputs"]
     assert not a["throughput"].equals(b["throughput"]) and not a["fairness"].equals(b["fairness"])
-    assert not TP.mbps.round(4).isin(a["throughput"].mbps).all()
+    assert not TP.goodput_transfer_mbps.round(4).isin(a["throughput"].goodput_transfer_mbps).all()
     assert unseen.answers(a)["q7"] != tcp_share(FAIR)
 
 

@@ -75,7 +75,7 @@ def _fake_run(root, key, scenario, n, loss, seed):
     lost = lm.lost_packets(pk[pk.kind == "data"], window)
     lost[["flow", "t"]].to_csv(d / "losses.csv", index=False)
     summary = {"scenario": scenario, "n": n, "rep": 1, "loss_cfg": f"{loss * 100:g}%" if scenario == "random" else None,
-               "capacity_mbps": 4.0 if scenario == "droptail" else None, **agg, "model_b": 1, "mbps": 1.0,
+               "capacity_mbps": 4.0 if scenario == "droptail" else None, **agg, "model_b": 1, "goodput_window_mbps": 1.0,
                "p_r_emulator": loss, "capture_dropped": 0}
     (d / "summary.json").write_text(json.dumps(summary))
     (d / "manifest.json").write_text(json.dumps({"parameters": {"cc": "reno", "delay": "30ms", "steady_s": 4,
@@ -305,9 +305,9 @@ def test_transfer_records_window_goodput_emulator_loss_and_kernel_rtts(tmp_path,
     point = {"key": "droptail-2mbit-n02-r1", "scenario": "droptail", "n": 2, "rep": 1, "loss_cfg": None,
              "capacity_mbps": 2.0, "link": "rate=2mbit,delay=30ms,queue=10", "duration_s": warmup + steady + 1}
     s = l3.transfer(net, rd, point, {"warmup_s": warmup, "steady_s": steady, "cc": "reno", "model_b": 1})
-    assert s["mbps"] == pytest.approx(1.76)  # both flows were still sending through the window
-    assert s["mbps_transfer"] == pytest.approx(11000 * 280 * 8 / 15 / 1e6, abs=1e-3)  # rounded to kbit/s
-    assert sum(s["per_flow_mbps"]) > s["mbps_transfer"]  # flow 1's rate counts only its 13 s
+    assert s["goodput_window_mbps"] == pytest.approx(1.76)  # both flows were still sending through the window
+    assert s["goodput_transfer_mbps"] == pytest.approx(11000 * 280 * 8 / 15 / 1e6, abs=1e-3)  # rounded to kbit/s
+    assert sum(s["per_flow_mbps"]) > s["goodput_transfer_mbps"]  # flow 1's rate counts only its 13 s
     # The emulator over the window only: slow start's 80 drops of the warm-up are not counted.
     assert s["p_r_emulator"] == pytest.approx(16 / 1616) and s["emulator"]["transfer"]["dropped"] == 96
     assert s["emulator_wire_mbps"] == pytest.approx(1600 * 1514 * 8 / 9.8 / 1e6)

@@ -6,9 +6,10 @@ judge of each (`Lab.results_checks`):
   that path, `sndbuf_effective` the sk_sndbuf the kernel reported to the sender, and in runs that
   sampled `ss` `inflight_max_<path>`) with a manifest next to it (or in a run directory
   under it) that gives each path's configured RTT and rate;
-- a goodput table (`check_runs_table`: `mbps`, the receiver's goodput of all n flows together over the
-  steady window, over a bottleneck of `capacity_mbps`; `emulator_wire_mbps`, what the bottleneck
-  itself sent; or `mbps` of each MPTCP run against `ceiling_mbps`, its paths' ceilings);
+- a goodput table (`check_runs_table`: `goodput_window_mbps`, the receiver's goodput of all n flows
+  together over the steady window, over a bottleneck of `capacity_mbps`; `emulator_wire_mbps`, what the
+  bottleneck itself sent; or `goodput_transfer_mbps` of each MPTCP run against `ceiling_mbps`, its paths'
+  ceilings);
 - run directories whose `summary.json` carries `kernel_tcp` (the `ss` view every sampled run
   records): bytes in flight against the window bound of the buffer the kernel reported; each
   connection's min RTT against the lowest RTT its path was configured with during the run; and
@@ -27,6 +28,7 @@ import json
 from pathlib import Path
 
 from . import physics
+from ..measure.traffic import current_keys, read_summary
 from ..net import latency
 from ..net.links import LinkSpec
 
@@ -102,7 +104,7 @@ def check_sweep(table: Path) -> list[physics.Verdict]:
     with open(table, newline="") as f:
         for row in csv.DictReader(f):
             config, run = row.get("config", ""), row.get("run", "?")
-            if not config.startswith("tcp-") or not row.get("mbps"):
+            if not config.startswith("tcp-") or not row.get("goodput_transfer_mbps"):
                 continue  # MPTCP rows: several paths, no single-path window bound
             name = config.removeprefix("tcp-")
             path = paths.get(name)
@@ -110,7 +112,7 @@ def check_sweep(table: Path) -> list[physics.Verdict]:
                 out.append(physics.Verdict(f"{table}: {run}: path of {config!r} not in any manifest",
                                            0, 0, "", False, "cannot judge without the path's RTT"))
                 continue
-            mbps = float(row["mbps"])
+            mbps = float(row["goodput_transfer_mbps"])
             b = single_path_bounds(row, path)
             where = f"{table.parent.name}/{run}"
             if row.get("min_tso_segs"):  # Lab 1's control runs it at the kernel's own: said, judged all the same
@@ -135,15 +137,15 @@ def check_runs_table(table: Path) -> list[physics.Verdict]:
     out = []
     with open(table, newline="") as f:
         for row in csv.DictReader(f):
-            if row.get("ceiling_mbps") and row.get("mbps"):  # MPTCP over every path (mptcp_ceiling_bps)
-                mbps, bound = float(row["mbps"]), physics.allowed(float(row["ceiling_mbps"]))
+            if row.get("ceiling_mbps") and row.get("goodput_transfer_mbps"):  # MPTCP over every path
+                mbps, bound = float(row["goodput_transfer_mbps"]), physics.allowed(float(row["ceiling_mbps"]))
                 out.append(physics.Verdict(f"{table.parent.name}/{row.get('run', '?')}: MPTCP goodput vs its "
                                            "paths' ceilings", mbps, bound, "Mbit/s", mbps <= bound))
             if not row.get("capacity_mbps"):
                 continue
             where, rate = f"{table.parent.name}/{row.get('run', '?')}", float(row["capacity_mbps"]) * 1e6
-            if row.get("mbps"):
-                out += _ceiling(where, float(row["mbps"]), rate)
+            if row.get("goodput_window_mbps"):
+                out += _ceiling(where, float(row["goodput_window_mbps"]), rate)
             # the bottleneck's own count of what it sent, headers included; the lowest rate its
             # samples allow where recorded (observe.qdisc_window)
             key = "emulator_wire_mbps_min" if row.get("emulator_wire_mbps_min") else "emulator_wire_mbps"
@@ -157,7 +159,7 @@ def check_runs_table(table: Path) -> list[physics.Verdict]:
 def check_fairness_table(table: Path) -> list[physics.Verdict]:
     """Lab 2's fairness runs: the TCP flow and the MPTCP connection's subflow share one link, so
     together they carry at most its ceiling (`tcp_on_shared_mbps` where the run measured both over
-    one window, else `tcp_mbps`). The link is the `fairness.shared` parameter of the manifest beside
+    one window, else `tcp_goodput_transfer_mbps`). The link is the `fairness.shared` parameter of the manifest beside
     the table."""
     try:
         man = json.loads((table.parent / "lab2-manifest.json").read_text())
@@ -167,7 +169,7 @@ def check_fairness_table(table: Path) -> list[physics.Verdict]:
     out = []
     with open(table, newline="") as f:
         for row in csv.DictReader(f):
-            tcp = _number(row.get("tcp_on_shared_mbps")) or _number(row.get("tcp_mbps"))
+            tcp = _number(row.get("tcp_on_shared_mbps")) or _number(row.get("tcp_goodput_transfer_mbps"))
             both = tcp + _number(row.get("mptcp_on_shared_mbps"))
             where = f"{table.parent.name}/fair-{row.get('algo')}-r{row.get('rep')}"
             out += [physics.Verdict(f"{where}: TCP + MPTCP on the shared path vs its ceiling", v.measured, v.bound,
@@ -180,20 +182,20 @@ def check_fairness_table(table: Path) -> list[physics.Verdict]:
 
 
 def check_setup_checks(path: Path) -> list[physics.Verdict]:
-    """The setup check's single-TCP goodput per path (`tcp_steady_mbps`) against the path's ceiling,
+    """The setup check's single-TCP goodput per path (`tcp_goodput_steady_mbps`) against the path's ceiling,
     from a manifest or summary that carries the checks (`setup_checks` or `checks`)."""
     try:
-        doc = json.loads(path.read_text())
+        doc = current_keys(json.loads(path.read_text()))
     except (OSError, ValueError):
         return []
     checks = doc.get("setup_checks") or doc.get("checks") or {}
     out = []
     for name, row in ((checks.get("paths") or {}) if isinstance(checks, dict) else {}).items():
-        if row.get("tcp_steady_mbps") is None or not row.get("link"):
+        if row.get("tcp_goodput_steady_mbps") is None or not row.get("link"):
             continue
         where = f"{path.parent.name}/{path.name}: setup check, path {name}"
         wire = row.get("emulator_wire_mbps_min")  # what the run's own judge had (verify, physics.judge_link)
-        out += _ceiling(where, float(row["tcp_steady_mbps"]), LinkSpec.parse(row["link"]).rate_bps,
+        out += _ceiling(where, float(row["tcp_goodput_steady_mbps"]), LinkSpec.parse(row["link"]).rate_bps,
                         None if wire is None else float(wire))
     return out
 
@@ -231,7 +233,7 @@ def mptcp_ceiling_bps(manifest: dict, summary: dict) -> float:
 
 
 def _mptcp_ceiling(run: Path, summary: dict) -> list[physics.Verdict]:
-    if summary.get("proto") != "mptcp" or "mbps" not in summary:
+    if summary.get("proto") != "mptcp" or "goodput_transfer_mbps" not in summary:
         return []
     try:
         manifest = json.loads((run / "manifest.json").read_text())
@@ -240,15 +242,15 @@ def _mptcp_ceiling(run: Path, summary: dict) -> list[physics.Verdict]:
     bound = physics.allowed(mptcp_ceiling_bps(manifest, summary)) / 1e6
     if bound == float("inf"):
         return []
-    return [physics.Verdict(f"{run.name}: MPTCP goodput vs its paths' ceilings", summary["mbps"], bound, "Mbit/s",
-                            summary["mbps"] <= bound, "every path's link over the transfer, path changes included")]
+    return [physics.Verdict(f"{run.name}: MPTCP goodput vs its paths' ceilings", summary["goodput_transfer_mbps"], bound,
+                            "Mbit/s", summary["goodput_transfer_mbps"] <= bound, "every path's link over the transfer, path changes included")]
 
 
 def check_run_dir(run: Path) -> list[physics.Verdict]:
     """A run's own kernel view (`kernel_tcp` in summary.json) against the window bound, for each
     connection that is window-limited on its path (physics.window_limited)."""
     try:
-        summary = json.loads((run / "summary.json").read_text())
+        summary = read_summary(run)
     except (OSError, ValueError):
         return []
     by_addr = _path_by_address(run)

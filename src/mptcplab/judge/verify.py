@@ -57,14 +57,14 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
                                              tcp_seconds)
         for p, r in zip(paths, results):
             row = checks["paths"][p.name]
-            row["tcp_mbps"] = round(r.transfer_mbps, 2)  # never counting bytes that arrived before the span
+            row["tcp_goodput_transfer_mbps"] = round(r.goodput_transfer_mbps, 2)
             row["tcp_side_by_side"] = len(paths)
             # The receiver's samples behind the steady reading (a few KB): a reading above the link is
             # then traceable to the samples it came from.
             rd.write_json(f"verify-tcp-{p.name}-samples.json", {"t0": r.t0, "t_end": r.t_end, "samples": r.samples})
             # Steady state: after slow start (physics.steady_after_s).
             warmup = physics.steady_after_s(tcp_seconds, p.rtt_s)
-            row["tcp_steady_mbps"] = round(r.steady_mbps(warmup), 2)
+            row["tcp_goodput_steady_mbps"] = round(r.goodput_steady_mbps(warmup), 2)
             row["steady_after_s"] = round(warmup, 3)
             row["reader_backlog_max"] = r.reader_backlog_max()  # bytes received but not yet read (a late reader)
             emu = qdisc_window(q.tables[port_facing(p.name)], (r.t0 + warmup, r.t_end), bracket=True)
@@ -72,10 +72,10 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
             row["emulator_window_bracketed"] = emu.get("bracketed", False)  # its samples fell around the window
             if p.link.rate_bps:
                 # Goodput counts only TCP payload; the link also carries 66 bytes of headers per segment.
-                util = row["tcp_steady_mbps"] * 1e6 / physics.link_ceiling_bps(p.link.rate_bps)
+                util = row["tcp_goodput_steady_mbps"] * 1e6 / physics.link_ceiling_bps(p.link.rate_bps)
                 row["link_utilisation"] = round(util, 4)
                 wire = row["emulator_wire_mbps_min"]
-                row["tcp_ok"] = judged(physics.judge_link(p.name, row["tcp_steady_mbps"] * 1e6, p.link.rate_bps,
+                row["tcp_ok"] = judged(physics.judge_link(p.name, row["tcp_goodput_steady_mbps"] * 1e6, p.link.rate_bps,
                                                           min_utilisation, None if wire is None else wire * 1e6))
                 if not row["tcp_ok"]:
                     raise ExperimentFailed(physics.refusal(verdicts) + f" (after {warmup:.1f} s of slow start; "
@@ -134,7 +134,7 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
         expected = sorted(net.address(src, p.name) for p in net.topo.paths[:net.topo.mptcp_subflows])
         got = sorted(s["src"] for s in seen["subflows"])
         seen["one_per_path"] = got == expected
-        seen["mptcp_mbps"] = round(r.transfer_mbps, 2)
+        seen["mptcp_goodput_transfer_mbps"] = round(r.goodput_transfer_mbps, 2)
         checks["mptcp"] = seen
         if not seen["one_per_path"]:
             raise ExperimentFailed(f"MPTCP subflows came from {got}, expected one from each path: {expected}")
@@ -167,15 +167,15 @@ def describe(checks: dict) -> str:
         ping = row["ping"]
         again = f" of {ping['replies']} in {ping['sets']} sets (the first above its band)" if ping.get("sets", 1) > 1 else ""
         lines.append(f"  path {name}: ping RTT lowest {ping['min_ms']:.2f} ms{again}, median {ping['median_ms']:.2f} (configured "
-                     f"{row['configured_rtt_ms']:.1f}{took}), TCP {row['tcp_steady_mbps']:.1f} Mbit/s after "
-                     f"slow start{util} ({row['tcp_mbps']:.1f} over the whole transfer"
+                     f"{row['configured_rtt_ms']:.1f}{took}), TCP {row['tcp_goodput_steady_mbps']:.1f} Mbit/s after "
+                     f"slow start{util} ({row['tcp_goodput_transfer_mbps']:.1f} over the whole transfer"
                      + (f", {row['tcp_side_by_side']} paths side by side" if row.get("tcp_side_by_side", 1) > 1 else "")
                      + ")")
     if "mptcp" in checks:
         m = checks["mptcp"]
         lines.append(f"  MPTCP: {m['subflows_with_data']} subflows carried data, one per path: {m['one_per_path']} "
                      f"(MP_CAPABLE SYNs {m['mp_capable_syns']}, MP_JOIN SYNs {m['mp_join_syns']}), "
-                     f"{m['mptcp_mbps']:.1f} Mbit/s")
+                     f"{m['mptcp_goodput_transfer_mbps']:.1f} Mbit/s")
     if "window_skipped" in checks:
         lines.append(f"  window-limited transfer: not run ({checks['window_skipped']})")
     return "\n".join(lines)
@@ -211,7 +211,7 @@ def check_window(net, rd, src: str, dst: str, seconds: float = 4.0) -> list[phys
         r = traffic.bulk(net, src, dst, p.name, "tcp", duration=seconds, sndbuf=physics.WINDOW_SO_SNDBUF, port=port)
         ss.steady_from(r.t0 + warmup)
     kern = rd.summary["kernel_tcp"]["window-ss"]
-    goodput = r.steady_mbps(warmup) * 1e6
+    goodput = r.goodput_steady_mbps(warmup) * 1e6
     # The send buffer is the kernel's own, as `ss -m` reported it while the transfer ran (skmem tb):
     # the one source. Without it nothing here can be judged, and the check says so.
     if not kern.get("sk_sndbuf"):
@@ -226,6 +226,6 @@ def check_window(net, rd, src: str, dst: str, seconds: float = 4.0) -> list[phys
     verdicts = physics.judge_window(p.name, goodput, kern.get("inflight_bytes_max", 0), sk_sndbuf, rtt_s)
     rd.summary.setdefault("physics", {})["window"] = {
         "path": p.name, "so_sndbuf": physics.WINDOW_SO_SNDBUF, "sk_sndbuf": sk_sndbuf, "rtt_s": rtt_s,
-        "steady_after_s": warmup, "goodput_mbps": round(goodput / 1e6, 3), "kernel": kern,
+        "steady_after_s": warmup, "goodput_steady_mbps": round(goodput / 1e6, 3), "kernel": kern,
         "verdicts": [asdict(v) for v in verdicts]}
     return verdicts

@@ -1,7 +1,7 @@
 """Traffic between the hosts of a running topology, and proof that MPTCP really ran.
 
     r = bulk(net, src="snd", dst="rcv", path="fast", proto="mptcp", duration=10)
-    r.mbps, r.flows, r.intervals, r.summary()
+    r.goodput_transfer_mbps, r.flows, r.intervals, r.summary()
 
 The transfers use the kit's blocking sender/receiver (`mptcplab.measure.bulk`, see there for why not
 iperf3): it sets SO_SNDBUF on the sender alone and TCP_CONGESTION per connection, and reports
@@ -49,26 +49,23 @@ class BulkResult:
     samples: list = field(default_factory=list)
 
     @property
-    def mbps(self) -> float:
-        """Goodput of all flows together: every byte received over one span, first byte of any flow
-        to last byte of any flow.
+    def goodput_transfer_mbps(self) -> float:
+        """Goodput of all flows together over the whole transfer: the bytes that arrived between
+        the first byte of any flow and the last byte of any flow, over that span, by the kernel's
+        count (`goodput_window_mbps` from t0 to t_end).
 
-        Not the sum of the flows' own rates: each of those is taken over that flow's own span, and
-        while one flow has not started or has already drained, the others carry its share of the
-        link, so the sum of rates over different spans exceeds what the link delivered (Lab 3's
-        8 flows over a 4 Mbit/s DropTail link summed to 3.998 Mbit/s against a ceiling of 3.826)."""
-        total = sum(f["bytes"] for f in self.flows)
+        Not the bytes read over that span: a reader that wakes late (a guest under software
+        emulation) finds bytes the kernel received before its first read, and counting them read
+        above the link (Lab 1's scaled point in the VM: single TCP 4.86 Mbit/s on a 5 Mbit/s link,
+        ceiling 4.78). Not the sum of the flows' own rates either: each of those is taken over that
+        flow's own span, and while one flow has not started or has already drained, the others
+        carry its share of the link (Lab 3's 8 flows over a 4 Mbit/s DropTail link summed to 3.998
+        Mbit/s against a ceiling of 3.826). Without the kernel's samples (a result built by hand),
+        the bytes over the span."""
         span = self.t_end - self.t0
-        return total * 8 / span / 1e6 if span > 0 else 0.0
-
-    @property
-    def transfer_mbps(self) -> float:
-        """Goodput over the whole transfer, first read to last byte, counting only the bytes that
-        arrived inside that span (`window_mbps`). `mbps` also counts what the kernel had received
-        before the reader's first read, over a span that starts at that read: a reader that wakes
-        late (a guest under software emulation) reads above the link. Seen: Lab 1's scaled point in
-        the VM, single TCP 4.86 Mbit/s over the whole transfer on a 5 Mbit/s link (ceiling 4.78)."""
-        return self.window_mbps(self.t0, self.t_end)
+        if not self.samples:
+            return sum(f["bytes"] for f in self.flows) * 8 / span / 1e6 if span > 0 else 0.0
+        return self.goodput_window_mbps(self.t0, self.t_end)
 
     def received_by(self, t):
         """Bytes all flows had received by epoch time(s) t, by the kernel's count (see
@@ -81,7 +78,7 @@ class BulkResult:
         """The most bytes received but not yet read at any sample (a late reader's backlog)."""
         return int(max((s[1] - s[2] for fs in self.samples for s in fs if len(s) > 2), default=0))
 
-    def window_mbps(self, start: float, end: float) -> float:
+    def goodput_window_mbps(self, start: float, end: float) -> float:
         """Goodput of all flows together over [start, end] (epoch s), counting only bytes that
         crossed the link inside the window.
 
@@ -172,20 +169,44 @@ class BulkResult:
             end, count = float(u), before
         return end if t - end >= TCP_RTO_MIN_S else t
 
-    def steady_mbps(self, warmup_s: float) -> float:
+    def goodput_steady_mbps(self, warmup_s: float) -> float:
         """Goodput after the first `warmup_s` seconds (slow start excluded) to the last byte, or to
         where a last stall began (tail_start: a tail repaired by timeout is not the link's pace)."""
         start = self.t0 + warmup_s
         end = self.tail_start(self.t_end)
-        return self.window_mbps(start, end if end > start else self.t_end)
+        return self.goodput_window_mbps(start, end if end > start else self.t_end)
 
     def summary(self) -> dict:
         return {"tool": self.tool, "proto": self.proto, "duration_s": self.duration, "t0": self.t0,
-                "mbps": round(self.mbps, 3), "span_s": round(self.t_end - self.t0, 3), "flows": len(self.flows),
+                "goodput_transfer_mbps": round(self.goodput_transfer_mbps, 3), "span_s": round(self.t_end - self.t0, 3),
+                "flows": len(self.flows),
                 "reader_backlog_max": self.reader_backlog_max(),
                 "subflows": max((f.get("subflows") or 1) for f in self.flows),
-                "per_flow_mbps": [round(f["mbps"], 3) for f in self.flows], **self.extra}
+                "per_flow_mbps": [round(f["goodput_transfer_mbps"], 3) for f in self.flows], **self.extra}
 
+
+
+# A sweep resumes over the runs it already has, and `mptcplab check` reads any sweep: summaries
+# written before the goodput vocabulary (one `goodput_<what>_mbps` per quantity) name them as
+# below. Lab 3's `mbps` was its steady window's goodput (it also wrote `mbps_transfer`).
+PREVIOUS_KEYS = {"mbps": "goodput_transfer_mbps", "mbps_transfer": "goodput_transfer_mbps",
+                 "tcp_mbps": "tcp_goodput_transfer_mbps", "tcp_steady_mbps": "tcp_goodput_steady_mbps",
+                 "mptcp_mbps": "mptcp_goodput_transfer_mbps", "goodput_mbps": "goodput_steady_mbps"}
+
+
+def current_keys(summary):
+    """A run's summary (or any part of it) with the previous goodput names replaced, at any depth."""
+    if isinstance(summary, list):
+        return [current_keys(v) for v in summary]
+    if not isinstance(summary, dict):
+        return summary
+    rename = dict(PREVIOUS_KEYS, mbps="goodput_window_mbps") if "mbps_transfer" in summary else PREVIOUS_KEYS
+    return {rename.get(k, k): current_keys(v) for k, v in summary.items()}
+
+
+def read_summary(run_dir: Path | str) -> dict:
+    """A run's summary.json, by the current goodput names (whichever commit wrote it)."""
+    return current_keys(json.loads((Path(run_dir) / "summary.json").read_text()))
 
 def bulk(net, src: str, dst: str, path: str, proto: str = "tcp", duration: float = 10.0, flows: int = 1,
          sndbuf: int | None = None, cc: str | None = None, interval: float = 0.1,
@@ -433,10 +454,14 @@ def bulk_result(client: dict, srv: dict, addr: str, port: int, proto: str, durat
     for f in srv["flows"]:
         c = by_local.get(f["peer"], {})
         span = (f["last"] - f["first"]) if f["first"] else 0
+        # The flow's own goodput_transfer_mbps: as the transfer's, the bytes that arrived inside its span
+        inside = (float(np.diff(np.interp([f["first"], f["last"]], [s[0] for s in f["samples"]],
+                                          [s[1] for s in f["samples"]], left=0.0))[0])
+                  if f["samples"] and span > 0 else f["bytes"])
         mptcp = c.get("mptcp")
         flows_out.append({
             "flow": f["flow"], "local": c.get("local"), "peer": f"{addr}:{port}", "bytes": f["bytes"],
-            "mbps": f["bytes"] * 8 / span / 1e6 if span > 0 else 0.0,
+            "goodput_transfer_mbps": inside * 8 / span / 1e6 if span > 0 else 0.0,
             "sndbuf": c.get("sndbuf"), "cc": c.get("cc"), "protocol": c.get("protocol"),
             "subflows": mptcp["subflows"] if mptcp else (None if proto == "mptcp" else 1),
             "mptcp_info": mptcp,

@@ -14,9 +14,10 @@ COLUMNS = ("lab", "place", "passed", "rates Mbit/s (link)", "RTT ms (configured;
 def rows(results: list[CheckResult]) -> list[dict]:
     out = []
     for r in sorted(results, key=lambda r: (r.lab, r.place)):
-        paths = sorted({k.split(".")[0] for k in r.measured if k.endswith((".tcp_mbps", ".rtt_ms"))})
-        rate = ", ".join(f"{p} {r.measured[p + '.tcp_mbps']:g}" + (f" ({r.bound[p + '.tcp_mbps']:g})"
-                         if p + ".tcp_mbps" in r.bound else "") for p in paths if p + ".tcp_mbps" in r.measured)
+        tcp = ".tcp_goodput_steady_mbps"
+        paths = sorted({k.split(".")[0] for k in r.measured if k.endswith((tcp, ".rtt_ms"))})
+        rate = ", ".join(f"{p} {r.measured[p + tcp]:g}" + (f" ({r.bound[p + tcp]:g})" if p + tcp in r.bound else "")
+                         for p in paths if p + tcp in r.measured)
         rtt = ", ".join(f"{p} {r.measured[p + '.rtt_ms']:g} ({r.bound.get(p + '.rtt_ms', float('nan')):g}"
                         + (f"; {r.measured[p + '.own_rtt_ms']:g}" if p + ".own_rtt_ms" in r.measured else "") + ")"
                         for p in paths if p + ".rtt_ms" in r.measured)

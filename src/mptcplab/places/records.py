@@ -119,11 +119,12 @@ def from_run(run_dir: Path, lab: str, place: str, params: str = "") -> CheckResu
     for name, row in checks.get("paths", {}).items():
         measured[f"{name}.rtt_ms"] = row.get("ping", {}).get("min_ms")  # what the RTT check judges (verify.py)
         bound[f"{name}.rtt_ms"] = row.get("configured_rtt_ms")
-        measured[f"{name}.tcp_mbps"] = row.get("tcp_steady_mbps")
+        measured[f"{name}.tcp_goodput_steady_mbps"] = row.get("tcp_goodput_steady_mbps")
         # What the place itself adds to the path's RTT (latency.py), compensated or not.
         measured[f"{name}.own_rtt_ms"] = (row.get("own_latency") or {}).get("own_rtt_ms")
         if row.get("link_utilisation"):
-            bound[f"{name}.tcp_mbps"] = round(row["tcp_steady_mbps"] / row["link_utilisation"], 2)
+            bound[f"{name}.tcp_goodput_steady_mbps"] = round(row["tcp_goodput_steady_mbps"] / row["link_utilisation"],
+                                                               2)
     # The window-limited transfer's verdicts (mptcplab.judge.verify.check_window), when the check ran one.
     for v in ((summary.get("physics") or {}).get("window") or {}).get("verdicts", []):
         measured[v["check"]], bound[v["check"]] = v["measured"], v["bound"]

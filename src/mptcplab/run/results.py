@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import __version__, places
 from ..core import log, paths, process
+from ..measure.traffic import PREVIOUS_KEYS, read_summary
 from ..places import guest
 
 LOCK_FILE = Path(os.environ.get("MPTCPLAB_LOCK", "/run/mptcplab/experiment.lock"))
@@ -181,7 +182,7 @@ class Sweep:
         """One row per completed run: its summary, plus `run` (the key)."""
         import pandas as pd
 
-        rows = [{"run": d.name, **json.loads((d / "summary.json").read_text())} for d in self.runs()]
+        rows = [{"run": d.name, **read_summary(d)} for d in self.runs()]
         return pd.DataFrame(rows)
 
 
@@ -269,6 +270,9 @@ def compact_is_stale(sweep: Path | str, table: str, runs: tuple[str, ...] = RUNS
     t = sweep / table
     if not t.exists():
         return True
+    with open(t) as f:
+        if set(f.readline().strip().split(",")) & set(PREVIOUS_KEYS):
+            return True  # compacted before the goodput vocabulary: made again with its names
     made = t.stat().st_mtime
     return any(p.stat().st_mtime > made for p in _runs(sweep, runs))
 
@@ -339,4 +343,4 @@ def run_manifests(sweep: Path | str) -> list[dict]:
 def completed(sweep: Path | str):
     """(run directory, its summary) for every completed run of a sweep, in name order."""
     for d in Sweep(sweep).runs():
-        yield d, json.loads((d / "summary.json").read_text())
+        yield d, read_summary(d)

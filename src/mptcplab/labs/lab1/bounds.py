@@ -46,12 +46,12 @@ def window_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:
         inflight = float(inflight) if inflight is not None and inflight == inflight else np.nan
         rows.append({
             "run": r.get("run"), "method": r["method"], "buffer_bytes": r["buffer_bytes"], "config": r["config"],
-            "path": name, "mbps": r["mbps"], "sk_sndbuf": b["sk_sndbuf"], "rtt_ms": b["rtt_s"] * 1e3,
+            "path": name, "goodput_transfer_mbps": r["goodput_transfer_mbps"], "sk_sndbuf": b["sk_sndbuf"], "rtt_ms": b["rtt_s"] * 1e3,
             "window_mbps": window, "ceiling_mbps": ceiling, "bound_mbps": min(window, ceiling),
             "inflight_max": inflight, "unacked_bound": b["unacked_bytes"],
-            "above_window": r["mbps"] > window, "above_link": r["mbps"] > ceiling,
+            "above_window": r["goodput_transfer_mbps"] > window, "above_link": r["goodput_transfer_mbps"] > ceiling,
             "above_inflight": bool(inflight > b["unacked_bytes"]) if inflight == inflight else False})
-    cols = ["run", "method", "buffer_bytes", "config", "path", "mbps", "sk_sndbuf", "rtt_ms", "window_mbps",
+    cols = ["run", "method", "buffer_bytes", "config", "path", "goodput_transfer_mbps", "sk_sndbuf", "rtt_ms", "window_mbps",
             "ceiling_mbps", "bound_mbps", "inflight_max", "unacked_bound", "above_window", "above_link",
             "above_inflight"]
     out = pd.DataFrame(rows, columns=cols)
@@ -67,7 +67,7 @@ def describe_bounds(bounds: pd.DataFrame, limit: int = 8) -> str:
     bad = bounds[bounds["above"]]
     judged = bounds[np.isfinite(bounds["window_mbps"])]
     if bad.empty:
-        worst = (judged["mbps"] / judged["window_mbps"]).max() if len(judged) else np.nan
+        worst = (judged["goodput_transfer_mbps"] / judged["window_mbps"]).max() if len(judged) else np.nan
         tail = (f"; the closest to its window bound reached {worst:.0%} of it" if worst == worst else "")
         ceilings = sorted({round(c, 1) for c in bounds["ceiling_mbps"] if c == c})
         link = " / ".join(f"{c:.1f}" for c in ceilings) or f"{GOODPUT_LIMIT:.1f}"
@@ -76,14 +76,14 @@ def describe_bounds(bounds: pd.DataFrame, limit: int = 8) -> str:
     lines = [f"Physics check: {len(bad)} of {len(bounds)} single-path runs carried more than physics allows:"]
     for r in bad.head(limit).itertuples():
         if r.above_window:
-            lines.append(f"  {r.run}: {r.mbps:.1f} Mbit/s over the {r.path} path (RTT {r.rtt_ms:g} ms) with "
+            lines.append(f"  {r.run}: {r.goodput_transfer_mbps:.1f} Mbit/s over the {r.path} path (RTT {r.rtt_ms:g} ms) with "
                          f"sk_sndbuf {r.sk_sndbuf:,} B: at most ({r.sk_sndbuf:,} + 65,536) B x 8 / {r.rtt_ms:g} ms "
                          f"= {r.window_mbps:.1f} Mbit/s")
         if r.above_inflight:
             lines.append(f"  {r.run}: {r.inflight_max:,.0f} bytes in flight at once, at most "
                          f"{r.unacked_bound:,} (sk_sndbuf {r.sk_sndbuf:,} B + one 64 KiB skb)")
         if r.above_link:
-            lines.append(f"  {r.run}: {r.mbps:.1f} Mbit/s, above what the {r.path} link carries "
+            lines.append(f"  {r.run}: {r.goodput_transfer_mbps:.1f} Mbit/s, above what the {r.path} link carries "
                          f"({r.ceiling_mbps:.1f} Mbit/s)")
     if len(bad) > limit:
         lines.append(f"  ... and {len(bad) - limit} more ({', '.join(map(str, bad['run'].iloc[limit:]))})")
@@ -144,15 +144,15 @@ def mptcp_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:
             sub = g[col].median() if col in g and g[col].notna().any() else _nominal_sk_sndbuf(method, b)
             window = physics.window_bound_bps(int(sub), p["rtt_s"]) if p["rtt_s"] > 0 else np.inf
             total += min(window, physics.link_ceiling_bps(p["rate_bps"]) if p["rate_bps"] else np.inf)
-        rows.append({"method": method, "buffer_bytes": int(b), "S": S, "mbps": g["mbps"].mean(),
-                     "mbps_max": g["mbps"].max(), "n": len(g),
+        rows.append({"method": method, "buffer_bytes": int(b), "S": S, "goodput_transfer_mbps": g["goodput_transfer_mbps"].mean(),
+                     "goodput_transfer_mbps_max": g["goodput_transfer_mbps"].max(), "n": len(g),
                      "s_per_rtt": S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
                      "s_per_half_rtt": 2 * S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
                      "subflow_bound": physics.allowed(total) / 1e6 if paths else np.nan})
-    out = pd.DataFrame(rows, columns=["method", "buffer_bytes", "S", "mbps", "mbps_max", "n", "s_per_rtt",
+    out = pd.DataFrame(rows, columns=["method", "buffer_bytes", "S", "goodput_transfer_mbps", "goodput_transfer_mbps_max", "n", "s_per_rtt",
                                       "s_per_half_rtt", "subflow_bound"])
-    out["above_subflow_bound"] = out["mbps_max"] > out["subflow_bound"]
-    out["where"] = np.select([out["mbps"] < out["s_per_rtt"], out["mbps"] <= out["s_per_half_rtt"]],
+    out["above_subflow_bound"] = out["goodput_transfer_mbps_max"] > out["subflow_bound"]
+    out["where"] = np.select([out["goodput_transfer_mbps"] < out["s_per_rtt"], out["goodput_transfer_mbps"] <= out["s_per_half_rtt"]],
                              ["below S/RTT_slow", "between S/RTT_slow and 2S/RTT_slow"], "above 2S/RTT_slow")
     return out
 
@@ -170,10 +170,10 @@ def buffer_needed(manifest: dict) -> tuple[float, float]:
 def crossing(sweep: pd.DataFrame) -> dict[str, float | None]:
     """Per method: the smallest MPTCP socket buffer S (sndbuf_effective) from which MPTCP's mean
     goodput stays above single-path TCP's on the fast path, or None if it never does."""
-    fast = sweep[sweep["config"] == "tcp-fast"].groupby("method")["mbps"].mean()
+    fast = sweep[sweep["config"] == "tcp-fast"].groupby("method")["goodput_transfer_mbps"].mean()
     out = {}
     for method, g in sweep[sweep["config"] == "mptcp"].groupby("method"):
-        per = g.groupby("sndbuf_effective")["mbps"].mean().sort_index()
+        per = g.groupby("sndbuf_effective")["goodput_transfer_mbps"].mean().sort_index()
         above = per > fast.get(method, np.inf)
         ok = [s for i, s in enumerate(per.index) if above.iloc[i:].all()]
         out[method] = float(ok[0]) if ok else None

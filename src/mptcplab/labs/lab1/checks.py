@@ -95,7 +95,7 @@ def _toy_sweep() -> pd.DataFrame:
             for k, config in enumerate(CONFIGS):
                 for rep, x in enumerate((10.0, 11.0, 30.0)):
                     rows.append({"run": f"{method}-{b}-{config}-r{rep + 1}", "method": method, "buffer_bytes": b,
-                                 "config": config, "rep": rep + 1, "mbps": x * (1 + i) + 7 * j + 3 * k})
+                                 "config": config, "rep": rep + 1, "goodput_transfer_mbps": x * (1 + i) + 7 * j + 3 * k})
     return pd.DataFrame(rows).iloc[::-1].reset_index(drop=True)
 
 
@@ -111,7 +111,7 @@ def _q1_problem(fn, sweep: pd.DataFrame) -> str | None:
         return f"one column per config ({', '.join(CONFIGS)}); the columns are {list(got.columns)[:6]}"
     if _frame_same(got, want, CONFIGS):
         return None
-    g = sweep.groupby(["method", "buffer_bytes", "config"])["mbps"]
+    g = sweep.groupby(["method", "buffer_bytes", "config"])["goodput_transfer_mbps"]
     hint = _first_match(got, {
         "that is the median of the repetitions: the question asks for their mean": g.median().unstack("config"),
         "that is the sum over the repetitions: divide by their number (the mean)": g.sum().unstack("config"),
@@ -461,7 +461,7 @@ def _toy_paper_runs() -> pd.DataFrame:
     """Two groups with different TCP baselines, a scheduler that did not run (NaN), a tso control row."""
     rows = []
     def add(group, config, scheduler, mbps, sndbuf, slow, fast, wq):
-        rows.append({"group": group, "config": config, "scheduler": scheduler, "mbps": mbps, "sndbuf_effective": sndbuf,
+        rows.append({"group": group, "config": config, "scheduler": scheduler, "goodput_transfer_mbps": mbps, "sndbuf_effective": sndbuf,
                      "inflight_max_slow": slow, "inflight_max_fast": fast, "sk_sndbuf_slow": sndbuf / 3,
                      "wmem_queued_max": wq})
     for x in (90.0, 92.0):
@@ -478,7 +478,7 @@ def _toy_paper_runs() -> pd.DataFrame:
     return pd.DataFrame(rows).iloc[::-1].reset_index(drop=True)
 
 
-STARVATION_COLUMNS = ("mbps", "vs_tcp", "left_for_fast")
+STARVATION_COLUMNS = ("goodput_transfer_mbps", "vs_tcp", "left_for_fast")
 
 
 def _q18_problem(fn, runs: pd.DataFrame) -> str | None:
@@ -498,18 +498,18 @@ def _q18_problem(fn, runs: pd.DataFrame) -> str | None:
     if lacking:
         return "it lacks rows: one per group and scheduler whose MPTCP runs ran"
     g, w = got.reindex(want.index), want
-    mp = runs[(runs["config"] == "mptcp") & runs["group"].isin(["schedulers", "held"]) & runs["mbps"].notna()]
+    mp = runs[(runs["config"] == "mptcp") & runs["group"].isin(["schedulers", "held"]) & runs["goodput_transfer_mbps"].notna()]
     by = [mp["group"], mp["scheduler"]]
-    if not _close(g["mbps"], w["mbps"]):
-        hint = _first_match(g["mbps"], {"that is the median: take the mean": mp.groupby(by)["mbps"].median()},
+    if not _close(g["goodput_transfer_mbps"], w["goodput_transfer_mbps"]):
+        hint = _first_match(g["goodput_transfer_mbps"], {"that is the median: take the mean": mp.groupby(by)["goodput_transfer_mbps"].median()},
                             lambda a, b: _close(a, b.reindex(w.index)))
         return "mbps: " + (hint or "the mean goodput of each group's MPTCP runs with that scheduler")
     if not _close(g["vs_tcp"], w["vs_tcp"]):
         hint = _first_match(g["vs_tcp"], {
             "you subtracted TCP's mean over every group: subtract the tcp-fast runs of the same group":
-                w["mbps"] - runs.loc[runs["config"] == "tcp-fast", "mbps"].mean(),
+                w["goodput_transfer_mbps"] - runs.loc[runs["config"] == "tcp-fast", "goodput_transfer_mbps"].mean(),
             "the sign is reversed: MPTCP's mean minus TCP's, so that negative means below TCP": -w["vs_tcp"],
-            "that is a ratio: the question asks for the difference in Mbit/s": w["mbps"] / (w["mbps"] - w["vs_tcp"]),
+            "that is a ratio: the question asks for the difference in Mbit/s": w["goodput_transfer_mbps"] / (w["goodput_transfer_mbps"] - w["vs_tcp"]),
         }, lambda a, b: _close(a, b))
         return "vs_tcp: " + (hint or "mbps minus the mean goodput of the tcp-fast runs of the same group")
     if not _close(g["left_for_fast"], w["left_for_fast"], 1e-6, 1):
@@ -544,7 +544,7 @@ def graded_q18(starvation) -> None:
 def _toy_starvation() -> pd.DataFrame:
     idx = pd.MultiIndex.from_tuples([("held", "minrtt+rp"), ("held", "default"), ("schedulers", "minrtt"),
                                      ("held", "minrtt"), ("schedulers", "default")], names=["group", "scheduler"])
-    return pd.DataFrame({"mbps": [90.0, 140.0, 80.0, 85.0, 180.0], "vs_tcp": [-5.0, 45.0, -15.0, -10.0, 0.0],
+    return pd.DataFrame({"goodput_transfer_mbps": [90.0, 140.0, 80.0, 85.0, 180.0], "vs_tcp": [-5.0, 45.0, -15.0, -10.0, 0.0],
                          "left_for_fast": [1e4, 5e5, 0.0, 0.0, 2e6]}, index=idx)
 
 
@@ -562,7 +562,7 @@ def _q19_problem(fn, table: pd.DataFrame) -> str | None:
     hint = _first_match(got, {
         "that includes a pair exactly at TCP's goodput: keep vs_tcp below 0": sorted(table.index[table["vs_tcp"] <= 0]),
         "those are the pairs above TCP: keep the ones below (vs_tcp < 0)": sorted(table.index[table["vs_tcp"] > 0]),
-        "that compares mbps with 0: compare vs_tcp": sorted(table.index[table["mbps"] < 0]),
+        "that compares goodput_transfer_mbps with 0: compare vs_tcp": sorted(table.index[table["goodput_transfer_mbps"] < 0]),
     }, lambda a, b: a == [tuple(x) for x in b])
     return hint or "keep the (group, scheduler) pairs of the table whose vs_tcp is negative, sorted"
 

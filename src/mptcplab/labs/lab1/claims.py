@@ -43,7 +43,7 @@ def tables(results_dir: Path | str) -> dict:
     try:
         sweep = load_sweep(d)
     except FileNotFoundError:
-        sweep = pd.DataFrame(columns=["method", "buffer_bytes", "config", "mbps"])
+        sweep = pd.DataFrame(columns=["method", "buffer_bytes", "config", "goodput_transfer_mbps"])
     details = load_details(d) if find_details(d) else []
     return {"sweep": sweep, "paper": load_paper_point(d),
             "waits": wait_table(details, sweep) if details else pd.DataFrame(),
@@ -97,7 +97,7 @@ def observed(results_dir: Path | str) -> pd.DataFrame:
         slow_addr = next(p["a_addr"] for p in det.manifest["network"]["paths"] if p["name"] == "slow")
         slow = ss[ss["mptcp_subflow"].astype(bool) & ss["local"].astype(str).str.startswith(slow_addr + ":")]
         rows.append({"run": run.name, "held": det.summary.get("method") == "sndbuf",
-                     "scheduler": det.summary.get("scheduler"), "mbps": det.summary["mbps"],
+                     "scheduler": det.summary.get("scheduler"), "goodput_transfer_mbps": det.summary["goodput_transfer_mbps"],
                      "penalised": det.counters.get("MPTcpExtMinRTTPenalised", 0),
                      "opp_retrans": det.counters.get("MPTcpExtMinRTTOppRetrans", 0),
                      "slow_cwnd_peak": int(det.probe[det.probe["path"] == "slow"]["snd_cwnd"].max()),
@@ -115,10 +115,10 @@ def _runs(t: dict, group: str, config: str, scheduler: str | None = None) -> pd.
     p = t["paper"]
     if p.empty:
         raise KeyError(f"the paper's point ({group})")
-    sel = (p["group"] == group) & (p["config"] == config) & p["mbps"].notna()
+    sel = (p["group"] == group) & (p["config"] == config) & p["goodput_transfer_mbps"].notna()
     if scheduler is not None:
         sel &= p["scheduler"].fillna("default") == scheduler
-    out = p.loc[sel, "mbps"]
+    out = p.loc[sel, "goodput_transfer_mbps"]
     if out.empty:
         raise KeyError(f"{config}{' ' + scheduler if scheduler else ''} runs of the paper point ({group})")
     return out
@@ -134,7 +134,7 @@ def _against_tcp(t: dict, group: str, scheduler: str, what: str) -> Verdict:
 
 def _slower_than_tcp(t: dict) -> Verdict:
     p = t["paper"]
-    if p.empty or not ((p["scheduler"] == MINRTT_RP) & p["mbps"].notna()).any():
+    if p.empty or not ((p["scheduler"] == MINRTT_RP) & p["goodput_transfer_mbps"].notna()).any():
         return Verdict.missing(f"no minrtt+rp runs at tcp_wmem 1 MiB ({UML_HINT})")
     return _against_tcp(t, "schedulers", MINRTT_RP, "tcp_wmem 1 MiB")
 
@@ -151,9 +151,9 @@ def _tso(t: dict) -> Verdict:
     p = t["paper"]
     if p.empty or not (p["group"] == "tso").any():
         raise KeyError("the tcp_min_tso_segs control")
-    tso = p[(p["group"] == "tso") & (p["buffer_bytes"] == MIB) & p["mbps"].notna()]
-    mptcp = tso[(tso["config"] == "mptcp") & (tso["min_tso_segs"].astype(str) == "2")]["mbps"]
-    tcp = tso[(tso["config"] == "tcp-fast") & (tso["min_tso_segs"].astype(str) == "2")]["mbps"]
+    tso = p[(p["group"] == "tso") & (p["buffer_bytes"] == MIB) & p["goodput_transfer_mbps"].notna()]
+    mptcp = tso[(tso["config"] == "mptcp") & (tso["min_tso_segs"].astype(str) == "2")]["goodput_transfer_mbps"]
+    tcp = tso[(tso["config"] == "tcp-fast") & (tso["min_tso_segs"].astype(str) == "2")]["goodput_transfer_mbps"]
     if mptcp.empty or tcp.empty:
         raise KeyError("the tcp_min_tso_segs control at tcp_wmem 1 MiB with the kernel's 2")
     return Verdict.tested(stats.welch(mptcp, tcp), LESS,
@@ -165,12 +165,12 @@ def _tso(t: dict) -> Verdict:
 def _sweep_point(t: dict, which: str) -> Verdict:
     """MPTCP against single-path TCP on the fast path at the sweep's smallest or largest tcp_wmem."""
     s = t["sweep"]
-    s = s[(s["method"] == "wmem") & s["mbps"].notna()] if len(s) else s
+    s = s[(s["method"] == "wmem") & s["goodput_transfer_mbps"].notna()] if len(s) else s
     if s.empty:
         raise KeyError("the sweep (tcp_wmem)")
     size = s["buffer_bytes"].min() if which == "smallest" else s["buffer_bytes"].max()
     at = s[s["buffer_bytes"] == size]
-    mptcp, tcp = at[at["config"] == "mptcp"]["mbps"], at[at["config"] == "tcp-fast"]["mbps"]
+    mptcp, tcp = at[at["config"] == "mptcp"]["goodput_transfer_mbps"], at[at["config"] == "tcp-fast"]["goodput_transfer_mbps"]
     if mptcp.empty or tcp.empty:
         raise KeyError(f"MPTCP and tcp-fast runs at tcp_wmem {_kib(size)}")
     return Verdict.tested(stats.welch(mptcp, tcp), LESS if which == "smallest" else GREATER,
@@ -182,7 +182,7 @@ def _sweep_point(t: dict, which: str) -> Verdict:
 def _upstream_at_1mib(t: dict) -> Verdict:
     s = t["sweep"]
     at = s[(s["method"] == "wmem") & (s["buffer_bytes"] == MIB)] if len(s) else s
-    mptcp, tcp = (at[at["config"] == c]["mbps"].dropna() for c in ("mptcp", "tcp-fast")) if len(at) else ([], [])
+    mptcp, tcp = (at[at["config"] == c]["goodput_transfer_mbps"].dropna() for c in ("mptcp", "tcp-fast")) if len(at) else ([], [])
     if not len(mptcp) or not len(tcp):
         raise KeyError("MPTCP and tcp-fast sweep runs at tcp_wmem 1 MiB")
     return Verdict.tested(stats.welch(mptcp, tcp), LESS,

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ...measure.observe import inflight_bytes
+from ...measure.traffic import read_summary
 from .measure import packets_from_capture
 
 
@@ -35,7 +36,7 @@ class Detail:
         """One detailed run from its directory; a control run may lack packets (the compact copy
         keeps no capture of it) and, in a place without tracing, waits and tcp_probe (then empty)."""
         d = Path(d)
-        summary = json.loads((d / "summary.json").read_text())
+        summary = read_summary(d)
         manifest = json.loads((d / "manifest.json").read_text())
         t0 = summary["t0"]
         paths = path_names(manifest)

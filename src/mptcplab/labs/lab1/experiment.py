@@ -360,7 +360,7 @@ def measure(net, rd, point: Point, params: dict) -> str:
             r = bulk(net, "snd", "rcv", path, proto, duration=duration, sndbuf=sndbuf, port=PORT)
             ss.steady_from(r.t0 + warmup)
         _summarise(rd, v, r, kernel_view(ss.table, paths, since=ss.since))
-        return f"{r.mbps:7.1f} Mbit/s  ({rd.summary['subflows']} subflow(s))"
+        return f"{r.goodput_transfer_mbps:7.1f} Mbit/s  ({rd.summary['subflows']} subflow(s))"
     what = f"control run ({v['control']})" if v.get("control") else "detailed run"
     _log.info("%s: %s at tcp_wmem %s (%.0f s, capture + tracing)", what, v["config"], v["buffer"], duration)
     with Capture(net, "snd", rd), Counters(net, "snd", rd) as counters, SsSampler(net, "snd", rd, PORT) as ss, \
@@ -373,7 +373,7 @@ def measure(net, rd, point: Point, params: dict) -> str:
     if v.get("control"):
         rd.summary["control"] = v["control"]
     rd.summary["sndbuf_wait_method"] = getattr(tracing, "wait_method", None)
-    line = f"{r.mbps:.1f} Mbit/s"
+    line = f"{r.goodput_transfer_mbps:.1f} Mbit/s"
     if proto == "mptcp":
         rd.summary["capture_check"] = verify_capture(rd.file("capture.pcap"), 2)
         line += f" over {rd.summary['capture_check']['subflows_with_data']} subflows"
@@ -442,7 +442,7 @@ def degradation(table):
         runs = runs[runs["detail"].isna() | (runs["detail"] == False)]  # noqa: E712  (the sweep only)
     if "part" in runs:
         runs = runs[runs["part"].isna()]  # not the paper's point
-    mean = runs.pivot_table(index=["method", "buffer_bytes"], columns="config", values="mbps", aggfunc="mean")
+    mean = runs.pivot_table(index=["method", "buffer_bytes"], columns="config", values="goodput_transfer_mbps", aggfunc="mean")
     mean = mean.reset_index()
     if {"mptcp", "tcp-fast"} <= set(mean.columns):
         mean["mptcp_over_tcp_fast"] = mean["mptcp"] / mean["tcp-fast"]

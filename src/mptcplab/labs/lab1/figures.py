@@ -55,7 +55,7 @@ def fig_throughput(sweep: pd.DataFrame, error: str = "sd", manifest: dict | None
                     hovertemplate="bound at B=%{x:,} bytes: %{y:.1f} Mbit/s<extra></extra>"), row=1, col=col)
             bad = bounds[(bounds["method"] == method) & bounds["above"]]
             fig.add_trace(go.Scatter(
-                x=bad["buffer_bytes"], y=bad["mbps"], mode="markers", legendgroup="above",
+                x=bad["buffer_bytes"], y=bad["goodput_transfer_mbps"], mode="markers", legendgroup="above",
                 name="run above its physics bound (not a valid measurement)", showlegend=col == 1 and len(bad) > 0,
                 marker=dict(symbol="x", size=11, color="black"), customdata=np.stack(
                     [bad["run"].astype(str), bad["bound_mbps"]], axis=-1) if len(bad) else None,
@@ -101,7 +101,7 @@ def fig_effective_buffer(sweep: pd.DataFrame, manifest: dict | None = None) -> g
     Plotted this way, both methods fall on one curve, crossing single-path TCP near the slow
     path's bandwidth-delay product."""
     m = sweep[(sweep["config"] == "mptcp") & sweep["sndbuf_effective"].notna()]
-    g = m.groupby(["method", "sndbuf_effective"])["mbps"].agg(["mean", "std"]).reset_index()
+    g = m.groupby(["method", "sndbuf_effective"])["goodput_transfer_mbps"].agg(["mean", "std"]).reset_index()
     fig = go.Figure()
     for method, symbol in (("wmem", "circle"), ("sndbuf", "diamond")):
         s = g[g["method"] == method].sort_values("sndbuf_effective")
@@ -110,7 +110,7 @@ def fig_effective_buffer(sweep: pd.DataFrame, manifest: dict | None = None) -> g
         fig.add_trace(go.Scatter(x=s["sndbuf_effective"], y=s["mean"], error_y=dict(array=s["std"].fillna(0)),
                                  mode="lines+markers", marker=dict(symbol=symbol, size=8),
                                  name={"wmem": "MPTCP, tcp_wmem = B B B", "sndbuf": "MPTCP, SO_SNDBUF = B"}[method]))
-    fast = sweep[sweep["config"] == "tcp-fast"]["mbps"].mean()
+    fast = sweep[sweep["config"] == "tcp-fast"]["goodput_transfer_mbps"].mean()
     fig.add_hline(y=fast, line=dict(color=COLORS["tcp-fast"], dash="dash"),
                   annotation_text=f"single-path TCP, fast path ({fast:.0f} Mbit/s)", annotation_position="bottom right")
     bdp = slow_path_bdp(manifest)
@@ -144,7 +144,7 @@ def fig4(d: Detail) -> go.Figure:
     fig.update_yaxes(title_text="data sequence number (MB)", row=1, col=1)
     share = d.packets.groupby("path")["len"].sum()
     share = ", ".join(f"{p} {v / share.sum():.0%}" for p, v in share.items())
-    fig.update_layout(title=f"Fig. 4: data sequence number per subflow ({d.summary['mbps']:.1f} Mbit/s, "
+    fig.update_layout(title=f"Fig. 4: data sequence number per subflow ({d.summary['goodput_transfer_mbps']:.1f} Mbit/s, "
                             f"{d.summary.get('method', 'wmem')} {d.summary.get('buffer')})<br><sup>bytes sent "
                             f"per subflow: {share}</sup>", height=440)
     return fig
@@ -239,7 +239,7 @@ def fig_waits_compare(details: list[Detail], sweep: pd.DataFrame | None = None, 
     blocked, in the same `width`-second window of each run; (b) the share of the time blocked, with
     goodput and how full the paths were."""
     table = wait_table(details, sweep if sweep is not None else pd.DataFrame(columns=["method", "buffer_bytes",
-                                                                                       "config", "mbps"]))
+                                                                                       "config", "goodput_transfer_mbps"]))
     fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.12,
                         subplot_titles=[f"(a) blocked in sk_stream_wait_memory, {width:g} s of each run",
                                         "(b) share of the run blocked"])
@@ -257,7 +257,7 @@ def fig_waits_compare(details: list[Detail], sweep: pd.DataFrame | None = None, 
         fig.add_trace(go.Bar(y=[i], x=[100 * r["blocked_share"]], orientation="h", showlegend=False,
                              marker_color=colors[i % len(colors)], legendgroup=d.label,
                              text=[f"{r['blocked_share']:.0%}: {r['waits']} waits, median "
-                                   f"{r['median_wait_ms']:.1f} ms; {r['mbps']:.0f} Mbit/s = "
+                                   f"{r['median_wait_ms']:.1f} ms; {r['goodput_transfer_mbps']:.0f} Mbit/s = "
                                    f"{r['utilisation']:.0%} of its path(s)"],
                              textposition="inside", insidetextanchor="start"), 1, 2)
     ticks = dict(tickvals=list(range(len(details))), ticktext=[d.label.replace(" (", "<br>(") for d in details],

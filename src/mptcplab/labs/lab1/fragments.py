@@ -72,7 +72,7 @@ def controls(ref: Path, sweep: pd.DataFrame) -> str:
     lines = ["| run | Mbit/s | share of its path(s) | waits | blocked | untraced sweep runs, Mbit/s | traced / untraced |",
              "|---|---|---|---|---|---|---|"]
     for r in t.itertuples():
-        lines.append(f"| {r.label} | {r.mbps:.1f} | {r.utilisation:.0%} | {r.waits} | {r.blocked_share:.1%} | "
+        lines.append(f"| {r.label} | {r.goodput_transfer_mbps:.1f} | {r.utilisation:.0%} | {r.waits} | {r.blocked_share:.1%} | "
                      f"{r.untraced_mbps:.1f} (n = {r.untraced_runs}) | {r.tracing_ratio:.2f} |")
     return "\n".join(lines) + f"\n\nWaits measured by {t['wait_method'].iloc[0]}.\n"
 
@@ -80,11 +80,11 @@ def controls(ref: Path, sweep: pd.DataFrame) -> str:
 def held_runs(runs: pd.DataFrame) -> str:
     """Each held minrtt+rp run, fewest penalisations first, and the rank correlation of
     penalisations with goodput (a correlation over runs: nothing was manipulated)."""
-    h = runs[(runs["group"] == HELD) & (runs["scheduler"] == ledger.MINRTT_RP) & runs["mbps"].notna()]
+    h = runs[(runs["group"] == HELD) & (runs["scheduler"] == ledger.MINRTT_RP) & runs["goodput_transfer_mbps"].notna()]
     h = h.sort_values(["rp_penalised", "run"])
     lines = ["| run | Mbit/s | penalisations | opportunistic retransmissions |", "|---|---|---|---|"]
-    lines += [f"| {r.run} | {r.mbps:.1f} | {r.rp_penalised:.0f} | {r.rp_opp_retrans:,.0f} |" for r in h.itertuples()]
-    rho = h["rp_penalised"].rank().corr(h["mbps"].rank())
+    lines += [f"| {r.run} | {r.goodput_transfer_mbps:.1f} | {r.rp_penalised:.0f} | {r.rp_opp_retrans:,.0f} |" for r in h.itertuples()]
+    rho = h["rp_penalised"].rank().corr(h["goodput_transfer_mbps"].rank())
     return ("\n".join(lines) + f"\n\nSpearman's rank correlation of penalisations with goodput over these {len(h)} "
             f"runs: {rho:.2f}.\n")
 
@@ -95,7 +95,7 @@ def observed(ref: Path) -> str:
              "| slow subflow's TCP retransmissions | fast subflow idle (ss samples) | waits | not blocked |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in o.itertuples():
-        lines.append(f"| {r.run} | {r.mbps:.1f} | {r.penalised} | {r.opp_retrans} | {r.slow_cwnd_peak} | "
+        lines.append(f"| {r.run} | {r.goodput_transfer_mbps:.1f} | {r.penalised} | {r.opp_retrans} | {r.slow_cwnd_peak} | "
                      f"{r.slow_cwnd_drops} | {r.slow_tcp_retrans} | {r.fast_idle_share:.0%} | {r.waits} | "
                      f"{r.unblocked_ms:.1f} ms of {r.duration_s:g} s |")
     return "\n".join(lines) + f"\n\nWaits measured by {o['wait_method'].iloc[0]}.\n"

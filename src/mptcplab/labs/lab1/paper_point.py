@@ -24,7 +24,7 @@ from .detail import copy_run_tables
 from .sweep import PAPER, _kib, t95
 
 PAPER_POINT_COLUMNS = ["run", "method", "buffer", "buffer_bytes", "config", "scheduler", "scheduler_applied",
-                       "minrtt_rp_applied", "min_tso_segs", "rep", "mbps", "subflows", "rp_opp_retrans", "rp_penalised",
+                       "minrtt_rp_applied", "min_tso_segs", "rep", "goodput_transfer_mbps", "subflows", "rp_opp_retrans", "rp_penalised",
                        "mptcp_retrans", "tcp_retrans_segs", "srtt_ms_fast", "srtt_ms_slow", "inflight_max_fast",
                        "inflight_max_slow", "wmem_queued_max", "sndbuf_effective", "sk_sndbuf_fast", "sk_sndbuf_slow",
                        "skipped"]
@@ -60,7 +60,7 @@ def paper_point_table(runs: pd.DataFrame) -> pd.DataFrame:
     half-width (Student's t), and the mean RP counters. Skipped runs are not counted."""
     runs = _settings(runs)
     keys = ["group", "buffer_bytes", "config", "scheduler", "min_tso_segs"]
-    g = runs.groupby(keys, sort=False, dropna=False).agg(n=("mbps", "size"), mean=("mbps", "mean"), sd=("mbps", "std"),
+    g = runs.groupby(keys, sort=False, dropna=False).agg(n=("goodput_transfer_mbps", "size"), mean=("goodput_transfer_mbps", "mean"), sd=("goodput_transfer_mbps", "std"),
                                           opp_retrans=("rp_opp_retrans", "mean"), penalised=("rp_penalised", "mean"),
                                           mptcp_retrans=("mptcp_retrans", "mean"),
                                           sk_sndbuf=("sndbuf_effective", "max")).reset_index()
@@ -71,7 +71,7 @@ def paper_point_table(runs: pd.DataFrame) -> pd.DataFrame:
 def _settings(runs: pd.DataFrame) -> pd.DataFrame:
     """The completed runs, each with its setting spelt out: the scheduler ("" for single-path TCP)
     and tcp_min_tso_segs as strings, counters NaN where a run has none."""
-    runs = runs[runs["mbps"].notna()].copy()
+    runs = runs[runs["goodput_transfer_mbps"].notna()].copy()
     for c in ("scheduler", "min_tso_segs", "rp_opp_retrans", "rp_penalised", "mptcp_retrans", "sndbuf_effective"):
         if c not in runs:
             runs[c] = np.nan
@@ -92,16 +92,16 @@ def paper_verdicts(runs: pd.DataFrame) -> pd.DataFrame:
         family, labels = [], []
         if group == "tso":
             for (buf, config), c in g.groupby(["buffer_bytes", "config"], sort=True):
-                by = {t: c[c["min_tso_segs"] == t]["mbps"] for t in c["min_tso_segs"].unique()}
+                by = {t: c[c["min_tso_segs"] == t]["goodput_transfer_mbps"] for t in c["min_tso_segs"].unique()}
                 if "64" in by and len(by) > 1:
                     other = next(t for t in by if t != "64")
                     family.append(stats.welch(by[other], by["64"]))
                     labels.append((f"{_kib(buf)} {config}: tcp_min_tso_segs {other} - 64", "higher", "lower"))
         else:
-            mptcp = {s: g[(g["config"] == "mptcp") & (g["scheduler"] == s)]["mbps"] for s in ("default", "minrtt",
+            mptcp = {s: g[(g["config"] == "mptcp") & (g["scheduler"] == s)]["goodput_transfer_mbps"] for s in ("default", "minrtt",
                                                                                          "minrtt+rp")}
             mptcp = {s: v for s, v in mptcp.items() if len(v)}
-            tcp = g[g["config"] == "tcp-fast"]["mbps"]
+            tcp = g[g["config"] == "tcp-fast"]["goodput_transfer_mbps"]
             for s, v in mptcp.items():
                 if len(tcp):
                     family.append(stats.welch(v, tcp))

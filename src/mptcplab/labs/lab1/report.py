@@ -40,7 +40,7 @@ def observed_rp(sweep_dir: Path | str) -> str:
             path=lambda s: s["local"].astype(str).str.rsplit(":", n=1).str[0].map(path_names(d.manifest)))
         retrans = retrans.groupby("path")["retrans_total"].max().fillna(0).to_dict()
         held = "held at 1 MiB (SO_SNDBUF)" if d.summary.get("method") == "sndbuf" else "tcp_wmem 1 MiB"
-        out.append(f"{held}: {d.summary['mbps']:.1f} Mbit/s, {d.counters.get('MPTcpExtMinRTTPenalised', 0)} "
+        out.append(f"{held}: {d.summary['goodput_transfer_mbps']:.1f} Mbit/s, {d.counters.get('MPTcpExtMinRTTPenalised', 0)} "
                    f"penalisations, {d.counters.get('MPTcpExtMinRTTOppRetrans', 0)} opportunistic retransmissions; "
                    f"slow cwnd peak {int(peak.get('slow', 0))}, {drops.get('slow', 0)} drops with "
                    f"{int(retrans.get('slow', 0))} TCP-level retransmissions on that subflow; fast subflow idle in "
@@ -107,16 +107,16 @@ def report(sweep_dir: Path | str) -> str:
          ", ".join(_kib(b) for b in deg.get("sndbuf", [])) or "none in this sweep",
          "SO_SNDBUF (doubled by the kernel) locks the MPTCP socket's buffer: no sum over subflows"),
         (f"Detailed run ({d.summary.get('method', 'wmem')} {d.summary.get('buffer')})", "48.6 Mbit/s (run 4)",
-         f"{d.summary['mbps']:.1f} Mbit/s", "the most degraded buffer of this sweep, not 1 MiB"),
+         f"{d.summary['goodput_transfer_mbps']:.1f} Mbit/s", "the most degraded buffer of this sweep, not 1 MiB"),
         ("Send-buffer waits in the detailed run", f"{PAPER['waits']} in 10 s (kernel patch)",
          f"{len(d.waits)} in {d.duration:g} s, blocked {blocked / d.duration:.0%} of the time ({d.method})",
          "measured without patching the kernel; the method is named"),
         ("... the same in the control runs (network-limited senders)", "not measured",
-         "; ".join(f"{r.label}: {r.waits} waits, blocked {r.blocked_share:.0%}, {r.mbps:.1f} Mbit/s "
+         "; ".join(f"{r.label}: {r.waits} waits, blocked {r.blocked_share:.0%}, {r.goodput_transfer_mbps:.1f} Mbit/s "
                    f"({r.utilisation:.0%} of its path(s))" for r in ctrl.itertuples()) or "no control runs",
          "any sender faster than its network blocks; starvation is blocking while a path is idle"),
         ("Cost of tracing (detailed run vs untraced sweep runs, same point)", "not stated",
-         "; ".join(f"{r.run}: {r.mbps:.1f} vs {r.untraced_mbps:.1f} Mbit/s (x{r.tracing_ratio:.2f})"
+         "; ".join(f"{r.run}: {r.goodput_transfer_mbps:.1f} vs {r.untraced_mbps:.1f} Mbit/s (x{r.tracing_ratio:.2f})"
                    for r in waits.itertuples() if r.untraced_runs) or "no untraced run at the same point",
          "capture, tracepoints and stack traces cost the sender CPU time and change its timing, either way"),
         ("Single-path runs within their window bound ((sk_sndbuf + 64 KiB) / RTT)", "not stated",

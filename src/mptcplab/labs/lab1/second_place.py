@@ -47,11 +47,11 @@ def datasets(ref: Path | str) -> list[dict]:
     for name, folder in [("reference", ref), *((d.name, d) for d in sorted((ref / CONTROLLED_DIR).glob("*"))
                                                 if (d / "paper-point.csv").exists())]:
         runs = load_paper_point(folder)
-        runs = runs[(runs["group"] == "schedulers") & runs["mbps"].notna()] if len(runs) else runs
+        runs = runs[(runs["group"] == "schedulers") & runs["goodput_transfer_mbps"].notna()] if len(runs) else runs
         if runs.empty:
             continue
-        mptcp = runs[(runs["config"] == "mptcp") & (runs["scheduler"].fillna("default") == "default")]["mbps"]
-        tcp = runs[runs["config"] == "tcp-fast"]["mbps"]
+        mptcp = runs[(runs["config"] == "mptcp") & (runs["scheduler"].fillna("default") == "default")]["goodput_transfer_mbps"]
+        tcp = runs[runs["config"] == "tcp-fast"]["goodput_transfer_mbps"]
         if len(mptcp) and len(tcp):
             out.append({"name": name, **_setting(folder, runs),
                         "buffer_bytes": int(runs["buffer_bytes"].iloc[0]), "mptcp": list(mptcp), "tcp": list(tcp)})

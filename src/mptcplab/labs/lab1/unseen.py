@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-SWEEP_COLUMNS = ["run", "method", "buffer", "buffer_bytes", "config", "rep", "mbps", "subflows", "sndbuf_effective"]
+SWEEP_COLUMNS = ["run", "method", "buffer", "buffer_bytes", "config", "rep", "goodput_transfer_mbps", "subflows", "sndbuf_effective"]
 PACKET_COLUMNS = ["time", "path", "stream", "seq", "len", "dsn"]
-PAPER_COLUMNS = ["group", "run", "method", "buffer_bytes", "config", "scheduler", "rep", "mbps", "subflows",
+PAPER_COLUMNS = ["group", "run", "method", "buffer_bytes", "config", "scheduler", "rep", "goodput_transfer_mbps", "subflows",
                  "sndbuf_effective", "sk_sndbuf_slow", "inflight_max_fast", "inflight_max_slow", "wmem_queued_max"]
 
 
@@ -37,8 +37,8 @@ def _sweep(sweep: pd.DataFrame, rng) -> pd.DataFrame:
     times 0.97-1.03; one to two repetitions of each point dropped; rows shuffled."""
     s = sweep[[c for c in SWEEP_COLUMNS if c in sweep]].copy()
     keys = ["method", "buffer_bytes", "config"]
-    factor = s.groupby(keys)["mbps"].transform(lambda g: rng.uniform(0.6, 1.4))
-    s["mbps"] = s["mbps"] * factor * rng.uniform(0.97, 1.03, len(s))
+    factor = s.groupby(keys)["goodput_transfer_mbps"].transform(lambda g: rng.uniform(0.6, 1.4))
+    s["goodput_transfer_mbps"] = s["goodput_transfer_mbps"] * factor * rng.uniform(0.97, 1.03, len(s))
     drop = s.groupby(keys, group_keys=False).apply(
         lambda g: g.sample(n=min(len(g) - 1, int(rng.integers(1, 3))), random_state=rng).index if len(g) > 1 else g.index[:0])
     s = s.drop(index=[i for idx in drop for i in idx])
@@ -93,14 +93,14 @@ def _paper_runs(runs: pd.DataFrame, rng) -> pd.DataFrame:
     named by the scheduler they ran with (upstream's default), so a function must keep only the two groups."""
     r = runs[[c for c in PAPER_COLUMNS if c in runs]].copy()
     keys = ["group", "config", "scheduler"]
-    factor = r.groupby(keys, dropna=False)["mbps"].transform(lambda g: rng.uniform(0.5, 1.5))
-    r["mbps"] = r["mbps"] * factor
+    factor = r.groupby(keys, dropna=False)["goodput_transfer_mbps"].transform(lambda g: rng.uniform(0.5, 1.5))
+    r["goodput_transfer_mbps"] = r["goodput_transfer_mbps"] * factor
     r["inflight_max_slow"] = (r["inflight_max_slow"] * rng.uniform(0.5, 1.0, len(r))).round()
     first = r.groupby(keys, dropna=False).head(1).index
     r = r.drop(index=first[rng.random(len(first)) < 0.5])
     r.loc[(r["group"] == "tso") & (r["config"] == "mptcp"), "scheduler"] = "default"  # upstream's, as it ran
     ghost = r[(r["group"] == "schedulers") & (r["config"] == "mptcp")].head(2).copy()
-    ghost["scheduler"], ghost["mbps"] = "blest", np.nan
+    ghost["scheduler"], ghost["goodput_transfer_mbps"] = "blest", np.nan
     return pd.concat([r, ghost]).sample(frac=1, random_state=rng).reset_index(drop=True)
 
 
@@ -118,7 +118,7 @@ def _starvation_table(table: pd.DataFrame, rng) -> pd.DataFrame:
 # ---------------------------------------------------------------- the answers (answer keys)
 
 def mean_goodput(sweep: pd.DataFrame) -> pd.DataFrame:
-    return sweep.groupby(["method", "buffer_bytes", "config"])["mbps"].mean().unstack("config")
+    return sweep.groupby(["method", "buffer_bytes", "config"])["goodput_transfer_mbps"].mean().unstack("config")
 
 
 def degraded_buffers(mean_tput: pd.DataFrame, method: str) -> list[int]:
@@ -155,11 +155,11 @@ def left_for_fast(method: str, buffer_bytes: int, subflows: int) -> int:
 
 def starvation(paper_runs: pd.DataFrame) -> pd.DataFrame:
     r = paper_runs
-    mp = r[(r["config"] == "mptcp") & r["group"].isin(["schedulers", "held"]) & r["mbps"].notna()]
-    tcp = r[r["config"] == "tcp-fast"].groupby("group")["mbps"].mean()
+    mp = r[(r["config"] == "mptcp") & r["group"].isin(["schedulers", "held"]) & r["goodput_transfer_mbps"].notna()]
+    tcp = r[r["config"] == "tcp-fast"].groupby("group")["goodput_transfer_mbps"].mean()
     out = (mp.assign(left_for_fast=mp["sndbuf_effective"] - mp["inflight_max_slow"])
-           .groupby(["group", "scheduler"])[["mbps", "left_for_fast"]].mean())
-    out.insert(1, "vs_tcp", out["mbps"] - tcp.reindex(out.index.get_level_values("group")).to_numpy())
+           .groupby(["group", "scheduler"])[["goodput_transfer_mbps", "left_for_fast"]].mean())
+    out.insert(1, "vs_tcp", out["goodput_transfer_mbps"] - tcp.reindex(out.index.get_level_values("group")).to_numpy())
     return out
 
 

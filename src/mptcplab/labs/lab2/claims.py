@@ -74,7 +74,7 @@ def by_rep(tp: pd.DataFrame, algo: str, variant: str) -> pd.Series:
     g = tp[(tp.algo == algo) & (tp.variant == variant)] if len(tp) else tp
     if g.empty:
         raise KeyError(f"the {variant} runs of {algo}")
-    return g.set_index("rep").mbps
+    return g.set_index("rep").goodput_transfer_mbps
 
 
 def ratio_stats(tp: pd.DataFrame, algo: str, variant: str) -> dict:

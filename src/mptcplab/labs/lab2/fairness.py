@@ -17,7 +17,7 @@ def tcp_on_shared(g: pd.DataFrame) -> pd.Series:
     """The TCP flow's goodput on the shared path over the same window as MPTCP's there (runs that
     measured it, `tcp_on_shared_mbps`), else its own (older runs: its own span)."""
     own = g.tcp_on_shared_mbps if "tcp_on_shared_mbps" in g else pd.Series(math.nan, index=g.index)
-    return own.fillna(g.tcp_mbps)
+    return own.fillna(g.tcp_goodput_transfer_mbps)
 
 
 def _share(g: pd.DataFrame) -> pd.Series:
@@ -34,8 +34,9 @@ def fairness_table(fair: pd.DataFrame) -> pd.DataFrame:
     base = _share(fair[fair.algo == "uncoupled"]) if (fair.algo == "uncoupled").any() else pd.Series(dtype=float)
     for algo, g in fair.groupby("algo"):
         row = {"algo": algo, "runs": len(g)}
-        for col in ("mptcp_mbps", "mptcp_on_shared_mbps", "tcp_mbps"):
-            row[col], row[col.replace("mbps", "ci95")], _ = mean_ci(tcp_on_shared(g) if col == "tcp_mbps" else g[col])
+        for col, values in (("mptcp_goodput_transfer_mbps", g.mptcp_goodput_transfer_mbps),
+                            ("mptcp_on_shared_mbps", g.mptcp_on_shared_mbps), ("tcp_on_shared_mbps", tcp_on_shared(g))):
+            row[col], row[col.replace("mbps", "ci95")], _ = mean_ci(values)
         row["tcp_share_of_shared"], row["tcp_share_ci95"], _ = mean_ci(_share(g))
         if algo != "uncoupled" and len(base):
             family.append((len(rows), stats.welch(_share(g), base)))
@@ -80,8 +81,8 @@ def rfc6356_checks(fair: pd.DataFrame, best_path_mbps: float | None = None) -> p
     base = fair[fair.algo == "uncoupled"]
     for algo, g in fair.groupby("algo"):
         g = g.set_index("rep")
-        best = g.tcp_mbps if best_path_mbps is None else pd.Series(best_path_mbps, index=g.index)
-        checks = {1: stats.paired(g.mptcp_mbps, best), 2: stats.paired(g.mptcp_on_shared_mbps, tcp_on_shared(g))}
+        best = g.tcp_goodput_transfer_mbps if best_path_mbps is None else pd.Series(best_path_mbps, index=g.index)
+        checks = {1: stats.paired(g.mptcp_goodput_transfer_mbps, best), 2: stats.paired(g.mptcp_on_shared_mbps, tcp_on_shared(g))}
         if algo != "uncoupled" and len(base):
             checks[3] = stats.welch(g.mptcp_share_on_shared, base.mptcp_share_on_shared)
         for goal, st in checks.items():

@@ -59,10 +59,10 @@ def fig_packets(subs: pd.DataFrame, variant: str = "static"):
 
 def fig_fairness(fair: pd.DataFrame):
     t = fairness_table(fair)
-    d = t.melt(id_vars=["algo"], value_vars=["mptcp_on_shared_mbps", "tcp_mbps"], var_name="flow",
+    d = t.melt(id_vars=["algo"], value_vars=["mptcp_on_shared_mbps", "tcp_on_shared_mbps"], var_name="flow",
                value_name="mbps")
     d["flow"] = d.flow.map({"mptcp_on_shared_mbps": "MPTCP subflow on the shared path",
-                            "tcp_mbps": "single-path TCP (Reno)"})
+                            "tcp_on_shared_mbps": "single-path TCP (Reno)"})
     d["title"] = d.algo.map(TITLES)
     return _px().bar(d, x="title", y="mbps", color="flow", barmode="group",
                      labels={"title": "", "mbps": "Mbit/s on the shared 5 Mbit/s path"},

@@ -96,7 +96,7 @@ def setup(ref: Path) -> str:
         ping = c.get("ping") or {}
         lines.append(f"| {name} | {c.get('link', '?')} | {c.get('configured_rtt_ms', float('nan')):g} ms | "
                      f"{ping.get('min_ms', float('nan')):g} / {ping.get('median_ms', float('nan')):g} ms | "
-                     f"{c.get('tcp_steady_mbps', float('nan')):g} |")
+                     f"{c.get('tcp_goodput_steady_mbps', float('nan')):g} |")
     return "\n".join(lines) + "\n"
 
 

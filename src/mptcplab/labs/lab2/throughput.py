@@ -16,7 +16,7 @@ def throughput_table(tp: pd.DataFrame) -> pd.DataFrame:
     """Per algorithm and variant: mean throughput, 95% CI half-width, runs; plus ratio to uncoupled."""
     rows = []
     for (algo, variant), g in tp.groupby(["algo", "variant"]):
-        m, ci, n = mean_ci(g.mbps)
+        m, ci, n = mean_ci(g.goodput_transfer_mbps)
         rows.append({"algo": algo, "variant": variant, "mean_mbps": m, "ci95_mbps": ci, "runs": n})
     t = pd.DataFrame(rows, columns=["algo", "variant", "mean_mbps", "ci95_mbps", "runs"])
     if t.empty:  # a fairness-only run (variants = []): the same columns, no rows
@@ -35,7 +35,7 @@ def paired_table(tp: pd.DataFrame, base: str = "uncoupled") -> pd.DataFrame:
     `runs_needed` the pairs that would resolve the observed difference at that level."""
     keys, family = [], []
     for variant, g in tp.groupby("variant"):
-        by = {a: x.set_index("rep").mbps for a, x in g.groupby("algo")}
+        by = {a: x.set_index("rep").goodput_transfer_mbps for a, x in g.groupby("algo")}
         pairs = [(a, base) for a in ORDER if a in by and a != base and base in by]
         if "cs218" in by and "lia" in by:
             pairs.append(("cs218", "lia"))

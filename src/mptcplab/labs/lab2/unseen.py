@@ -16,9 +16,9 @@ import pandas as pd
 
 # The columns each graded function reads; the rest of a table (the run's own provenance, the
 # emulator's wire count, ss's older split) is dropped so a function cannot lean on it.
-THROUGHPUT_COLUMNS = ["run", "algo", "variant", "rep", "mbps"]
+THROUGHPUT_COLUMNS = ["run", "algo", "variant", "rep", "goodput_transfer_mbps"]
 Q8_DRAWS = 4  # Q8's answer on one draw is one of four algorithms: four draws leave a guess 1 chance in 256
-FAIRNESS_COLUMNS = ["algo", "rep", "mptcp_mbps", "tcp_mbps", "mptcp_on_shared_mbps", "tcp_on_shared_mbps"]
+FAIRNESS_COLUMNS = ["algo", "rep", "mptcp_goodput_transfer_mbps", "tcp_goodput_transfer_mbps", "mptcp_on_shared_mbps", "tcp_on_shared_mbps"]
 
 
 def _subsample(table: pd.DataFrame, keys: list[str], rng: np.random.Generator, least: int) -> pd.DataFrame:
@@ -38,7 +38,7 @@ def throughput(tp: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
     out = _subsample(tp[THROUGHPUT_COLUMNS], ["algo", "variant"], rng, least=2)
     group = out.groupby(["algo", "variant"]).ngroup()
     factor = rng.uniform(0.6, 1.4, group.max() + 1)[group] * rng.uniform(0.9, 1.1, len(out))
-    return out.assign(mbps=(out.mbps * factor).round(4))
+    return out.assign(goodput_transfer_mbps=(out.goodput_transfer_mbps * factor).round(4))
 
 
 def _fairness_draw(fair: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
@@ -69,7 +69,7 @@ def _fairness_draw(fair: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame
     share = share.clip(0.02, 0.98)
     tcp = out.tcp_on_shared_mbps * rng.uniform(0.95, 1.05, len(out))
     return out.assign(tcp_on_shared_mbps=tcp.round(4), mptcp_on_shared_mbps=(tcp * (1 - share) / share).round(4),
-                      tcp_mbps=(out.tcp_mbps * rng.uniform(0.9, 1.1, len(out))).round(4),
+                      tcp_goodput_transfer_mbps=(out.tcp_goodput_transfer_mbps * rng.uniform(0.9, 1.1, len(out))).round(4),
                       rep=np.arange(1, len(out) + 1))
 
 

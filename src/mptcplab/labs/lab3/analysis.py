@@ -4,7 +4,8 @@
 `compact(sweep_dir)` writes the tables the notebook reads next to the runs:
     runs.csv   one row per run: scenario, n, configured loss/capacity, the measured inputs
                (p, p_e, p_r, rtt, T, b; rtt = the kernel's srtt, min_rtt and ack_rtt beside it),
-               measured throughput (packets/s), goodput (mbps) and what each model predicts
+               measured throughput (packets/s), goodput (goodput_window_mbps over the steady window,
+               goodput_transfer_mbps over the whole transfer) and what each model predicts
     flows.csv  one row per flow of each run (the same quantities per flow)
     losses.csv one row per loss: run, flow, t = when the lost packet was sent (s after the window start)
     lab3-manifest.json   parameters, platform, network, tools of the run

@@ -150,9 +150,10 @@ def transfer(net, rd, point: dict, params: dict) -> dict:
         # Goodput of the n flows together at the receiver, over the steady window (what `mptcplab
         # check` holds against the link's ceiling), and over the whole transfer, warm-up included.
         # Each flow's own rate over its own span, kept to show why their sum is not the aggregate.
-        "mbps": round(r.window_mbps(*window), 3), "mbps_transfer": round(r.mbps, 3),
+        "goodput_window_mbps": round(r.goodput_window_mbps(*window), 3),
+        "goodput_transfer_mbps": round(r.goodput_transfer_mbps, 3),
         "span_s": round(r.t_end - r.t0, 3),  # the whole transfer, warm-up included (as every lab records it)
-        "per_flow_mbps": [round(f["mbps"], 3) for f in r.flows],
+        "per_flow_mbps": [round(f["goodput_transfer_mbps"], 3) for f in r.flows],
         "p_r_emulator": emu["p_r_emulator"], "emulator_wire_mbps": emu["wire_mbps"],
         # Packets the emulator held (delay line and queue) over the window: ~ rate x one-way delay
         # when it releases them on time, far more when it releases them late.

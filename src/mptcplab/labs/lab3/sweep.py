@@ -22,8 +22,8 @@ RUN_COLUMNS = ["run", "scenario", "n", "rep", "loss_cfg", "capacity_mbps", "base
                "softnet_dropped",
                "p", "p_e",
                "p_r", "p_r_emulator", "rtt", "rtt_source", "srtt", "min_rtt", "ack_rtt", "T", "b", "model_b",
-               "pps", "goodput_pps", "mbps", "mbps_transfer", "emulator_wire_mbps", "emulator_wire_mbps_min",
-               "emulator_qlen",
+               "pps", "goodput_pps", "goodput_window_mbps", "goodput_transfer_mbps", "emulator_wire_mbps",
+               "emulator_wire_mbps_min", "emulator_qlen",
                "capture_dropped", "rcv_in_segs", "rcv_out_segs", "rcv_delayed_acks", "rcv_backlog_coalesce",
                "rcv_ofo_queue", "commit"]
 

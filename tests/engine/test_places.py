@@ -30,7 +30,7 @@ def test_fastest_passing_place_wins():
 
 
 def test_a_failed_check_rules_a_place_out_whatever_its_speed():
-    records_ = [rec("uml", passed=False, wall=10, measured={"p.tcp_mbps": 44.5}, bound={"p.tcp_mbps": 3.3}),
+    records_ = [rec("uml", passed=False, wall=10, measured={"p.tcp_goodput_steady_mbps": 44.5}, bound={"p.tcp_goodput_steady_mbps": 3.3}),
                 rec("vm", wall=500)]
     got = choice.choose("lab1", ("netem",), NO_NETEM, records_)
     assert got.place == "vm" and "uml failed" in got.why and "44.5 vs bound 3.3" in got.why
@@ -202,7 +202,7 @@ def _run_dir(root: Path, name: str, checks: dict, clock: dict | None = None) -> 
 def test_records_from_a_run_and_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     checks = {"passed": True, "paths": {"slow": {"ping": {"min_ms": 81.9, "median_ms": 82.4}, "configured_rtt_ms": 80.0,
-                                                 "tcp_steady_mbps": 90.0, "link_utilisation": 0.94,
+                                                 "tcp_goodput_steady_mbps": 90.0, "link_utilisation": 0.94,
                                                  "own_latency": {"own_rtt_ms": 2.1, "compensated": True}}},
               "mptcp": {"subflows_with_data": 2}}
     _run_dir(tmp_path / "sweep", "verify", checks, clock={"guest_s": 60.0, "host_wall_s": 75.5})

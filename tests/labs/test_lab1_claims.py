@@ -48,7 +48,7 @@ def test_a_quick_run_says_what_it_lacks(tmp_path):
 def test_without_the_papers_scheduler_the_headline_is_not_measured(tmp_path):
     shutil.copy(REF / "sweep.csv", tmp_path / "sweep.csv")
     paper = pd.read_csv(REF / "paper-point" / "paper-point.csv")
-    paper.loc[paper["scheduler"] == "minrtt+rp", "mbps"] = float("nan")  # skipped: no such scheduler
+    paper.loc[paper["scheduler"] == "minrtt+rp", "goodput_transfer_mbps"] = float("nan")  # skipped: no such scheduler
     paper.to_csv(tmp_path / "paper-point.csv", index=False)
     record = judge.evaluate(ledger.CLAIMS, ledger.tables(tmp_path))[0]
     assert record["status"] == judge.UNMEASURED and "uml" in record["note"]

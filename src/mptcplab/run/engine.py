@@ -108,7 +108,7 @@ def attempt_rows(out, attempt: int, refused: str) -> list[dict]:
                      "ping_min_ms": ping.get("min_ms"), "ping_median_ms": ping.get("median_ms"),
                      "ping_max_ms": ping.get("max_ms"), "own_floor_ms": own.get("own_rtt_ms"),
                      "taken_out_ms": own.get("taken_out_ms"), "own_spread_ms": own.get("own_spread_ms"), "rtt_verdict": bounds.get(f"lowest ping RTT on path {name}", ""),
-                     "tcp_steady_mbps": row.get("tcp_steady_mbps"), "refused": refused[:300]})
+                     "tcp_goodput_steady_mbps": row.get("tcp_goodput_steady_mbps"), "refused": refused[:300]})
     return rows
 
 

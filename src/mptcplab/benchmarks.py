@@ -132,13 +132,14 @@ def fresh_clone(root: Path) -> str:
     x = _fresh(root)
     if x is None:
         return ""
-    labs = ", ".join(f"{r['lab'].replace('lab', 'Lab ')} in {r['where']} {r['seconds'] / 60:.1f} min "
-                     f"({r['ratio']:.2f}x its transfers)" for r in sorted(x["labs"], key=lambda r: r["lab"]))
+    steps = [f"`install-deps` (the venv from PyPI) {x['install_s']:.0f} s" if "install_s" in x else "",
+             f"the UML build {x['uml_s']:.0f} s" if "uml_s" in x else "",
+             *(f"{r['lab'].replace('lab', 'Lab ')} in {r['where']} {r['seconds'] / 60:.1f} min ({r['ratio']:.2f}x its "
+               "transfers)" for r in sorted(x["labs"], key=lambda r: r["lab"]))]
     return (f"Measured from a fresh clone with an empty cache (`benchmarks/reproduce_fresh_clone.sh`, "
-            f"{x['date']}, commit {x['commit']}, a {x['cpus']}-CPU host at a load of {x['load']}, apt packages "
-            f"already installed): **{_minutes(x['total_s'])}** in all; the venv from PyPI "
-            f"{x['install_s']:.0f} s, the UML build {x['uml_s']:.0f} s, then {labs} "
-            f"(log: `benchmarks/results/reproduce_fresh_clone/{x['file']}`; what each step took: "
+            f"{x['date']}, commit {x['commit']}, a {x['cpus']}-CPU host at a load of {x['load']}"
+            f"): **{_minutes(x['total_s'])}** in all: {', '.join(s for s in steps if s)} "
+            f"(log: `benchmarks/results/reproduce_fresh_clone/{x['file']}`; every step: "
             "`reproduce_fresh_clone.md`).\n")
 
 
@@ -199,7 +200,7 @@ def minrtt_rp_counters(root: Path) -> str:
         return ""
     rows = []
     for r in csv.DictReader(f.open()):
-        goodput = float(r.get("goodput_transfer_mbps") or r["mbps"])  # the column's name before 2026-11-28
+        goodput = float(r["goodput_transfer_mbps"])
         rows.append(f"| {r['config']} | {r['scheduler'] or '-'} | {goodput:.1f} | {float(r['rp_opp_retrans']):.0f} | "
                     f"{float(r['rp_penalised']):.0f} | {float(r['mptcp_retrans']):.0f} | {float(r['tcp_retrans_segs']):.0f} |")
     return ("| connection | scheduler | Mbit/s | RP's opportunistic retransmissions | RP's penalisations | "

@@ -57,43 +57,40 @@ def _claim_reading(doc: dict, ids: tuple[str, ...]) -> str:
                      for i in ids if i in by_id)
 
 
-def report(sweep_dir: Path | str) -> str:
-    """The "paper vs this run" markdown table (kernel and place from the manifests), then the
-    paper's point with each scheduler where it ran ([paper_point])."""
-    sweep_dir = Path(sweep_dir)
+def _paper_point(sweep_dir: Path) -> str:
+    """The paper's point with each scheduler where it ran ([paper_point]), then MPTCP/TCP in each
+    place (controlled runs kept beside a reference)."""
     paper = load_paper_point(sweep_dir)
     paper_md = paper_point_markdown(paper, paper_point_setting(sweep_dir, paper)) if len(paper) else ""
     second = agreement_markdown(sweep_dir)
-    paper_md += ("\n" if paper_md and second else "") + second
-    doc = judged(sweep_dir)
-    claims_md = "## The paper's claims, judged on this run\n\n" + judge.markdown(doc) + "\n"
-    try:
-        sweep = load_sweep(sweep_dir)
-    except FileNotFoundError:
-        sweep = pd.DataFrame()
-    if sweep.empty:
-        if paper_md:  # only the paper's point ran (paper_point.only)
-            return "# Lab 1: paper vs this run\n\n" + claims_md + paper_md
-        raise FileNotFoundError(f"no completed lab1 transfers in {sweep_dir}: run `sudo mptcplab run lab1 --quick`")
-    t = throughput_table(sweep)
-    d = Detail.load(sweep_dir)
+    return paper_md + ("\n" if paper_md and second else "") + second
+
+
+def _claims(doc: dict) -> str:
+    """The ledger's verdicts (claims.json, judged before this report)."""
+    return "## The paper's claims, judged on this run\n\n" + judge.markdown(doc) + "\n"
+
+
+def _header(sweep: pd.DataFrame, d: Detail) -> str:
+    """What ran: kernel, scheduler, place, repetitions and the detailed run; the paper's kernel."""
     plat = d.manifest["platform"]
     ran_in = places.find(plat["where"])
     place = ran_in.KERNEL if ran_in else plat["where"]  # the place says which kernel it is ("stock kernel in a VM")
+    reps = int(sweep["rep"].max()) if "rep" in sweep else 1
+    return (f"This run: Linux {plat['kernel_release']} (upstream MPTCP, scheduler "
+            f"{d.manifest.get('network', {}).get('sysctls', {}).get('snd', {}).get('net.mptcp.scheduler', 'default')}) "
+            f"in a {place}; {'quick sweep, 1 repetition' if reps == 1 else f'{reps} repetitions'} "
+            f"({len(sweep)} transfers); detailed run `{d.path.name}`. Paper: {PAPER['kernel']}.")
+
+
+def _goodput_rows(sweep: pd.DataFrame, d: Detail, doc: dict) -> list[tuple[str, str, str, str]]:
+    """Goodput: MPTCP at the paper's buffer, TCP on the fast path, the buffers where MPTCP falls
+    below TCP (both methods), the detailed run."""
+    t = throughput_table(sweep)
     deg = {m: degradation_region(sweep, m) for m in ("wmem", "sndbuf") if m in set(sweep["method"])}
     at_1m = _mean_at(t, "wmem", PAPER["tcp_wmem"], "mptcp")
     fast = t[(t["method"] == "wmem") & (t["config"] == "tcp-fast")]["mean"].mean()
-    drops = cwnd_drops(d.probe)
-    peak = d.probe.groupby("path")["snd_cwnd"].max().to_dict()
-    reps = int(sweep["rep"].max()) if "rep" in sweep else 1
-    blocked = float(d.waits["duration_s"].sum())
-    waits = wait_table(load_details(sweep_dir), sweep)
-    ctrl = waits[waits["control"].notna()]
-    bounds = window_bounds(sweep, d.manifest)
-    bad = bounds[bounds["above"]]
-    mb = mptcp_bounds(sweep, d.manifest)
-    rp = observed_rp(sweep_dir)
-    rows = [
+    return [
         ("MPTCP goodput at tcp_wmem = 1 MiB", f"{PAPER['mptcp_mbps_mean']} Mbit/s (42.4-49.8, sd 3.54, 5 runs)",
          f"{at_1m['mean']:.1f} Mbit/s (sd {0 if pd.isna(at_1m['std']) else at_1m['std']:.1f}, n={int(at_1m['count'])})"
          if at_1m is not None else "not in this sweep",
@@ -108,6 +105,16 @@ def report(sweep_dir: Path | str) -> str:
          "SO_SNDBUF (doubled by the kernel) locks the MPTCP socket's buffer: no sum over subflows"),
         (f"Detailed run ({d.summary.get('method', 'wmem')} {d.summary.get('buffer')})", "48.6 Mbit/s (run 4)",
          f"{d.summary['goodput_transfer_mbps']:.1f} Mbit/s", "the most degraded buffer of this sweep, not 1 MiB"),
+    ]
+
+
+def _wait_rows(sweep_dir: Path, sweep: pd.DataFrame, d: Detail) -> list[tuple[str, str, str, str]]:
+    """Send-buffer waits: the detailed run's, the control runs' (network-limited senders), and what
+    tracing cost (detailed runs against untraced sweep runs at the same point)."""
+    blocked = float(d.waits["duration_s"].sum())
+    waits = wait_table(load_details(sweep_dir), sweep)
+    ctrl = waits[waits["control"].notna()]
+    return [
         ("Send-buffer waits in the detailed run", f"{PAPER['waits']} in 10 s (kernel patch)",
          f"{len(d.waits)} in {d.duration:g} s, blocked {blocked / d.duration:.0%} of the time ({d.method})",
          "measured without patching the kernel; the method is named"),
@@ -119,6 +126,15 @@ def report(sweep_dir: Path | str) -> str:
          "; ".join(f"{r.run}: {r.goodput_transfer_mbps:.1f} vs {r.untraced_mbps:.1f} Mbit/s (x{r.tracing_ratio:.2f})"
                    for r in waits.itertuples() if r.untraced_runs) or "no untraced run at the same point",
          "capture, tracepoints and stack traces cost the sender CPU time and change its timing, either way"),
+    ]
+
+
+def _bound_rows(sweep: pd.DataFrame, d: Detail) -> list[tuple[str, str, str, str]]:
+    """Physics: single-path runs against their window bound, MPTCP against its send buffer's."""
+    bounds = window_bounds(sweep, d.manifest)
+    bad = bounds[bounds["above"]]
+    mb = mptcp_bounds(sweep, d.manifest)
+    return [
         ("Single-path runs within their window bound ((sk_sndbuf + 64 KiB) / RTT)", "not stated",
          f"all {len(bounds)}" if bad.empty else
          f"{len(bad)} of {len(bounds)} above: " + ", ".join(map(str, bad["run"].head(6)))
@@ -128,6 +144,16 @@ def report(sweep_dir: Path | str) -> str:
         ("MPTCP (tcp_wmem, SO_SNDBUF) against S / RTT_slow and 2 S / RTT_slow", "not stated",
          "; ".join(f"{w}: {len(g)}" for w, g in mb.groupby("where", sort=False)) or "no MPTCP runs",
          "S = the MPTCP socket's buffer; the DATA_ACK may return on either subflow"),
+    ]
+
+
+def _scheduler_rows(sweep_dir: Path, d: Detail) -> list[tuple[str, str, str, str]]:
+    """The scheduler: retransmissions and the slow subflow's cwnd in the detailed run, and the
+    paper's minRTT + RP where it was observed (`observed_rp`)."""
+    drops = cwnd_drops(d.probe)
+    peak = d.probe.groupby("path")["snd_cwnd"].max().to_dict()
+    rp = observed_rp(sweep_dir)
+    return [
         ("Penalisations / opportunistic retransmissions", f"{PAPER['penalisations']} penalisations (1-3 cuts each)",
          f"MPTCP-level retransmissions: {d.counters.get('MPTcpExtMPTCPRetrans', 0)}; TCP-level "
          f"retransmitted segments: {d.counters.get('TcpRetransSegs', 0)}",
@@ -140,19 +166,27 @@ def report(sweep_dir: Path | str) -> str:
            f">{PAPER['slow_cwnd_drops']} drops, no TCP-level loss", rp,
            "RP acts only while the sender is blocked with the connection's oldest data on the slow subflow, "
            "so the MPTCP socket's buffer decides how often")] if rp else [])
-    lines = [
-        "# Lab 1: paper vs this run",
-        "",
-        f"This run: Linux {plat['kernel_release']} (upstream MPTCP, scheduler "
-        f"{d.manifest.get('network', {}).get('sysctls', {}).get('snd', {}).get('net.mptcp.scheduler', 'default')}) "
-        f"in a {place}; {'quick sweep, 1 repetition' if reps == 1 else f'{reps} repetitions'} "
-        f"({len(sweep)} transfers); detailed run `{d.path.name}`. Paper: {PAPER['kernel']}.",
-        "",
-        claims_md,
-        "## This run beside the paper",
-        "",
-        "| quantity | paper | this run | why they may differ |",
-        "|---|---|---|---|",
-    ]
-    lines += [f"| {a} | {b} | {c} | {e} |" for a, b, c, e in rows]
+
+
+def report(sweep_dir: Path | str) -> str:
+    """The "paper vs this run" markdown: what ran, the claims' verdicts, a table of this run beside
+    the paper (goodput, send-buffer waits, physics bounds, the scheduler), then the paper's point
+    with each scheduler where it ran ([paper_point])."""
+    sweep_dir = Path(sweep_dir)
+    doc, paper_md = judged(sweep_dir), _paper_point(sweep_dir)
+    claims_md = _claims(doc)
+    try:
+        sweep = load_sweep(sweep_dir)
+    except FileNotFoundError:
+        sweep = pd.DataFrame()
+    if sweep.empty:
+        if paper_md:  # only the paper's point ran (paper_point.only)
+            return "# Lab 1: paper vs this run\n\n" + claims_md + paper_md
+        raise FileNotFoundError(f"no completed lab1 transfers in {sweep_dir}: run `sudo mptcplab run lab1 --quick`")
+    d = Detail.load(sweep_dir)
+    rows = (_goodput_rows(sweep, d, doc) + _wait_rows(sweep_dir, sweep, d) + _bound_rows(sweep, d)
+            + _scheduler_rows(sweep_dir, d))
+    lines = ["# Lab 1: paper vs this run", "", _header(sweep, d), "", claims_md, "## This run beside the paper", "",
+             "| quantity | paper | this run | why they may differ |", "|---|---|---|---|",
+             *[f"| {a} | {b} | {c} | {e} |" for a, b, c, e in rows]]
     return "\n".join(lines) + "\n" + ("\n" + paper_md if paper_md else "")

@@ -200,7 +200,7 @@ def minrtt_rp_counters(root: Path) -> str:
         return ""
     rows = []
     for r in csv.DictReader(f.open()):
-        goodput = float(r.get("goodput_transfer_mbps") or r["mbps"])  # "mbps" until the record's migration is committed
+        goodput = float(r["goodput_transfer_mbps"])
         rows.append(f"| {r['config']} | {r['scheduler'] or '-'} | {goodput:.1f} | {float(r['rp_opp_retrans']):.0f} | "
                     f"{float(r['rp_penalised']):.0f} | {float(r['mptcp_retrans']):.0f} | {float(r['tcp_retrans_segs']):.0f} |")
     return ("| connection | scheduler | Mbit/s | RP's opportunistic retransmissions | RP's penalisations | "

@@ -313,21 +313,33 @@ def merge(root: Path) -> str:
 # ------------------------------------------------------------------ grading
 
 def grading(root: Path) -> str:
-    """`kit.grading`: `mptcplab grade` over batches of Lab notebooks (benchmarks/grading_batch.py); one
-    JSON per benchmark, a batch or {"runs": [batches]}."""
-    rows = []
+    """`kit.grading`: `mptcplab grade` over batches of notebooks (benchmarks/grading_batch.py); one JSON
+    per benchmark, a batch or {"runs": [batches]}. A benchmark that compared versions in alternating
+    rounds (under the same drifting load) also gets each version's totals."""
+    rows, totals = [], []
     for f in sorted((root / RESULTS).glob("grading_batch*.json")):
         doc = json.loads(f.read_text())
-        for r in doc.get("runs", [doc]):
+        batches = doc.get("runs", [doc])
+        for r in batches:
             load = r.get("load_during", {})
             rows.append((r["date"], f"| {r['date']} | `{f.name}`{', ' + r['version'] if r.get('version') else ''} | "
                                     f"{r['count']} | {r['workers']} on {r['cores']} cores | {r['wall_s']:.0f} s | "
                                     f"**{r['notebooks_per_min']}** | {r['cpu_s_per_notebook']} | "
                                     f"{load.get('mean', '-')} / {load.get('max', '-')} |"))
+        versions = sorted({r["version"] for r in batches if r.get("version")})
+        for v in versions if len(versions) > 1 else []:
+            mine = [r for r in batches if r.get("version") == v]
+            count = sum(r["count"] for r in mine)
+            cpu = sum(r["cpu_s_per_notebook"] * r["count"] for r in mine) / count
+            totals.append(f"| `{f.name}`, {v} | {count} | {count / sum(r['wall_s'] for r in mine) * 60:.2f} | {cpu:.1f} |")
     if not rows:
         return ""
-    return ("| date | benchmark | notebooks | workers | wall | notebooks a minute | CPU s per notebook | "
+    text = ("| date | benchmark | notebooks | workers | wall | notebooks a minute | CPU s per notebook | "
             "host load (1 min) mean / max |\n|---|---|---|---|---|---|---|---|\n"
-            + "\n".join(row for _, row in sorted(rows)) + "\n\n"
-            "From `benchmarks/results/grading_batch*.json` (each batch's mix of notebooks and what it compared: "
-            "the `.md` beside it).\n")
+            + "\n".join(row for _, row in sorted(rows)) + "\n")
+    if totals:
+        text += ("\nVersions compared in alternating rounds, all rounds together:\n\n"
+                 "| benchmark, version | notebooks | notebooks a minute | CPU s per notebook |\n|---|---|---|---|\n"
+                 + "\n".join(totals) + "\n")
+    return text + ("\nFrom `benchmarks/results/grading_batch*.json` (each batch's mix of notebooks and what it compared: "
+                   "the `.md` beside it).\n")

@@ -115,16 +115,16 @@ def _q1_problem(fn, sweep: pd.DataFrame) -> str | None:
     hint = _first_match(got, {
         "that is the median of the repetitions: the question asks for their mean": g.median().unstack("config"),
         "that is the sum over the repetitions: divide by their number (the mean)": g.sum().unstack("config"),
-        "those are MB/s (Mbit/s / 8): keep mbps in Mbit/s": g.mean().unstack("config") / 8,
+        "those are MB/s (Mbit/s / 8): keep goodput_transfer_mbps in Mbit/s": g.mean().unstack("config") / 8,
         "that is the first repetition only: average over all of them": g.first().unstack("config"),
         "that is the largest repetition: the question asks for the mean": g.max().unstack("config"),
     }, lambda a, b: _frame_same(a, b, CONFIGS))
-    return "the values are not the mean goodput (mbps) of each method, buffer and config: " + (
-        hint or "group by method, buffer_bytes and config, average mbps, then unstack config")
+    return "the values are not the mean goodput (goodput_transfer_mbps) of each method, buffer and config: " + (
+        hint or "group by method, buffer_bytes and config, average goodput_transfer_mbps, then unstack config")
 
 
 def q1(mean_goodput, sweep=None) -> None:
-    """mean_goodput(sweep) -> the mean mbps per (method, buffer_bytes), one column per config."""
+    """mean_goodput(sweep) -> the mean goodput_transfer_mbps per (method, buffer_bytes), one column per config."""
     problem = _q1_problem(mean_goodput, _toy_sweep())
     expect(problem is None, f"On a made-up sweep of 36 runs: {problem}.")
     problem = _q1_problem(mean_goodput, _own("sweep", sweep))
@@ -494,7 +494,7 @@ def _q18_problem(fn, runs: pd.DataFrame) -> str | None:
     extra, lacking = set(got.index) - set(want.index), set(want.index) - set(got.index)
     if extra:
         return ("it has rows that are not MPTCP runs of the groups schedulers and held that ran: keep config == "
-                "\"mptcp\", those two groups, and runs whose mbps is not NaN (a scheduler the kernel lacks)")
+                "\"mptcp\", those two groups, and runs whose goodput_transfer_mbps is not NaN (a scheduler the kernel lacks)")
     if lacking:
         return "it lacks rows: one per group and scheduler whose MPTCP runs ran"
     g, w = got.reindex(want.index), want
@@ -503,7 +503,7 @@ def _q18_problem(fn, runs: pd.DataFrame) -> str | None:
     if not _close(g["goodput_transfer_mbps"], w["goodput_transfer_mbps"]):
         hint = _first_match(g["goodput_transfer_mbps"], {"that is the median: take the mean": mp.groupby(by)["goodput_transfer_mbps"].median()},
                             lambda a, b: _close(a, b.reindex(w.index)))
-        return "mbps: " + (hint or "the mean goodput of each group's MPTCP runs with that scheduler")
+        return "goodput_transfer_mbps: " + (hint or "the mean goodput of each group's MPTCP runs with that scheduler")
     if not _close(g["vs_tcp"], w["vs_tcp"]):
         hint = _first_match(g["vs_tcp"], {
             "you subtracted TCP's mean over every group: subtract the tcp-fast runs of the same group":
@@ -511,7 +511,7 @@ def _q18_problem(fn, runs: pd.DataFrame) -> str | None:
             "the sign is reversed: MPTCP's mean minus TCP's, so that negative means below TCP": -w["vs_tcp"],
             "that is a ratio: the question asks for the difference in Mbit/s": w["goodput_transfer_mbps"] / (w["goodput_transfer_mbps"] - w["vs_tcp"]),
         }, lambda a, b: _close(a, b))
-        return "vs_tcp: " + (hint or "mbps minus the mean goodput of the tcp-fast runs of the same group")
+        return "vs_tcp: " + (hint or "goodput_transfer_mbps minus the mean goodput of the tcp-fast runs of the same group")
     if not _close(g["left_for_fast"], w["left_for_fast"], 1e-6, 1):
         hint = _first_match(g["left_for_fast"], {
             "that subtracts the slow subflow's own buffer (your prediction); measure what it held: inflight_max_slow":
@@ -526,7 +526,7 @@ def _q18_problem(fn, runs: pd.DataFrame) -> str | None:
 
 
 def q18(starvation, paper_runs=None) -> None:
-    """starvation(paper_runs) -> per (group, scheduler): mbps, vs_tcp, left_for_fast."""
+    """starvation(paper_runs) -> per (group, scheduler): goodput_transfer_mbps, vs_tcp, left_for_fast."""
     problem = _q18_problem(starvation, _toy_paper_runs())
     expect(problem is None, f"On made-up runs (two groups, a scheduler that did not run, a tso row): {problem}.")
     runs = _own("paper_runs", paper_runs)

@@ -15,8 +15,9 @@ The kit's own measurements (timings, setup checks, the box, grading, merging) co
 benchmarks' committed records (`mptcplab.benchmarks`: the kit.* fragments and each lab's
 `<lab>.quick-time`).
 `mptcplab fragments` rewrites every block in place; `--check` changes nothing and exits 1 listing
-stale or unknown blocks and every measured number stated outside a block that nothing committed
-holds (`untraced`).
+stale or unknown blocks, every measured number stated outside a block that nothing committed
+holds (`untraced`), and every mark (below) that starts a line inside a paragraph, where it breaks
+the paragraph on the site (`broken_marks`).
 
 A *measured number* is a number with a unit of measurement (Mbit/s, ms, KiB, %, x, packets, ...) or
 a decimal fraction, in prose or in a fenced block that is not a command (sh, bash, console and toml
@@ -246,11 +247,28 @@ def untraced(root: Path, made: dict[str, str] | None = None, skip: tuple[str, ..
     return out
 
 
+MARK_AT_LINE_START = re.compile(r"^\s*<!-- (?:end )?(?:paper|config) -->")
+
+
+def broken_marks(root: Path) -> list[Finding]:
+    """Marks that start a line inside a paragraph or a list item: Python-Markdown takes such a line
+    for the start of an HTML block, so on the site the paragraph breaks in two there (and a list
+    ends). A mark belongs mid-line, or on a line of its own after a blank one (around a table)."""
+    out = []
+    for path in documents(root):
+        lines = BLOCK.sub(_blank, path.read_text()).splitlines()
+        for n, (before, line) in enumerate(zip(["", *lines], lines), 1):
+            if MARK_AT_LINE_START.match(line) and before.strip():
+                out.append(Finding(str(path.relative_to(root)), n, line.strip()[:60],
+                                   "a mark starting a line inside a paragraph breaks it on the site: move it mid-line"))
+    return out
+
+
 def register(sub) -> None:
     p = sub.add_parser("fragments", help="rewrite the generated blocks of the guides and the site from the "
                        "committed reference results")
-    p.add_argument("--check", action="store_true", help="change nothing: exit 1 listing stale blocks and "
-                   "measured numbers outside them that nothing committed holds")
+    p.add_argument("--check", action="store_true", help="change nothing: exit 1 listing stale blocks, "
+                   "measured numbers outside them that nothing committed holds, and marks that break a paragraph")
     p.add_argument("--root", type=Path, default=None, help="the repository (default: this checkout)")
     p.set_defaults(func=_fragments)
 
@@ -260,7 +278,7 @@ def _fragments(args) -> int:
     made = produce(root)  # Lab 1's fragments read its detailed runs: seconds, made once
     problems = refresh(root, write=not args.check, made=made)
     if args.check:
-        problems += untraced(root, made=made)
+        problems += untraced(root, made=made) + broken_marks(root)
         for p in problems:
             print(p)
         print(f"{len(problems)} problem(s)" if problems else "fragments: every block current, every measured number traced")

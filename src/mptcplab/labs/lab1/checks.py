@@ -6,7 +6,8 @@ graded: `grading.reference.kit`), and on failure says in a few lines what kind o
 expected, what came back, and the likely mistake, recognised by recomputing the usual wrong
 answers (median for mean, bits for bytes, the other path, ...). It never prints a value the
 graded check compares against. The graded checks call the same function on `held_out`'s inputs
-(`lab1.unseen`) and compare with the kit's answers, computed outside the student's reach.
+(`lab1.unseen`) and compare with the kit's answers, computed outside the student's reach. Q3, Q4 and
+Q7 are optional (the notebook's *Going further*): public checks only, no points.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def _toy_sweep() -> pd.DataFrame:
             for k, config in enumerate(CONFIGS):
                 for rep, x in enumerate((10.0, 11.0, 30.0)):
                     rows.append({"run": f"{method}-{b}-{config}-r{rep + 1}", "method": method, "buffer_bytes": b,
-                                 "config": config, "rep": rep + 1, "goodput_transfer_mbps": x * (1 + i) + 7 * j + 3 * k})
+                                 "config": config, "rep": rep + 1,
+                                 "goodput_transfer_mbps": x * (1 + i) + 7 * j + 3 * k})
     return pd.DataFrame(rows).iloc[::-1].reset_index(drop=True)
 
 
@@ -140,11 +142,12 @@ def graded_q1(mean_goodput) -> None:
 # ---------------------------------------------------------------- Q2: the degraded buffers
 
 def _toy_mean() -> pd.DataFrame:
-    """MPTCP below tcp-fast at 32K and 128K but not at 64K (the region need not be contiguous); below
-    tcp-slow nowhere; the sndbuf method degraded elsewhere."""
+    """MPTCP below tcp-fast at 32K and 128K but not at 64K, where the two are equal (the region need not
+    be contiguous, and "below" is not "at or below"); below tcp-slow nowhere; the sndbuf method degraded
+    elsewhere."""
     idx = pd.MultiIndex.from_product([("sndbuf", "wmem"), (32768, 65536, 131072, 1048576)],
                                      names=["method", "buffer_bytes"])
-    return pd.DataFrame({"mptcp": [50, 90, 99, 180, 40, 99, 80, 170], "tcp-fast": [95] * 8,
+    return pd.DataFrame({"mptcp": [50, 90, 99, 180, 40, 95, 80, 170], "tcp-fast": [95] * 8,
                          "tcp-slow": [5, 9, 12, 60, 5, 9, 12, 60]}, index=idx, dtype=float)
 
 
@@ -164,6 +167,8 @@ def _q2_problem(fn, table: pd.DataFrame, method: str) -> str | None:
     hint = _first_match(got, {
         "those are the buffers where MPTCP is at or above tcp-fast: keep the ones where it is below":
             sorted(int(b) for b in w.index[w["mptcp"] >= w["tcp-fast"]]),
+        "that includes a buffer where MPTCP's mean equals tcp-fast's: below means strictly less (<, not <=)":
+            sorted(int(b) for b in w.index[w["mptcp"] <= w["tcp-fast"]]),
         "you compared MPTCP with tcp-slow: the question compares it with single-path TCP on the fast path":
             sorted(int(b) for b in w.index[w["mptcp"] < w["tcp-slow"]]),
         f"those are the {other} method's buffers: use the method you were given":
@@ -191,7 +196,7 @@ def graded_q2(degraded_buffers) -> None:
         assert degraded_buffers(inputs["mean_tput"], method) == buffers, "degraded_buffers on unseen means"
 
 
-# ---------------------------------------------------------------- Q3, Q4: bytes per path, DSN span
+# ---------------------------------------------------------------- Q3, Q4 (optional): bytes per path, DSN span
 
 def _toy_packets() -> pd.DataFrame:
     """Seven segments: the stream's bytes 1000-5999 and a last short one, segment 1000 sent again on
@@ -247,11 +252,6 @@ def q3(bytes_per_path, detail=None) -> None:
     expect(problem is None, f"On the degraded run's packets: {problem}.")
 
 
-def graded_q3(bytes_per_path) -> None:
-    inputs, want = _graded("q3")
-    assert _series_same(bytes_per_path(inputs["packets"]), want), "bytes_per_path on unseen packets"
-
-
 def _q4_problem(fn, packets: pd.DataFrame) -> str | None:
     got = _call(fn, "dsn_span", packets.copy())
     if not isinstance(got, (int, np.integer)) or isinstance(got, bool):
@@ -283,11 +283,6 @@ def q4(dsn_span, detail=None) -> None:
     expect(problem is None, f"On a made-up capture of 7 segments, one sent twice: {problem}.")
     problem = _q4_problem(dsn_span, _detail_table(detail, "packets"))
     expect(problem is None, f"On the degraded run's packets: {problem}.")
-
-
-def graded_q4(dsn_span) -> None:
-    inputs, want = _graded("q4")
-    assert int(dsn_span(inputs["packets"])) == want, "dsn_span on unseen packets"
 
 
 # ---------------------------------------------------------------- Q6: the blocked share
@@ -331,7 +326,7 @@ def graded_q6(blocked_share) -> None:
     assert _close(blocked_share(inputs["waits"], inputs["duration_s"]), want, 1e-9, 1e-12), "blocked_share on unseen waits"
 
 
-# ---------------------------------------------------------------- Q7: one packet's DSS fields
+# ---------------------------------------------------------------- Q7 (optional): one packet's DSS fields
 
 TOY_FIELDS = [{"ip.src": "10.2.0.1", "tcp.stream": "1", "tcp.seq": "7241",
                "tcp.options.mptcp.rawdataseqno": "15811768455215447381"},
@@ -364,11 +359,6 @@ def q7(dss_row) -> None:
     """dss_row(fields) -> {"src", "stream", "seq", "map_dsn"} as plain values."""
     problem = _q7_problem(dss_row, TOY_FIELDS)
     expect(problem is None, f"On two made-up packets' fields: {problem}.")
-
-
-def graded_q7(dss_row) -> None:
-    inputs, want = _graded("q7")
-    assert [dss_row(dict(f)) for f in inputs["fields"]] == want, "dss_row on unseen fields"
 
 
 # ---------------------------------------------------------------- Q16, Q17: the buffers upstream gives
@@ -461,7 +451,8 @@ def _toy_paper_runs() -> pd.DataFrame:
     """Two groups with different TCP baselines, a scheduler that did not run (NaN), a tso control row."""
     rows = []
     def add(group, config, scheduler, mbps, sndbuf, slow, fast, wq):
-        rows.append({"group": group, "config": config, "scheduler": scheduler, "goodput_transfer_mbps": mbps, "sndbuf_effective": sndbuf,
+        rows.append({"group": group, "config": config, "scheduler": scheduler, "goodput_transfer_mbps": mbps,
+                     "sndbuf_effective": sndbuf,
                      "inflight_max_slow": slow, "inflight_max_fast": fast, "sk_sndbuf_slow": sndbuf / 3,
                      "wmem_queued_max": wq})
     for x in (90.0, 92.0):
@@ -498,10 +489,12 @@ def _q18_problem(fn, runs: pd.DataFrame) -> str | None:
     if lacking:
         return "it lacks rows: one per group and scheduler whose MPTCP runs ran"
     g, w = got.reindex(want.index), want
-    mp = runs[(runs["config"] == "mptcp") & runs["group"].isin(["schedulers", "held"]) & runs["goodput_transfer_mbps"].notna()]
+    mp = runs[(runs["config"] == "mptcp") & runs["group"].isin(["schedulers",
+                                                                "held"]) & runs["goodput_transfer_mbps"].notna()]
     by = [mp["group"], mp["scheduler"]]
     if not _close(g["goodput_transfer_mbps"], w["goodput_transfer_mbps"]):
-        hint = _first_match(g["goodput_transfer_mbps"], {"that is the median: take the mean": mp.groupby(by)["goodput_transfer_mbps"].median()},
+        hint = _first_match(g["goodput_transfer_mbps"],
+                            {"that is the median: take the mean": mp.groupby(by)["goodput_transfer_mbps"].median()},
                             lambda a, b: _close(a, b.reindex(w.index)))
         return "goodput_transfer_mbps: " + (hint or "the mean goodput of each group's MPTCP runs with that scheduler")
     if not _close(g["vs_tcp"], w["vs_tcp"]):
@@ -544,7 +537,8 @@ def graded_q18(starvation) -> None:
 def _toy_starvation() -> pd.DataFrame:
     idx = pd.MultiIndex.from_tuples([("held", "minrtt+rp"), ("held", "default"), ("schedulers", "minrtt"),
                                      ("held", "minrtt"), ("schedulers", "default")], names=["group", "scheduler"])
-    return pd.DataFrame({"goodput_transfer_mbps": [90.0, 140.0, 80.0, 85.0, 180.0], "vs_tcp": [-5.0, 45.0, -15.0, -10.0, 0.0],
+    return pd.DataFrame({"goodput_transfer_mbps": [90.0, 140.0, 80.0, 85.0, 180.0],
+                         "vs_tcp": [-5.0, 45.0, -15.0, -10.0, 0.0],
                          "left_for_fast": [1e4, 5e5, 0.0, 0.0, 2e6]}, index=idx)
 
 

@@ -212,7 +212,8 @@ def test_a_missing_delay_is_still_blamed_on_netem(tmp_path, no_cache):
 
 
 def test_setup_check_passes_a_compensated_path_and_says_so(tmp_path, no_cache, monkeypatch):
-    result = SimpleNamespace(goodput_transfer_mbps=4.7, goodput_steady_mbps=lambda w: 4.7, reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0, samples=[])
+    result = SimpleNamespace(goodput_transfer_mbps=4.7, goodput_steady_mbps=lambda w: 4.7,
+                             reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0, samples=[])
     monkeypatch.setattr(verify, "bulk", lambda *a, **k: result)
     net = built(lab2_like("rate=5mbit,queue=25,delay=10ms", "rate=5mbit,queue=50,delay=20ms"))
     with Sweep(tmp_path).run("v", {}) as rd:
@@ -251,7 +252,8 @@ def test_the_floor_is_taken_out_and_the_spread_recorded():
 def test_a_spike_while_the_latency_is_measured_does_not_refuse_a_correct_place(tmp_path, no_cache, monkeypatch):
     """The failure this replaced: one sample's median taken out, a later sample's median judged
     against 0.5 ms. Half the measuring pings late by 3 ms moved the median, not the floor."""
-    result = SimpleNamespace(goodput_transfer_mbps=4.7, goodput_steady_mbps=lambda w: 4.7, reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0, samples=[])
+    result = SimpleNamespace(goodput_transfer_mbps=4.7, goodput_steady_mbps=lambda w: 4.7,
+                             reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0, samples=[])
     monkeypatch.setattr(verify, "bulk", lambda *a, **k: result)
     topo = lab2_like("rate=5mbit,queue=25,delay=10ms")
     net = FakePlace(topo)
@@ -285,7 +287,8 @@ def test_paths_at_once_judges_each_path_as_alone_from_transfers_side_by_side(tmp
     def side_by_side(net, transfers, duration):
         asked.append([(t.src, t.dst, t.path, t.proto) for t in transfers])
         mbps = {"p1": 4.7, "p2": 4.6}
-        return [SimpleNamespace(goodput_transfer_mbps=mbps[t.path], goodput_steady_mbps=lambda w, m=mbps[t.path]: m, reader_backlog_max=lambda: 0,
+        return [SimpleNamespace(goodput_transfer_mbps=mbps[t.path], goodput_steady_mbps=lambda w, m=mbps[t.path]: m,
+                                reader_backlog_max=lambda: 0,
                                 t0=0.0, t_end=3.0, samples=[]) for t in transfers]
 
     monkeypatch.setattr(traffic, "concurrent", side_by_side)
@@ -307,7 +310,8 @@ def test_paths_at_once_refuses_the_path_that_falls_short_as_alone(tmp_path, no_c
     from mptcplab.measure import traffic
 
     monkeypatch.setattr(traffic, "concurrent", lambda net, transfers, duration: [
-        SimpleNamespace(goodput_transfer_mbps=m, goodput_steady_mbps=lambda w, m=m: m, reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0, samples=[])
+        SimpleNamespace(goodput_transfer_mbps=m, goodput_steady_mbps=lambda w, m=m: m, reader_backlog_max=lambda: 0,
+                        t0=0.0, t_end=3.0, samples=[])
         for m in (4.7, 3.0)])
     net = built(lab2_like("rate=5mbit,queue=25,delay=10ms", "rate=5mbit,queue=50,delay=20ms"))
     with Sweep(tmp_path).run("v", {}) as rd, pytest.raises(ExperimentFailed, match="path p2"):

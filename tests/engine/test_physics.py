@@ -197,7 +197,8 @@ def test_mptcplab_check_judges_a_setup_check_as_the_run_did(tmp_path):
     rows = {"p4": row(4.85, 2.84), "p3": row(4.80, 2.84), "p2": row(4.70, 5.6), "p1": row(4.70, 4.95)}
     (tmp_path / "lab2-manifest.json").write_text(json.dumps({"setup_checks": {"paths": rows}}))
     got = {v.check.split("path ")[1].split(":")[0]: v.ok for v in check_setup_checks(tmp_path / "lab2-manifest.json")}
-    run = {name: physics.judge_link(name, r["tcp_goodput_steady_mbps"] * 1e6, 5e6, 0.9, r["emulator_wire_mbps_min"] * 1e6).ok
+    run = {name: physics.judge_link(name, r["tcp_goodput_steady_mbps"] * 1e6, 5e6, 0.9,
+                                    r["emulator_wire_mbps_min"] * 1e6).ok
            for name, r in rows.items()}
     assert got == run == {"p4": False, "p3": True, "p2": False, "p1": True}
 

@@ -30,7 +30,8 @@ def test_fastest_passing_place_wins():
 
 
 def test_a_failed_check_rules_a_place_out_whatever_its_speed():
-    records_ = [rec("uml", passed=False, wall=10, measured={"p.tcp_goodput_steady_mbps": 44.5}, bound={"p.tcp_goodput_steady_mbps": 3.3}),
+    records_ = [rec("uml", passed=False, wall=10, measured={"p.tcp_goodput_steady_mbps": 44.5},
+                    bound={"p.tcp_goodput_steady_mbps": 3.3}),
                 rec("vm", wall=500)]
     got = choice.choose("lab1", ("netem",), NO_NETEM, records_)
     assert got.place == "vm" and "uml failed" in got.why and "44.5 vs bound 3.3" in got.why

@@ -93,9 +93,12 @@ def synthetic_sweep(mptcp_mbps):
     for method in ("wmem", "sndbuf"):
         for b, m in mptcp_mbps.items():
             for rep in (1, 2, 3):
-                rows += [{"method": method, "buffer_bytes": b, "config": "tcp-fast", "rep": rep, "goodput_transfer_mbps": 95 + rep / 10},
-                         {"method": method, "buffer_bytes": b, "config": "tcp-slow", "rep": rep, "goodput_transfer_mbps": 40.0},
-                         {"method": method, "buffer_bytes": b, "config": "mptcp", "rep": rep, "goodput_transfer_mbps": m + rep}]
+                rows += [{"method": method, "buffer_bytes": b, "config": "tcp-fast", "rep": rep,
+                          "goodput_transfer_mbps": 95 + rep / 10},
+                         {"method": method, "buffer_bytes": b, "config": "tcp-slow", "rep": rep,
+                          "goodput_transfer_mbps": 40.0},
+                         {"method": method, "buffer_bytes": b, "config": "mptcp", "rep": rep,
+                          "goodput_transfer_mbps": m + rep}]
     return pd.DataFrame(rows)
 
 

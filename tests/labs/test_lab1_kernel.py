@@ -102,7 +102,8 @@ class FakeNet:
 
 def fake_bulk(mbps):
     def bulk(net, src, dst, path, proto="tcp", duration=10.0, sndbuf=None, port=5201, **kw):
-        flow = {"flow": 0, "bytes": mbps * 1e6 / 8 * duration, "goodput_transfer_mbps": mbps, "sndbuf": sndbuf * 2 if sndbuf else 65536,
+        flow = {"flow": 0, "bytes": mbps * 1e6 / 8 * duration, "goodput_transfer_mbps": mbps,
+                "sndbuf": sndbuf * 2 if sndbuf else 65536,
                 "subflows": 2 if proto == "mptcp" else 1}
         iv = pd.DataFrame({"time": [1.0, 1.1], "flow": [0, 0], "bytes": [1000, 1000], "mbps": [0.08, 0.08]})
         return BulkResult("mptcplab.measure.bulk", proto, duration, 1.0, 1.0 + duration, [flow], iv)
@@ -371,7 +372,8 @@ def test_load_sweep_compacts_a_resumed_sweep_again_and_reads_a_reference_as_it_i
     run = sweep.root / "wmem-64K-tcp-fast-r9"
     run.mkdir()
     (run / "summary.json").write_text(json.dumps({"run": run.name, "method": "wmem", "buffer": "64K",
-                                                  "buffer_bytes": 65536, "config": "tcp-fast", "rep": 9, "goodput_transfer_mbps": 90.0}))
+                                                  "buffer_bytes": 65536, "config": "tcp-fast", "rep": 9,
+                                                  "goodput_transfer_mbps": 90.0}))
     (run / "manifest.json").write_text("{}")
     assert len(la.load_sweep(sweep.root)) == len(first) + 1
     # a reference copy keeps its detailed runs beside sweep.csv: newer than it, they do not remake it
@@ -406,7 +408,8 @@ def test_window_bounds_flag_what_mptcplab_check_fails():
 def test_window_bounds_pass_a_valid_sweep_and_judge_bytes_in_flight():
     manifest = json.loads((FIXTURES / "lab1-bad" / "manifest.json").read_text())
     rows = [{"run": f"wmem-64K-{c}-r1", "method": "wmem", "buffer_bytes": 65536, "config": c, "rep": 1,
-             "goodput_transfer_mbps": m, "sndbuf_effective": 65536} for c, m in (("tcp-fast", 95.5), ("tcp-slow", 12.9))]
+             "goodput_transfer_mbps": m, "sndbuf_effective": 65536} for c,
+            m in (("tcp-fast", 95.5), ("tcp-slow", 12.9))]
     sweep = pd.DataFrame(rows)
     bounds = la.window_bounds(sweep, manifest)
     assert not bounds["above"].any()
@@ -422,8 +425,10 @@ def test_mptcp_bounds_and_the_buffer_needed():
     rows = []
     for method, b, S, m in (("wmem", 65536, 196608, 30.0), ("wmem", 1 << 20, 3 << 20, 178.0),
                             ("sndbuf", 65536, 131072, 10.0)):
-        rows += [{"method": method, "buffer_bytes": b, "config": "mptcp", "goodput_transfer_mbps": m, "sndbuf_effective": S},
-                 {"method": method, "buffer_bytes": b, "config": "tcp-fast", "goodput_transfer_mbps": 95.0, "sndbuf_effective": S}]
+        rows += [{"method": method, "buffer_bytes": b, "config": "mptcp", "goodput_transfer_mbps": m,
+                  "sndbuf_effective": S},
+                 {"method": method, "buffer_bytes": b, "config": "tcp-fast", "goodput_transfer_mbps": 95.0,
+                  "sndbuf_effective": S}]
     sweep = pd.DataFrame(rows)
     t = la.mptcp_bounds(sweep, manifest).set_index(["method", "buffer_bytes"])
     small = t.loc[("wmem", 65536)]
@@ -463,9 +468,12 @@ def test_controls_side_by_side_with_the_cost_of_tracing(tmp_path):
     _detail_copy(run, "detail-wmem-64K-tcp-fast", {"config": "tcp-fast", "buffer": "64K", "buffer_bytes": 65536,
                                                    "goodput_transfer_mbps": 90.0, "control": "tcp-fast"}, many_short)
     _detail_copy(run, "detail-wmem-4M-mptcp", {"config": "mptcp", "buffer": "4M", "buffer_bytes": 4 << 20,
-                                               "goodput_transfer_mbps": 170.0, "control": "mptcp@largest"}, many_short[:500])
-    sweep = pd.DataFrame([{"method": "wmem", "buffer_bytes": 65536, "config": "mptcp", "goodput_transfer_mbps": m} for m in (24, 26)]
-                         + [{"method": "wmem", "buffer_bytes": 65536, "config": "tcp-fast", "goodput_transfer_mbps": 95.0}])
+                                               "goodput_transfer_mbps": 170.0, "control": "mptcp@largest"},
+                 many_short[:500])
+    sweep = pd.DataFrame([{"method": "wmem", "buffer_bytes": 65536, "config": "mptcp",
+                           "goodput_transfer_mbps": m} for m in (24, 26)]
+                         + [{"method": "wmem", "buffer_bytes": 65536, "config": "tcp-fast",
+                             "goodput_transfer_mbps": 95.0}])
     details = la.load_details(run)
     assert [d.control for d in details] == [None, "mptcp@largest", "tcp-fast"]
     assert details[0].packets.empty and details[0].label == "MPTCP, tcp_wmem 64K (degraded run)"
@@ -551,7 +559,8 @@ def test_q2_accepts_an_empty_region_and_says_how_to_find_one(capsys):
     method only (`--set sweep.methods`): [] passes, the answer's cell says how to see a region, and a
     wrong answer gets the check's words, not a KeyError on the method the run lacks."""
     questions = _master()
-    sweep = pd.DataFrame([{"method": "wmem", "buffer_bytes": b, "config": c, "goodput_transfer_mbps": m} for b in (262144, 1048576)
+    sweep = pd.DataFrame([{"method": "wmem", "buffer_bytes": b, "config": c,
+                           "goodput_transfer_mbps": m} for b in (262144, 1048576)
                           for c, m in (("tcp-fast", 95.0), ("tcp-slow", 12.0), ("mptcp", 120.0))])
     env = _answer(questions, "q2", _answer(questions, "q1", {"sweep": sweep}))
     assert env["degraded"] == [] and "smallest buffer may be too large" in capsys.readouterr().out
@@ -571,12 +580,14 @@ def _paper_runs(held_minrtt_mbps=120.0, held_at=524288):
             ("held", "sndbuf", held_at, 2 * held_at, 2 * held_at, 0.86 * 2 * held_at)):
         for rep in (1, 2):
             rows.append({"group": group, "method": method, "buffer_bytes": float(set_to), "config": "tcp-fast",
-                         "scheduler": np.nan, "subflows": np.nan, "goodput_transfer_mbps": 95.0 + rep, "sndbuf_effective": 1048576.0,
+                         "scheduler": np.nan, "subflows": np.nan, "goodput_transfer_mbps": 95.0 + rep,
+                         "sndbuf_effective": 1048576.0,
                          "sk_sndbuf_slow": np.nan, "inflight_max_slow": np.nan, "inflight_max_fast": 140000.0,
                          "wmem_queued_max": 1.06e6})
             for sched, mbps in (("default", 150.0), ("minrtt", held_minrtt_mbps if group == "held" else 170.0)):
                 rows.append({"group": group, "method": method, "buffer_bytes": float(set_to), "config": "mptcp",
-                             "scheduler": sched, "subflows": 2.0, "goodput_transfer_mbps": mbps + rep, "sndbuf_effective": float(buf),
+                             "scheduler": sched, "subflows": 2.0, "goodput_transfer_mbps": mbps + rep,
+                             "sndbuf_effective": float(buf),
                              "sk_sndbuf_slow": float(slow_buf), "inflight_max_slow": slow_inflight + 1000.0 * rep,
                              "inflight_max_fast": 140000.0, "wmem_queued_max": buf + 10000.0})
     rows.append({"group": "tso", "method": "wmem", "buffer_bytes": 131072.0, "config": "tcp-fast", "scheduler": np.nan,

@@ -81,7 +81,8 @@ def _tp():
         for algo, base in (("uncoupled", 15.0), ("lia", 14.0), ("cs218", 16.0), ("coupled", 13.0)):
             for rep, d in enumerate((-0.5, 0.0, 0.5), 1):
                 rows.append({"run": f"{variant}-{algo}-r{rep}", "algo": algo, "variant": variant, "rep": rep,
-                             "goodput_transfer_mbps": base + d, "subflows": 4, "cc": f"mlab_{algo}", "subflow_ccs": f"mlab_{algo}"})
+                             "goodput_transfer_mbps": base + d, "subflows": 4, "cc": f"mlab_{algo}",
+                             "subflow_ccs": f"mlab_{algo}"})
     return pd.DataFrame(rows)
 
 
@@ -100,7 +101,8 @@ def test_report_from_compact_tables(tmp_path):
     _tp().to_csv(tmp_path / "throughput.csv", index=False)
     pd.DataFrame(columns=["algo", "variant", "rep", "path", "packets", "bytes_retrans"]).to_csv(
         tmp_path / "subflows.csv", index=False)
-    pd.DataFrame([{"algo": "lia", "rep": 1, "mptcp_goodput_transfer_mbps": 6.0, "tcp_goodput_transfer_mbps": 3.5, "mptcp_share_on_shared": 0.25,
+    pd.DataFrame([{"algo": "lia", "rep": 1, "mptcp_goodput_transfer_mbps": 6.0, "tcp_goodput_transfer_mbps": 3.5,
+                   "mptcp_share_on_shared": 0.25,
                    "mptcp_on_shared_mbps": 1.5}]).to_csv(tmp_path / "fairness.csv", index=False)
     pd.DataFrame(columns=["algo", "variant", "path", "t", "cwnd", "srtt_ms", "rto_ms"]).to_csv(
         tmp_path / "timeseries.csv", index=False)
@@ -148,7 +150,8 @@ def _fair():
     for algo, shared, tcp, share_on_shared in (("uncoupled", 2.5, 2.3, 0.36), ("coupled", 0.6, 4.2, 0.12),
                                                ("lia", 2.4, 2.4, 0.35)):
         for rep, d in enumerate((-0.2, 0.0, 0.2, 0.1, -0.1), 1):
-            rows.append({"algo": algo, "rep": rep, "mptcp_goodput_transfer_mbps": 4.5 + shared + d, "tcp_goodput_transfer_mbps": tcp - d,
+            rows.append({"algo": algo, "rep": rep, "mptcp_goodput_transfer_mbps": 4.5 + shared + d,
+                         "tcp_goodput_transfer_mbps": tcp - d,
                          "mptcp_on_shared_mbps": shared + d, "mptcp_share_on_shared": share_on_shared + d / 10})
     return pd.DataFrame(rows)
 
@@ -232,7 +235,8 @@ def test_the_log_and_the_report_compute_from_the_same_unrounded_figures(tmp_path
         d.mkdir()
         (d / "manifest.json").write_text(json.dumps(man))
         (d / "summary.json").write_text(json.dumps({
-            "algo": algo, "variant": "static", "rep": rep, "goodput_transfer_mbps": m, "subflows": 2, "cc": f"mlab_{algo}",
+            "algo": algo, "variant": "static", "rep": rep, "goodput_transfer_mbps": m, "subflows": 2,
+                                                    "cc": f"mlab_{algo}",
             "subflow_ccs": [f"mlab_{algo}"], "packets_per_subflow": {}, "retrans_per_subflow": {}, "span_s": 8.0}))
     in_memory = la.paired_table(la.compact(tmp_path)["throughput"]).iloc[0]
     from_files = la.paired_table(la.load(tmp_path)["throughput"]).iloc[0]
@@ -266,7 +270,8 @@ def test_bpf_counters_are_summed_from_each_runs_own_reading(tmp_path):
         d.mkdir()
         (d / "manifest.json").write_text(json.dumps({"network": {"paths": [{"name": "p1", "link": "rate=5mbit"}]}}))
         (d / "summary.json").write_text(json.dumps({
-            "algo": "lia", "variant": "static", "rep": rep, "goodput_transfer_mbps": 4.0, "subflows": 1, "cc": "mlab_lia",
+            "algo": "lia", "variant": "static", "rep": rep, "goodput_transfer_mbps": 4.0, "subflows": 1,
+                                                    "cc": "mlab_lia",
             "subflow_ccs": ["mlab_lia"], "packets_per_subflow": {}, "retrans_per_subflow": {}, "span_s": 8.0,
             "bpf_counters": count}))
     man = la.compact(tmp_path)["manifest"]
@@ -357,7 +362,8 @@ def _controlled_sweep(d, coupled_mbps, uncoupled_mbps=(4.5, 4.6, 4.4)):
             r.mkdir(parents=True)
             (r / "manifest.json").write_text(json.dumps(man))
             (r / "summary.json").write_text(json.dumps({
-                "algo": algo, "variant": "shared", "rep": rep, "goodput_transfer_mbps": m, "subflows": 4, "cc": f"mlab_{algo}",
+                "algo": algo, "variant": "shared", "rep": rep, "goodput_transfer_mbps": m, "subflows": 4,
+                                                        "cc": f"mlab_{algo}",
                 "subflow_ccs": [f"mlab_{algo}"], "packets_per_subflow": {}, "retrans_per_subflow": {}, "span_s": 10.0}))
     fman = {**man, "parameters": {"fairness": {"shared": "rate=5mbit,queue=50", "other": "rate=5mbit,queue=50"}}}
     for algo in ("uncoupled", "coupled"):
@@ -365,7 +371,8 @@ def _controlled_sweep(d, coupled_mbps, uncoupled_mbps=(4.5, 4.6, 4.4)):
         r.mkdir()
         (r / "manifest.json").write_text(json.dumps(fman))
         (r / "summary.json").write_text(json.dumps({
-            "algo": algo, "cc": f"mlab_{algo}", "rep": 1, "mptcp_goodput_transfer_mbps": 5.0, "tcp_goodput_transfer_mbps": 3.1,
+            "algo": algo, "cc": f"mlab_{algo}", "rep": 1, "mptcp_goodput_transfer_mbps": 5.0,
+                                                    "tcp_goodput_transfer_mbps": 3.1,
             "mptcp_share_on_shared": 0.3, "mptcp_on_shared_mbps": 1.5, "tcp_on_shared_mbps": 3.2,
             "mptcp_on_other_mbps": 3.5, "shared_wire_mbps": 4.99}))
 
@@ -450,7 +457,8 @@ def test_a_fairness_runs_split_is_counted_from_its_capture_after_the_run(tmp_pat
     capture = {"file": "links.pcap", "ports": {"mptcp": 5201, "tcp": 5202}, "shared_prefix": "10.1.0."}
     with Sweep(tmp_path).run("fair-lia-r1", {}) as rd:
         rd.write_text("links.pcap", "")
-        rd.summary.update({"algo": "lia", "rep": 1, "mptcp_goodput_transfer_mbps": 5.0, "tcp_goodput_transfer_mbps": 2.4, "link_capture": capture})
+        rd.summary.update({"algo": "lia", "rep": 1, "mptcp_goodput_transfer_mbps": 5.0,
+                           "tcp_goodput_transfer_mbps": 2.4, "link_capture": capture})
     monkeypatch.setattr(l2raw, "link_packets", lambda pcap: _fake_link(flows))
     run = tmp_path / "fair-lia-r1"
     assert la.convert_raw(tmp_path) == ["fair-lia-r1"] and la.convert_raw(tmp_path) == []
@@ -462,7 +470,8 @@ def test_a_fairness_runs_split_is_counted_from_its_capture_after_the_run(tmp_pat
 
     with Sweep(tmp_path).run("fair-lia-r2", {}) as rd:
         rd.write_text("links.pcap", "")
-        rd.summary.update({"algo": "lia", "rep": 2, "mptcp_goodput_transfer_mbps": 5.0, "tcp_goodput_transfer_mbps": 2.4, "link_capture": capture})
+        rd.summary.update({"algo": "lia", "rep": 2, "mptcp_goodput_transfer_mbps": 5.0,
+                           "tcp_goodput_transfer_mbps": 2.4, "link_capture": capture})
     monkeypatch.setattr(l2raw, "link_packets", lambda pcap: _fake_link(flows[:1]))  # TCP alone on the link
     with pytest.raises(ExperimentFailed, match="fair-lia-r2: the emulator saw no span"):
         la.convert_raw(tmp_path)
@@ -481,7 +490,8 @@ def _runs(variant, means, reps, spread=0.1, seed=3):
         own = rng.normal(0, spread, reps)
         for rep in range(1, reps + 1):
             rows.append({"run": f"{variant}-{algo}-r{rep}", "algo": algo, "variant": variant, "rep": rep,
-                         "goodput_transfer_mbps": m + swing[rep - 1] + own[rep - 1], "subflows": 4, "cc": f"mlab_{algo}",
+                         "goodput_transfer_mbps": m + swing[rep - 1] + own[rep - 1], "subflows": 4,
+                         "cc": f"mlab_{algo}",
                          "subflow_ccs": f"mlab_{algo}"})
     return pd.DataFrame(rows)
 

@@ -97,7 +97,8 @@ def test_q3(ratios):
 
 # ---------------------------------------------------------------- Q4
 
-def table(tp, ci=lambda g: la.t975(len(g) - 1) * g.goodput_transfer_mbps.std(ddof=1) / math.sqrt(len(g)), mean=lambda g: g.goodput_transfer_mbps.mean(),
+def table(tp, ci=lambda g: la.t975(len(g) - 1) * g.goodput_transfer_mbps.std(ddof=1) / math.sqrt(len(g)),
+          mean=lambda g: g.goodput_transfer_mbps.mean(),
           keys=("algo", "variant")):
     rows = []
     for k, g in tp.groupby(list(keys)):
@@ -225,8 +226,10 @@ Q7_WRONG = {
                                                                             + g.mptcp_on_shared_mbps.mean()))
                                      for a, g in f.groupby("algo")},
     "median": lambda f: {a: float(s.median()) for a, s in shares(f).groupby(f.algo)},
-    "TCP over its own span": lambda f: {a: float(s.mean()) for a, s in shares(f, tcp="tcp_goodput_transfer_mbps").groupby(f.algo)},
-    "MPTCP's both paths": lambda f: {a: float(s.mean()) for a, s in shares(f, mptcp="mptcp_goodput_transfer_mbps").groupby(f.algo)},
+    "TCP over its own span": lambda f: {a: float(s.mean()) for a,
+                                        s in shares(f, tcp="tcp_goodput_transfer_mbps").groupby(f.algo)},
+    "MPTCP's both paths": lambda f: {a: float(s.mean()) for a,
+                                     s in shares(f, mptcp="mptcp_goodput_transfer_mbps").groupby(f.algo)},
     "a Series": lambda f: shares(f).groupby(f.algo).mean(),
     "MPTCP's split between its paths": lambda f: {a: float(s.mean()) for a, s in f.mptcp_share_on_shared.groupby(f.algo)},
     "1 - MPTCP's split": lambda f: {a: float(1 - s.mean()) for a, s in f.mptcp_share_on_shared.groupby(f.algo)},

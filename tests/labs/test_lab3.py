@@ -75,7 +75,8 @@ def _fake_run(root, key, scenario, n, loss, seed):
     lost = lm.lost_packets(pk[pk.kind == "data"], window)
     lost[["flow", "t"]].to_csv(d / "losses.csv", index=False)
     summary = {"scenario": scenario, "n": n, "rep": 1, "loss_cfg": f"{loss * 100:g}%" if scenario == "random" else None,
-               "capacity_mbps": 4.0 if scenario == "droptail" else None, **agg, "model_b": 1, "goodput_window_mbps": 1.0,
+               "capacity_mbps": 4.0 if scenario == "droptail" else None, **agg, "model_b": 1,
+               "goodput_window_mbps": 1.0,
                "p_r_emulator": loss, "capture_dropped": 0}
     (d / "summary.json").write_text(json.dumps(summary))
     (d / "manifest.json").write_text(json.dumps({"parameters": {"cc": "reno", "delay": "30ms", "steady_s": 4,

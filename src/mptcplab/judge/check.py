@@ -242,8 +242,9 @@ def _mptcp_ceiling(run: Path, summary: dict) -> list[physics.Verdict]:
     bound = physics.allowed(mptcp_ceiling_bps(manifest, summary)) / 1e6
     if bound == float("inf"):
         return []
-    return [physics.Verdict(f"{run.name}: MPTCP goodput vs its paths' ceilings", summary["goodput_transfer_mbps"], bound,
-                            "Mbit/s", summary["goodput_transfer_mbps"] <= bound, "every path's link over the transfer, path changes included")]
+    goodput = summary["goodput_transfer_mbps"]
+    return [physics.Verdict(f"{run.name}: MPTCP goodput vs its paths' ceilings", goodput, bound, "Mbit/s",
+                            goodput <= bound, "every path's link over the transfer, path changes included")]
 
 
 def check_run_dir(run: Path) -> list[physics.Verdict]:

@@ -46,12 +46,14 @@ def window_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:
         inflight = float(inflight) if inflight is not None and inflight == inflight else np.nan
         rows.append({
             "run": r.get("run"), "method": r["method"], "buffer_bytes": r["buffer_bytes"], "config": r["config"],
-            "path": name, "goodput_transfer_mbps": r["goodput_transfer_mbps"], "sk_sndbuf": b["sk_sndbuf"], "rtt_ms": b["rtt_s"] * 1e3,
+            "path": name, "goodput_transfer_mbps": r["goodput_transfer_mbps"], "sk_sndbuf": b["sk_sndbuf"],
+                     "rtt_ms": b["rtt_s"] * 1e3,
             "window_mbps": window, "ceiling_mbps": ceiling, "bound_mbps": min(window, ceiling),
             "inflight_max": inflight, "unacked_bound": b["unacked_bytes"],
             "above_window": r["goodput_transfer_mbps"] > window, "above_link": r["goodput_transfer_mbps"] > ceiling,
             "above_inflight": bool(inflight > b["unacked_bytes"]) if inflight == inflight else False})
-    cols = ["run", "method", "buffer_bytes", "config", "path", "goodput_transfer_mbps", "sk_sndbuf", "rtt_ms", "window_mbps",
+    cols = ["run", "method", "buffer_bytes", "config", "path", "goodput_transfer_mbps", "sk_sndbuf", "rtt_ms",
+            "window_mbps",
             "ceiling_mbps", "bound_mbps", "inflight_max", "unacked_bound", "above_window", "above_link",
             "above_inflight"]
     out = pd.DataFrame(rows, columns=cols)
@@ -144,15 +146,18 @@ def mptcp_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:
             sub = g[col].median() if col in g and g[col].notna().any() else _nominal_sk_sndbuf(method, b)
             window = physics.window_bound_bps(int(sub), p["rtt_s"]) if p["rtt_s"] > 0 else np.inf
             total += min(window, physics.link_ceiling_bps(p["rate_bps"]) if p["rate_bps"] else np.inf)
-        rows.append({"method": method, "buffer_bytes": int(b), "S": S, "goodput_transfer_mbps": g["goodput_transfer_mbps"].mean(),
+        rows.append({"method": method, "buffer_bytes": int(b), "S": S,
+                     "goodput_transfer_mbps": g["goodput_transfer_mbps"].mean(),
                      "goodput_transfer_mbps_max": g["goodput_transfer_mbps"].max(), "n": len(g),
                      "s_per_rtt": S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
                      "s_per_half_rtt": 2 * S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
                      "subflow_bound": physics.allowed(total) / 1e6 if paths else np.nan})
-    out = pd.DataFrame(rows, columns=["method", "buffer_bytes", "S", "goodput_transfer_mbps", "goodput_transfer_mbps_max", "n", "s_per_rtt",
+    out = pd.DataFrame(rows, columns=["method", "buffer_bytes", "S", "goodput_transfer_mbps",
+                                      "goodput_transfer_mbps_max", "n", "s_per_rtt",
                                       "s_per_half_rtt", "subflow_bound"])
     out["above_subflow_bound"] = out["goodput_transfer_mbps_max"] > out["subflow_bound"]
-    out["where"] = np.select([out["goodput_transfer_mbps"] < out["s_per_rtt"], out["goodput_transfer_mbps"] <= out["s_per_half_rtt"]],
+    out["where"] = np.select([out["goodput_transfer_mbps"] < out["s_per_rtt"],
+                              out["goodput_transfer_mbps"] <= out["s_per_half_rtt"]],
                              ["below S/RTT_slow", "between S/RTT_slow and 2S/RTT_slow"], "above 2S/RTT_slow")
     return out
 

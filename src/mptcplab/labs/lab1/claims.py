@@ -97,7 +97,8 @@ def observed(results_dir: Path | str) -> pd.DataFrame:
         slow_addr = next(p["a_addr"] for p in det.manifest["network"]["paths"] if p["name"] == "slow")
         slow = ss[ss["mptcp_subflow"].astype(bool) & ss["local"].astype(str).str.startswith(slow_addr + ":")]
         rows.append({"run": run.name, "held": det.summary.get("method") == "sndbuf",
-                     "scheduler": det.summary.get("scheduler"), "goodput_transfer_mbps": det.summary["goodput_transfer_mbps"],
+                     "scheduler": det.summary.get("scheduler"),
+                     "goodput_transfer_mbps": det.summary["goodput_transfer_mbps"],
                      "penalised": det.counters.get("MPTcpExtMinRTTPenalised", 0),
                      "opp_retrans": det.counters.get("MPTcpExtMinRTTOppRetrans", 0),
                      "slow_cwnd_peak": int(det.probe[det.probe["path"] == "slow"]["snd_cwnd"].max()),
@@ -170,7 +171,7 @@ def _sweep_point(t: dict, which: str) -> Verdict:
         raise KeyError("the sweep (tcp_wmem)")
     size = s["buffer_bytes"].min() if which == "smallest" else s["buffer_bytes"].max()
     at = s[s["buffer_bytes"] == size]
-    mptcp, tcp = at[at["config"] == "mptcp"]["goodput_transfer_mbps"], at[at["config"] == "tcp-fast"]["goodput_transfer_mbps"]
+    mptcp, tcp = (at[at["config"] == c]["goodput_transfer_mbps"] for c in ("mptcp", "tcp-fast"))
     if mptcp.empty or tcp.empty:
         raise KeyError(f"MPTCP and tcp-fast runs at tcp_wmem {_kib(size)}")
     return Verdict.tested(stats.welch(mptcp, tcp), LESS if which == "smallest" else GREATER,
@@ -182,7 +183,8 @@ def _sweep_point(t: dict, which: str) -> Verdict:
 def _upstream_at_1mib(t: dict) -> Verdict:
     s = t["sweep"]
     at = s[(s["method"] == "wmem") & (s["buffer_bytes"] == MIB)] if len(s) else s
-    mptcp, tcp = (at[at["config"] == c]["goodput_transfer_mbps"].dropna() for c in ("mptcp", "tcp-fast")) if len(at) else ([], [])
+    mptcp, tcp = ((at[at["config"] == c]["goodput_transfer_mbps"].dropna() for c in ("mptcp", "tcp-fast"))
+                  if len(at) else ([], []))
     if not len(mptcp) or not len(tcp):
         raise KeyError("MPTCP and tcp-fast sweep runs at tcp_wmem 1 MiB")
     return Verdict.tested(stats.welch(mptcp, tcp), LESS,

@@ -25,14 +25,16 @@ def wait_table(details: list[Detail], sweep: pd.DataFrame) -> pd.DataFrame:
         full = _paths_full_mbps(d.manifest, s.get("config"))
         rows.append({
             "run": d.path.name, "label": d.label, "control": d.control, "config": s.get("config"),
-            "buffer_bytes": s.get("buffer_bytes"), "duration_s": d.duration, "goodput_transfer_mbps": s.get("goodput_transfer_mbps"),
+            "buffer_bytes": s.get("buffer_bytes"), "duration_s": d.duration,
+                     "goodput_transfer_mbps": s.get("goodput_transfer_mbps"),
             "paths_full_mbps": full, "utilisation": s.get("goodput_transfer_mbps", np.nan) / full,
             "waits": len(d.waits),
             "median_wait_ms": float(d.waits["duration_s"].median() * 1e3) if len(d.waits) else np.nan,
             "blocked_share": d.blocked_share, "wait_method": d.method,
             "untraced_mbps": untraced, "untraced_runs": len(same),
             "tracing_ratio": s.get("goodput_transfer_mbps", np.nan) / untraced if untraced else np.nan})
-    return pd.DataFrame(rows, columns=["run", "label", "control", "config", "buffer_bytes", "duration_s", "goodput_transfer_mbps",
+    return pd.DataFrame(rows, columns=["run", "label", "control", "config", "buffer_bytes", "duration_s",
+                                       "goodput_transfer_mbps",
                                        "paths_full_mbps", "utilisation", "waits", "median_wait_ms", "blocked_share",
                                        "wait_method", "untraced_mbps", "untraced_runs", "tracing_ratio"])
 
@@ -42,11 +44,13 @@ def describe_tracing_cost(table: pd.DataFrame) -> str:
     lines = []
     for r in table.itertuples():
         if r.untraced_runs:
-            lines.append(f"{r.run}: {r.goodput_transfer_mbps:.1f} Mbit/s traced vs {r.untraced_mbps:.1f} Mbit/s untraced (mean of "
+            lines.append(f"{r.run}: {r.goodput_transfer_mbps:.1f} Mbit/s traced vs {r.untraced_mbps:.1f} Mbit/s untraced "
+                         "(mean of "
                          f"{r.untraced_runs} sweep run(s) at the same point): ratio {r.tracing_ratio:.2f}, "
                          f"the traced run delivered {r.tracing_ratio:.0%} of the untraced rate")
         else:
-            lines.append(f"{r.run}: {r.goodput_transfer_mbps:.1f} Mbit/s traced; no untraced sweep run at the same point")
+            lines.append(f"{r.run}: {r.goodput_transfer_mbps:.1f} Mbit/s traced; "
+                         "no untraced sweep run at the same point")
     return "\n".join(lines)
 
 

@@ -442,7 +442,8 @@ def degradation(table):
         runs = runs[runs["detail"].isna() | (runs["detail"] == False)]  # noqa: E712  (the sweep only)
     if "part" in runs:
         runs = runs[runs["part"].isna()]  # not the paper's point
-    mean = runs.pivot_table(index=["method", "buffer_bytes"], columns="config", values="goodput_transfer_mbps", aggfunc="mean")
+    mean = runs.pivot_table(index=["method", "buffer_bytes"], columns="config", values="goodput_transfer_mbps",
+                            aggfunc="mean")
     mean = mean.reset_index()
     if {"mptcp", "tcp-fast"} <= set(mean.columns):
         mean["mptcp_over_tcp_fast"] = mean["mptcp"] / mean["tcp-fast"]

@@ -83,7 +83,8 @@ def held_runs(runs: pd.DataFrame) -> str:
     h = runs[(runs["group"] == HELD) & (runs["scheduler"] == ledger.MINRTT_RP) & runs["goodput_transfer_mbps"].notna()]
     h = h.sort_values(["rp_penalised", "run"])
     lines = ["| run | Mbit/s | penalisations | opportunistic retransmissions |", "|---|---|---|---|"]
-    lines += [f"| {r.run} | {r.goodput_transfer_mbps:.1f} | {r.rp_penalised:.0f} | {r.rp_opp_retrans:,.0f} |" for r in h.itertuples()]
+    lines += [f"| {r.run} | {r.goodput_transfer_mbps:.1f} | {r.rp_penalised:.0f} | {r.rp_opp_retrans:,.0f} |"
+              for r in h.itertuples()]
     rho = h["rp_penalised"].rank().corr(h["goodput_transfer_mbps"].rank())
     return ("\n".join(lines) + f"\n\nSpearman's rank correlation of penalisations with goodput over these {len(h)} "
             f"runs: {rho:.2f}.\n")

@@ -24,7 +24,8 @@ from .detail import copy_run_tables
 from .sweep import PAPER, _kib, t95
 
 PAPER_POINT_COLUMNS = ["run", "method", "buffer", "buffer_bytes", "config", "scheduler", "scheduler_applied",
-                       "minrtt_rp_applied", "min_tso_segs", "rep", "goodput_transfer_mbps", "subflows", "rp_opp_retrans", "rp_penalised",
+                       "minrtt_rp_applied", "min_tso_segs", "rep", "goodput_transfer_mbps", "subflows",
+                       "rp_opp_retrans", "rp_penalised",
                        "mptcp_retrans", "tcp_retrans_segs", "srtt_ms_fast", "srtt_ms_slow", "inflight_max_fast",
                        "inflight_max_slow", "wmem_queued_max", "sndbuf_effective", "sk_sndbuf_fast", "sk_sndbuf_slow",
                        "skipped"]
@@ -60,7 +61,8 @@ def paper_point_table(runs: pd.DataFrame) -> pd.DataFrame:
     half-width (Student's t), and the mean RP counters. Skipped runs are not counted."""
     runs = _settings(runs)
     keys = ["group", "buffer_bytes", "config", "scheduler", "min_tso_segs"]
-    g = runs.groupby(keys, sort=False, dropna=False).agg(n=("goodput_transfer_mbps", "size"), mean=("goodput_transfer_mbps", "mean"), sd=("goodput_transfer_mbps", "std"),
+    goodput = "goodput_transfer_mbps"
+    g = runs.groupby(keys, sort=False, dropna=False).agg(n=(goodput, "size"), mean=(goodput, "mean"), sd=(goodput, "std"),
                                           opp_retrans=("rp_opp_retrans", "mean"), penalised=("rp_penalised", "mean"),
                                           mptcp_retrans=("mptcp_retrans", "mean"),
                                           sk_sndbuf=("sndbuf_effective", "max")).reset_index()

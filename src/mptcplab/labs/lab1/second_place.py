@@ -50,7 +50,8 @@ def datasets(ref: Path | str) -> list[dict]:
         runs = runs[(runs["group"] == "schedulers") & runs["goodput_transfer_mbps"].notna()] if len(runs) else runs
         if runs.empty:
             continue
-        mptcp = runs[(runs["config"] == "mptcp") & (runs["scheduler"].fillna("default") == "default")]["goodput_transfer_mbps"]
+        default = (runs["config"] == "mptcp") & (runs["scheduler"].fillna("default") == "default")
+        mptcp = runs[default]["goodput_transfer_mbps"]
         tcp = runs[runs["config"] == "tcp-fast"]["goodput_transfer_mbps"]
         if len(mptcp) and len(tcp):
             out.append({"name": name, **_setting(folder, runs),

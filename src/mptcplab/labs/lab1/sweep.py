@@ -48,7 +48,8 @@ def _transfers(path: Path | str) -> pd.DataFrame:
         keep &= table["detail"].isna() | (table["detail"] == False)  # noqa: E712
     if "part" in table:
         keep &= table["part"].isna()  # the paper's point has its own table (paper_point_table)
-    cols = ["run", "method", "buffer", "buffer_bytes", "config", "rep", "goodput_transfer_mbps", "subflows", "sndbuf_effective"]
+    cols = ["run", "method", "buffer", "buffer_bytes", "config", "rep", "goodput_transfer_mbps", "subflows",
+            "sndbuf_effective"]
     kernel = [c for c in table.columns if c in KERNEL_COLUMNS or c.startswith(KERNEL_PER_PATH)]
     out = table.loc[keep, [c for c in cols if c in table] + sorted(kernel)].reset_index(drop=True)
     for c in ("buffer_bytes", "rep", "subflows", "sndbuf_effective"):
@@ -82,7 +83,8 @@ def t95(dof: int) -> float:
 def throughput_table(sweep: pd.DataFrame) -> pd.DataFrame:
     """Per method, buffer and config: mean, sd, count and 95% CI half-width of the goodput; and,
     per method and buffer, whether MPTCP is below single-path TCP on the fast path (`degraded`)."""
-    g = sweep.groupby(["method", "buffer_bytes", "config"])["goodput_transfer_mbps"].agg(["mean", "std", "count"]).reset_index()
+    g = (sweep.groupby(["method", "buffer_bytes", "config"])["goodput_transfer_mbps"]
+         .agg(["mean", "std", "count"]).reset_index())
     g["ci95"] = [t95(n - 1) * s / np.sqrt(n) if n > 1 else np.nan for s, n in zip(g["std"], g["count"])]
     wide = g.pivot_table(index=["method", "buffer_bytes"], columns="config", values="mean").reset_index()
     if {"mptcp", "tcp-fast"} <= set(wide.columns):

@@ -106,7 +106,8 @@ def q3(sim_fair, sim_ratio) -> None:
 TP = pd.DataFrame({"algo": ["lia"] * 3 + ["cs218"] * 4 + ["lia"] * 3 + ["cs218"] * 4,
                    "variant": ["static"] * 7 + ["mobility"] * 7,
                    "rep": [1, 2, 3, 1, 2, 3, 4] * 2,
-                   "goodput_transfer_mbps": [10.0, 11.0, 15.0, 12.0, 12.5, 13.0, 16.5, 8.0, 9.0, 13.0, 9.0, 9.5, 10.0, 13.5]})
+                   "goodput_transfer_mbps": [10.0, 11.0, 15.0, 12.0, 12.5, 13.0, 16.5, 8.0, 9.0, 13.0, 9.0, 9.5,
+                                             10.0, 13.5]})
 
 
 def _row(table: pd.DataFrame, algo: str, variant: str) -> pd.Series:
@@ -134,7 +135,8 @@ def q4(my_throughput_table, tp_table, tp) -> None:
         r = _row(t, algo, variant)
         n = len(g)
         expect(r.runs == n, f"({algo}, {variant}) has {n} runs in the made-up table; your `runs` says {r.runs}.")
-        expect(_close(float(r.mean_mbps), g.goodput_transfer_mbps.mean()), f"({algo}, {variant}): your mean_mbps is not the arithmetic "
+        expect(_close(float(r.mean_mbps), g.goodput_transfer_mbps.mean()),
+               f"({algo}, {variant}): your mean_mbps is not the arithmetic "
                "mean of its runs' mbps.\nHint: .mean(), not .median(); one group's runs only.")
         s = g.goodput_transfer_mbps.std(ddof=1)
         ci = float(r.ci95_mbps)
@@ -228,7 +230,8 @@ def _fair(rows: dict[str, list[tuple[float, float]]]) -> pd.DataFrame:
     out = []
     for algo, runs in rows.items():
         for i, (tcp, mp) in enumerate(runs, 1):
-            out.append({"algo": algo, "rep": i, "mptcp_goodput_transfer_mbps": mp + 3.0, "tcp_goodput_transfer_mbps": tcp * 0.8,
+            out.append({"algo": algo, "rep": i, "mptcp_goodput_transfer_mbps": mp + 3.0,
+                        "tcp_goodput_transfer_mbps": tcp * 0.8,
                         "mptcp_share_on_shared": mp / (mp + 3.0),
                         "mptcp_on_shared_mbps": mp, "tcp_on_shared_mbps": tcp})
     return pd.DataFrame(out)
@@ -264,7 +267,8 @@ def q7(tcp_share, fair) -> None:
                                                 "tcp_on_shared / (tcp_on_shared + mptcp_on_shared)."})
         expect(_close(got, right), f"{algo}: your share is not the mean over runs of "
                "tcp_on_shared_mbps / (tcp_on_shared_mbps + mptcp_on_shared_mbps).\n"
-               "Hint: tcp_goodput_transfer_mbps is the TCP flow over its own span, mptcp_goodput_transfer_mbps both paths: use the *_on_shared columns.")
+               "Hint: tcp_goodput_transfer_mbps is the TCP flow over its own span, mptcp_goodput_transfer_mbps both "
+               "paths: use the *_on_shared columns.")
     own = _call("tcp_share", tcp_share, fair)
     expect(isinstance(own, dict) and set(own) == set(fair.algo), "tcp_share(fair) should have one entry per algorithm "
            "of this notebook's `fair`.")

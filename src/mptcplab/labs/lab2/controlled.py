@@ -40,7 +40,8 @@ def controlled_ratio(tp: pd.DataFrame, algo: str, variant: str) -> dict | None:
         return None
     r = row.iloc[0]
     return {"ratio": 1 + r["diff"] / base, "lo": 1 + r.lo / base, "hi": 1 + r.hi / base, "pairs": int(r.pairs),
-            "level": r.level, "sd": r.sd, "uncoupled_mbps": base, "algo_mbps": part[part.algo == algo].goodput_transfer_mbps.mean(),
+            "level": r.level, "sd": r.sd, "uncoupled_mbps": base,
+            "algo_mbps": part[part.algo == algo].goodput_transfer_mbps.mean(),
             "verdict": r.verdict, "runs_needed": r.runs_needed}
 
 
@@ -115,7 +116,8 @@ def controlled_section(controlled: dict[str, dict], ref_params: dict | None = No
                 rate = None
             both = fair.tcp_on_shared_mbps + fair.mptcp_on_shared_mbps
             ceiling = f" (its ceiling {physics.link_ceiling_bps(rate) / 1e6:.2f})" if rate else ""
-            old = (fair.tcp_goodput_transfer_mbps + fair.ss_mptcp_on_shared_mbps) if "ss_mptcp_on_shared_mbps" in fair else None
+            old = ((fair.tcp_goodput_transfer_mbps + fair.ss_mptcp_on_shared_mbps)
+                   if "ss_mptcp_on_shared_mbps" in fair else None)
             lines += [f"**Fairness measured on the link**: {len(fair)} runs, the split of the shared path counted in "
                       "the emulator's capture of what the link delivered, over the span both flows used it "
                       f"(`measure.shared_link_rates`). TCP + MPTCP there: {both.min():.2f}–{both.max():.2f} Mbit/s"

@@ -193,7 +193,8 @@ def together(net, flows: list[dict], duration: float) -> list[dict]:
     out = []
     for f, r in zip(flows, results):
         flow = r.flows[0]
-        out.append({**f, "goodput_transfer_mbps": r.goodput_transfer_mbps, "bytes": flow["bytes"], "start_late_s": r.extra.get("start_late_s"),
+        out.append({**f, "goodput_transfer_mbps": r.goodput_transfer_mbps, "bytes": flow["bytes"],
+                    "start_late_s": r.extra.get("start_late_s"),
                     "cc_seen": flow["cc"], "subflows": flow["subflows"], "result": r})
     return out
 
@@ -218,7 +219,8 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
     # The split is counted from the capture after the run (analysis.convert_raw, on the host after a
     # guest): tshark takes many seconds to start in an emulated CPU.
     rd.summary.update({"algo": algo.key, "cc": algo.name, "rep": rep, "duration_s": duration,
-                       "mptcp_goodput_transfer_mbps": round(m["goodput_transfer_mbps"], 3), "tcp_goodput_transfer_mbps": round(t["goodput_transfer_mbps"], 3),
+                       "mptcp_goodput_transfer_mbps": round(m["goodput_transfer_mbps"], 3),
+                       "tcp_goodput_transfer_mbps": round(t["goodput_transfer_mbps"], 3),
                        "start_late_s": {"mptcp": m["start_late_s"], "tcp": t["start_late_s"]},
                        "link_capture": {"file": capture.path.name, "ports": {"mptcp": PORT, "tcp": TCP_PORT},
                                         "shared_prefix": net.address("snd", "shared").rsplit(".", 1)[0] + "."}})
@@ -265,7 +267,8 @@ def measure(net, rd, point: Point, params: dict) -> str:
     algo = next(a for a in algorithms(params) if a.key == v["algo"])
     if point.topology is fairness_topology:
         s = fairness_run(net, rd, algo, v["rep"], params)
-        return f"MPTCP {s['mptcp_goodput_transfer_mbps']:5.2f}  TCP {s['tcp_goodput_transfer_mbps']:5.2f} Mbit/s (the shared link's split: after the runs)"
+        return (f"MPTCP {s['mptcp_goodput_transfer_mbps']:5.2f}  TCP {s['tcp_goodput_transfer_mbps']:5.2f} Mbit/s "
+                "(the shared link's split: after the runs)")
     s = transfer(net, rd, algo, v["variant"], v["rep"], params, v["detail"])
     return f"{s['goodput_transfer_mbps']:6.2f} Mbit/s  subflows {s['subflows']} all {','.join(s['subflow_ccs'])}"
 

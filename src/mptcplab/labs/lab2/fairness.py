@@ -82,7 +82,8 @@ def rfc6356_checks(fair: pd.DataFrame, best_path_mbps: float | None = None) -> p
     for algo, g in fair.groupby("algo"):
         g = g.set_index("rep")
         best = g.tcp_goodput_transfer_mbps if best_path_mbps is None else pd.Series(best_path_mbps, index=g.index)
-        checks = {1: stats.paired(g.mptcp_goodput_transfer_mbps, best), 2: stats.paired(g.mptcp_on_shared_mbps, tcp_on_shared(g))}
+        checks = {1: stats.paired(g.mptcp_goodput_transfer_mbps, best),
+                  2: stats.paired(g.mptcp_on_shared_mbps, tcp_on_shared(g))}
         if algo != "uncoupled" and len(base):
             checks[3] = stats.welch(g.mptcp_share_on_shared, base.mptcp_share_on_shared)
         for goal, st in checks.items():

@@ -194,7 +194,8 @@ def _fairness(ft: pd.DataFrame) -> list[str]:
         vs = (f"{r.share_vs_uncoupled:+.0%} ± {r.share_vs_uncoupled_ci95:.0%} "
               f"({r.share_vs_uncoupled_level * 100:.2f}".rstrip("0").rstrip(".") + "%)"
               if r.share_vs_uncoupled_ci95 == r.share_vs_uncoupled_ci95 else "—")
-        lines.append(f"| {TITLES.get(r.algo, r.algo)} | {number(r.mptcp_goodput_transfer_mbps, r.mptcp_goodput_transfer_ci95)} | "
+        lines.append(f"| {TITLES.get(r.algo, r.algo)} | "
+                     f"{number(r.mptcp_goodput_transfer_mbps, r.mptcp_goodput_transfer_ci95)} | "
                      f"{number(r.mptcp_on_shared_mbps, r.mptcp_on_shared_ci95)} | {number(r.tcp_on_shared_mbps, r.tcp_on_shared_ci95)} | "
                      f"{share} | {vs} | {r.verdict} | "
                      f"{stats.fmt_runs(r.runs_needed) if r.verdict == 'not resolved' else '—'} |")

@@ -27,7 +27,8 @@ BIN_S = 0.1
 # delivered over the span both flows used it (measure.shared_link_rates; runs before it: ss byte shares,
 # tcp_on_shared_mbps over the same window or empty), mptcp_on_other_mbps the other path's subflow
 # there, shared_wire_mbps both flows' packets on the shared link, headers included
-FAIRNESS_COLUMNS = ["algo", "rep", "mptcp_goodput_transfer_mbps", "tcp_goodput_transfer_mbps", "mptcp_share_on_shared", "mptcp_on_shared_mbps",
+FAIRNESS_COLUMNS = ["algo", "rep", "mptcp_goodput_transfer_mbps", "tcp_goodput_transfer_mbps",
+                    "mptcp_share_on_shared", "mptcp_on_shared_mbps",
                     "tcp_on_shared_mbps", "mptcp_on_other_mbps", "shared_wire_mbps", "ss_mptcp_on_shared_mbps",
                     "commit"]
 
@@ -74,7 +75,8 @@ def ss_on_shared(d: Path, s: dict) -> float | None:
         return None
     total = sum(r.get("bytes_acked", 0) for r in subs)
     shared = sum(r.get("bytes_acked", 0) for r in subs if r.get("path_index") == 1)
-    return round(s["mptcp_goodput_transfer_mbps"] * shared / total, 3) if total and s.get("mptcp_goodput_transfer_mbps") is not None else None
+    mptcp = s.get("mptcp_goodput_transfer_mbps")
+    return round(mptcp * shared / total, 3) if total and mptcp is not None else None
 
 
 def compact(out: Path) -> dict[str, pd.DataFrame]:
@@ -99,7 +101,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
             # what all paths together could carry in this run (`mptcp_ceiling_bps`): `mptcplab check` holds mbps to it
             ceiling = check.mptcp_ceiling_bps(json.loads((d / "manifest.json").read_text()), s) / 1e6
             tp.append({"run": d.name, "algo": s["algo"], "variant": s["variant"], "rep": s["rep"],
-                       "goodput_transfer_mbps": s["goodput_transfer_mbps"], "ceiling_mbps": round(ceiling, 3), "subflows": s["subflows"], "cc": s["cc"],
+                       "goodput_transfer_mbps": s["goodput_transfer_mbps"], "ceiling_mbps": round(ceiling, 3),
+                       "subflows": s["subflows"], "cc": s["cc"],
                        "subflow_ccs": ",".join(s["subflow_ccs"]), "commit": commit})
             for path, pk in sorted(s["packets_per_subflow"].items()):
                 subs.append({"algo": s["algo"], "variant": s["variant"], "rep": s["rep"], "path": path,
@@ -116,7 +119,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
                 if s["algo"] == "cs218":
                     dwnd.append(cctrace.delay_window_table(rp.rows).assign(variant=s["variant"], rep=s["rep"]))
     tables = {
-        "throughput": pd.DataFrame(tp, columns=["run", "algo", "variant", "rep", "goodput_transfer_mbps", "ceiling_mbps", "subflows",
+        "throughput": pd.DataFrame(tp, columns=["run", "algo", "variant", "rep", "goodput_transfer_mbps",
+                                                "ceiling_mbps", "subflows",
                                                 "cc", "subflow_ccs", "commit"]),
         "subflows": pd.DataFrame(subs, columns=["algo", "variant", "rep", "path", "packets", "bytes_retrans"]),
         "fairness": pd.DataFrame(fair, columns=FAIRNESS_COLUMNS),

@@ -18,7 +18,8 @@ import pandas as pd
 # emulator's wire count, ss's older split) is dropped so a function cannot lean on it.
 THROUGHPUT_COLUMNS = ["run", "algo", "variant", "rep", "goodput_transfer_mbps"]
 Q8_DRAWS = 4  # Q8's answer on one draw is one of four algorithms: four draws leave a guess 1 chance in 256
-FAIRNESS_COLUMNS = ["algo", "rep", "mptcp_goodput_transfer_mbps", "tcp_goodput_transfer_mbps", "mptcp_on_shared_mbps", "tcp_on_shared_mbps"]
+FAIRNESS_COLUMNS = ["algo", "rep", "mptcp_goodput_transfer_mbps", "tcp_goodput_transfer_mbps", "mptcp_on_shared_mbps",
+                    "tcp_on_shared_mbps"]
 
 
 def _subsample(table: pd.DataFrame, keys: list[str], rng: np.random.Generator, least: int) -> pd.DataFrame:
@@ -69,7 +70,8 @@ def _fairness_draw(fair: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame
     share = share.clip(0.02, 0.98)
     tcp = out.tcp_on_shared_mbps * rng.uniform(0.95, 1.05, len(out))
     return out.assign(tcp_on_shared_mbps=tcp.round(4), mptcp_on_shared_mbps=(tcp * (1 - share) / share).round(4),
-                      tcp_goodput_transfer_mbps=(out.tcp_goodput_transfer_mbps * rng.uniform(0.9, 1.1, len(out))).round(4),
+                      tcp_goodput_transfer_mbps=(out.tcp_goodput_transfer_mbps
+                                                 * rng.uniform(0.9, 1.1, len(out))).round(4),
                       rep=np.arange(1, len(out) + 1))
 
 

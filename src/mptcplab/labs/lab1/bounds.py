@@ -78,8 +78,8 @@ def describe_bounds(bounds: pd.DataFrame, limit: int = 8) -> str:
     lines = [f"Physics check: {len(bad)} of {len(bounds)} single-path runs carried more than physics allows:"]
     for r in bad.head(limit).itertuples():
         if r.above_window:
-            lines.append(f"  {r.run}: {r.goodput_transfer_mbps:.1f} Mbit/s over the {r.path} path (RTT {r.rtt_ms:g} ms) with "
-                         f"sk_sndbuf {r.sk_sndbuf:,} B: at most ({r.sk_sndbuf:,} + 65,536) B x 8 / {r.rtt_ms:g} ms "
+            lines.append(f"  {r.run}: {r.goodput_transfer_mbps:.1f} Mbit/s over the {r.path} path "
+                         f"(RTT {r.rtt_ms:g} ms) with sk_sndbuf {r.sk_sndbuf:,} B: at most ({r.sk_sndbuf:,} + 65,536) B x 8 / {r.rtt_ms:g} ms "
                          f"= {r.window_mbps:.1f} Mbit/s")
         if r.above_inflight:
             lines.append(f"  {r.run}: {r.inflight_max:,.0f} bytes in flight at once, at most "

@@ -485,7 +485,8 @@ def _q18_problem(fn, runs: pd.DataFrame) -> str | None:
     extra, lacking = set(got.index) - set(want.index), set(want.index) - set(got.index)
     if extra:
         return ("it has rows that are not MPTCP runs of the groups schedulers and held that ran: keep config == "
-                "\"mptcp\", those two groups, and runs whose goodput_transfer_mbps is not NaN (a scheduler the kernel lacks)")
+                "\"mptcp\", those two groups, and runs whose goodput_transfer_mbps is not NaN (a scheduler the "
+                "kernel lacks)")
     if lacking:
         return "it lacks rows: one per group and scheduler whose MPTCP runs ran"
     g, w = got.reindex(want.index), want
@@ -502,9 +503,11 @@ def _q18_problem(fn, runs: pd.DataFrame) -> str | None:
             "you subtracted TCP's mean over every group: subtract the tcp-fast runs of the same group":
                 w["goodput_transfer_mbps"] - runs.loc[runs["config"] == "tcp-fast", "goodput_transfer_mbps"].mean(),
             "the sign is reversed: MPTCP's mean minus TCP's, so that negative means below TCP": -w["vs_tcp"],
-            "that is a ratio: the question asks for the difference in Mbit/s": w["goodput_transfer_mbps"] / (w["goodput_transfer_mbps"] - w["vs_tcp"]),
+            "that is a ratio: the question asks for the difference in Mbit/s":
+                w["goodput_transfer_mbps"] / (w["goodput_transfer_mbps"] - w["vs_tcp"]),
         }, lambda a, b: _close(a, b))
-        return "vs_tcp: " + (hint or "goodput_transfer_mbps minus the mean goodput of the tcp-fast runs of the same group")
+        return "vs_tcp: " + (hint or "goodput_transfer_mbps minus the mean goodput of the tcp-fast runs of the same "
+                                     "group")
     if not _close(g["left_for_fast"], w["left_for_fast"], 1e-6, 1):
         hint = _first_match(g["left_for_fast"], {
             "that subtracts the slow subflow's own buffer (your prediction); measure what it held: inflight_max_slow":
@@ -556,7 +559,8 @@ def _q19_problem(fn, table: pd.DataFrame) -> str | None:
     hint = _first_match(got, {
         "that includes a pair exactly at TCP's goodput: keep vs_tcp below 0": sorted(table.index[table["vs_tcp"] <= 0]),
         "those are the pairs above TCP: keep the ones below (vs_tcp < 0)": sorted(table.index[table["vs_tcp"] > 0]),
-        "that compares goodput_transfer_mbps with 0: compare vs_tcp": sorted(table.index[table["goodput_transfer_mbps"] < 0]),
+        "that compares goodput_transfer_mbps with 0: compare vs_tcp":
+            sorted(table.index[table["goodput_transfer_mbps"] < 0]),
     }, lambda a, b: a == [tuple(x) for x in b])
     return hint or "keep the (group, scheduler) pairs of the table whose vs_tcp is negative, sorted"
 

@@ -144,7 +144,8 @@ def fig4(d: Detail) -> go.Figure:
     fig.update_yaxes(title_text="data sequence number (MB)", row=1, col=1)
     share = d.packets.groupby("path")["len"].sum()
     share = ", ".join(f"{p} {v / share.sum():.0%}" for p, v in share.items())
-    fig.update_layout(title=f"Fig. 4: data sequence number per subflow ({d.summary['goodput_transfer_mbps']:.1f} Mbit/s, "
+    fig.update_layout(title=f"Fig. 4: data sequence number per subflow ({d.summary['goodput_transfer_mbps']:.1f} "
+                            f"Mbit/s, "
                             f"{d.summary.get('method', 'wmem')} {d.summary.get('buffer')})<br><sup>bytes sent "
                             f"per subflow: {share}</sup>", height=440)
     return fig
@@ -238,8 +239,8 @@ def fig_waits_compare(details: list[Detail], sweep: pd.DataFrame | None = None, 
     """The degraded run's send-buffer waits against the control runs': (a) when the sender was
     blocked, in the same `width`-second window of each run; (b) the share of the time blocked, with
     goodput and how full the paths were."""
-    table = wait_table(details, sweep if sweep is not None else pd.DataFrame(columns=["method", "buffer_bytes",
-                                                                                       "config", "goodput_transfer_mbps"]))
+    empty = pd.DataFrame(columns=["method", "buffer_bytes", "config", "goodput_transfer_mbps"])
+    table = wait_table(details, sweep if sweep is not None else empty)
     fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.12,
                         subplot_titles=[f"(a) blocked in sk_stream_wait_memory, {width:g} s of each run",
                                         "(b) share of the run blocked"])

@@ -72,8 +72,8 @@ def controls(ref: Path, sweep: pd.DataFrame) -> str:
     lines = ["| run | Mbit/s | share of its path(s) | waits | blocked | untraced sweep runs, Mbit/s | traced / untraced |",
              "|---|---|---|---|---|---|---|"]
     for r in t.itertuples():
-        lines.append(f"| {r.label} | {r.goodput_transfer_mbps:.1f} | {r.utilisation:.0%} | {r.waits} | {r.blocked_share:.1%} | "
-                     f"{r.untraced_mbps:.1f} (n = {r.untraced_runs}) | {r.tracing_ratio:.2f} |")
+        lines.append(f"| {r.label} | {r.goodput_transfer_mbps:.1f} | {r.utilisation:.0%} | {r.waits} | "
+                     f"{r.blocked_share:.1%} | {r.untraced_mbps:.1f} (n = {r.untraced_runs}) | {r.tracing_ratio:.2f} |")
     return "\n".join(lines) + f"\n\nWaits measured by {t['wait_method'].iloc[0]}.\n"
 
 
@@ -96,8 +96,8 @@ def observed(ref: Path) -> str:
              "| slow subflow's TCP retransmissions | fast subflow idle (ss samples) | waits | not blocked |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in o.itertuples():
-        lines.append(f"| {r.run} | {r.goodput_transfer_mbps:.1f} | {r.penalised} | {r.opp_retrans} | {r.slow_cwnd_peak} | "
-                     f"{r.slow_cwnd_drops} | {r.slow_tcp_retrans} | {r.fast_idle_share:.0%} | {r.waits} | "
+        lines.append(f"| {r.run} | {r.goodput_transfer_mbps:.1f} | {r.penalised} | {r.opp_retrans} | "
+                     f"{r.slow_cwnd_peak} | {r.slow_cwnd_drops} | {r.slow_tcp_retrans} | {r.fast_idle_share:.0%} | {r.waits} | "
                      f"{r.unblocked_ms:.1f} ms of {r.duration_s:g} s |")
     return "\n".join(lines) + f"\n\nWaits measured by {o['wait_method'].iloc[0]}.\n"
 

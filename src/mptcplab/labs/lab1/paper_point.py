@@ -100,8 +100,8 @@ def paper_verdicts(runs: pd.DataFrame) -> pd.DataFrame:
                     family.append(stats.welch(by[other], by["64"]))
                     labels.append((f"{_kib(buf)} {config}: tcp_min_tso_segs {other} - 64", "higher", "lower"))
         else:
-            mptcp = {s: g[(g["config"] == "mptcp") & (g["scheduler"] == s)]["goodput_transfer_mbps"] for s in ("default", "minrtt",
-                                                                                         "minrtt+rp")}
+            mptcp = {s: g[(g["config"] == "mptcp") & (g["scheduler"] == s)]["goodput_transfer_mbps"]
+                     for s in ("default", "minrtt", "minrtt+rp")}
             mptcp = {s: v for s, v in mptcp.items() if len(v)}
             tcp = g[g["config"] == "tcp-fast"]["goodput_transfer_mbps"]
             for s, v in mptcp.items():

@@ -40,8 +40,8 @@ def observed_rp(sweep_dir: Path | str) -> str:
             path=lambda s: s["local"].astype(str).str.rsplit(":", n=1).str[0].map(path_names(d.manifest)))
         retrans = retrans.groupby("path")["retrans_total"].max().fillna(0).to_dict()
         held = "held at 1 MiB (SO_SNDBUF)" if d.summary.get("method") == "sndbuf" else "tcp_wmem 1 MiB"
-        out.append(f"{held}: {d.summary['goodput_transfer_mbps']:.1f} Mbit/s, {d.counters.get('MPTcpExtMinRTTPenalised', 0)} "
-                   f"penalisations, {d.counters.get('MPTcpExtMinRTTOppRetrans', 0)} opportunistic retransmissions; "
+        out.append(f"{held}: {d.summary['goodput_transfer_mbps']:.1f} Mbit/s, "
+                   f"{d.counters.get('MPTcpExtMinRTTPenalised', 0)} penalisations, {d.counters.get('MPTcpExtMinRTTOppRetrans', 0)} opportunistic retransmissions; "
                    f"slow cwnd peak {int(peak.get('slow', 0))}, {drops.get('slow', 0)} drops with "
                    f"{int(retrans.get('slow', 0))} TCP-level retransmissions on that subflow; fast subflow idle in "
                    f"{sub['idle_share'].get('fast', float('nan')):.0%} of ss samples")

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Build the mptcplab Vagrant box from Debian's own packages: no prebuilt image is downloaded.
 #
-#   vagrant/box/build.sh [--arch amd64|arm64] [--out DIR] [--version V] [--stage rootfs|image|boxes|all]
+#   vagrant/box/build.sh [--arch amd64|arm64] [--out DIR] [--version V] [--stage kernel|rootfs|image|boxes|all]
 #   vagrant/box/build.sh --simulate [--arch A]   resolve the package list against the archive, build nothing
 #   vagrant/box/build.sh --plain ...    a plain Debian base box (no lab tools, no kit): what
 #                                       `vagrant up` provisions from scratch, like a public box
 #
 # Stages (each reuses the previous stage's output in DIR, so a failed late stage is cheap to redo):
+#   kernel  the kit's box kernel (`mptcplab box kernel --arch ARCH`: Debian's 6.12 with the paper's
+#           minRTT scheduler, cached in ~/.cache/mptcplab/box-kernel) as DIR/kernel-ARCH/*.deb; the
+#           rootfs installs it beside Debian's own kernel and boots it by default, so Lab 1's paper
+#           point runs in the box natively (MPTCPLAB_BOX_KERNEL=debian: Debian's kernel only)
 #   rootfs  mmdebstrap of Debian 13 (trixie) into DIR/rootfs-ARCH.tar, pre-provisioned in the chroot
 #           by vagrant/provision.sh --image: lab tools, the kit's venv with JupyterLab (enabled as a
 #           service), the repository (with its reference results) in /opt/mptcplab/src, the vagrant
@@ -20,7 +24,8 @@
 # Needs root, and: apt-get install mmdebstrap qemu-utils fdisk dosfstools e2fsprogs (arm64: also mtools)
 # (arm64 on an amd64 host also: qemu-user-static binfmt-support, with binfmt_misc mounted).
 # Environment: MPTCPLAB_BOX_MIRROR (http://deb.debian.org/debian), MPTCPLAB_BOX_SUITE (trixie),
-# MPTCPLAB_BOX_DISK_GB (20), MPTCPLAB_BOX_BASE_URL (URL prefix of the .box files in metadata.json;
+# MPTCPLAB_BOX_DISK_GB (20), MPTCPLAB_BOX_KERNEL (kit | debian), MPTCPLAB (the kit's command,
+# default the checkout's .venv/bin/mptcplab: `make setup-dev`), MPTCPLAB_BOX_BASE_URL (URL prefix of the .box files in metadata.json;
 # empty = file:// URLs of the output directory), MPTCPLAB_BOX_CA_BUNDLE (the host's CA bundle:
 # trusted for the build's downloads only).
 set -euo pipefail
@@ -37,6 +42,8 @@ MIRROR=${MPTCPLAB_BOX_MIRROR:-http://deb.debian.org/debian}
 SUITE=${MPTCPLAB_BOX_SUITE:-trixie}
 DISK_GB=${MPTCPLAB_BOX_DISK_GB:-20}
 BASE_URL=${MPTCPLAB_BOX_BASE_URL:-}
+BOX_KERNEL=${MPTCPLAB_BOX_KERNEL:-kit}
+MPTCPLAB=${MPTCPLAB:-$repo/.venv/bin/mptcplab}
 # Trusted for the build's own downloads (pip), never installed in the box: lets a build host behind
 # a TLS-inspecting proxy, whose CA is in the host's bundle, fetch from PyPI.
 CA_BUNDLE=${MPTCPLAB_BOX_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
@@ -60,7 +67,8 @@ done
 BOX_NAME=mptcplab/debian-13
 [ "$PLAIN" = 1 ] && BOX_NAME=mptcplab/debian-13-plain
 case $ARCH in amd64|arm64) ;; *) die "--arch $ARCH: choose amd64 or arm64" ;; esac
-case $STAGE in rootfs|image|boxes|all) ;; *) die "--stage $STAGE: choose rootfs, image, boxes or all" ;; esac
+case $STAGE in kernel|rootfs|image|boxes|all) ;; *) die "--stage $STAGE: choose kernel, rootfs, image, boxes or all" ;; esac
+case $BOX_KERNEL in kit|debian) ;; *) die "MPTCPLAB_BOX_KERNEL=$BOX_KERNEL: choose kit or debian" ;; esac
 [[ $VERSION =~ ^[0-9]+(\.[0-9]+)*$ ]] || die "--version $VERSION: Vagrant wants digits and dots, e.g. 2026.11.23"
 
 # What the box boots with; the lab tools come from provision.sh's own list (one list, not two).
@@ -87,8 +95,27 @@ chroot_env() {
   echo
 }
 
+stage_kernel() {
+  [ -x "$MPTCPLAB" ] || die "$MPTCPLAB missing: make setup-dev (or MPTCPLAB=path/to/mptcplab)"
+  local built
+  built=$("$MPTCPLAB" box kernel --arch "$ARCH" | tail -1)
+  rm -rf "$OUT/kernel-$ARCH"; mkdir -p "$OUT/kernel-$ARCH"
+  cp "$built"/linux-image-*.deb "$OUT/kernel-$ARCH/"
+  say "kernel: $(ls "$OUT/kernel-$ARCH")"
+}
+
 stage_rootfs() {
-  local tar=$OUT/rootfs-$ARCH.tar src
+  local tar=$OUT/rootfs-$ARCH.tar src deb release kit=()
+  if [ "$BOX_KERNEL" = kit ]; then
+    # The kit's kernel, installed beside Debian's and GRUB's default: named by its menu title,
+    # which unlike an entry id does not contain the disk's UUID (made only by the image stage).
+    deb=$(ls "$OUT/kernel-$ARCH"/linux-image-*.deb 2>/dev/null | head -1)
+    [ -n "$deb" ] || die "no kit kernel in $OUT/kernel-$ARCH: run --stage kernel first (or MPTCPLAB_BOX_KERNEL=debian)"
+    release=$(dpkg-deb -f "$deb" Package | sed 's/^linux-image-//')
+    # shellcheck disable=SC2016  # $1 is the new root, expanded by mmdebstrap's hook shell
+    kit=(--customize-hook="cp '$deb' \"\$1/tmp/kit-kernel.deb\" && chroot \"\$1\" dpkg -i /tmp/kit-kernel.deb && rm \"\$1/tmp/kit-kernel.deb\""
+         --customize-hook="mkdir -p \"\$1/etc/default/grub.d\" && echo 'GRUB_DEFAULT=\"Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux $release\"' >\"\$1/etc/default/grub.d/mptcplab-kernel.cfg\"")
+  fi
   src=$(mktemp -d)
   # The box carries the repository as committed (git archive: no venv, no build output), so the
   # kit's venv and the reference results are there before the first `vagrant up`.
@@ -104,6 +131,7 @@ stage_rootfs() {
     --customize-hook="cp $here/customize.sh \"\$1/tmp/customize.sh\"" \
     --customize-hook="if [ -s '$CA_BUNDLE' ]; then cp '$CA_BUNDLE' \"\$1/tmp/build-ca.crt\"; fi" \
     --customize-hook="chroot \"\$1\" env -i $(chroot_env) MPTCPLAB_BOX_PLAIN=$PLAIN bash /tmp/customize.sh" \
+    "${kit[@]}" \
     --customize-hook='rm -f "$1/tmp/customize.sh" "$1/tmp/build-ca.crt"' \
     "$SUITE" "$tar.part" "$MIRROR"
   rm -rf "$src"
@@ -184,6 +212,9 @@ stage_image() {
   chroot "$mnt" update-grub
   [ -n "${uuid_link_kept:-}" ] || rm -f "/dev/disk/by-uuid/$uuid"
   grep -q "root=UUID=$uuid" "$mnt/boot/grub/grub.cfg" || die "grub.cfg does not boot root=UUID=$uuid"
+  if [ -f "$mnt/etc/default/grub.d/mptcplab-kernel.cfg" ]; then  # the kit's kernel must be the default entry
+    grep -q "^set default=\"Advanced options.*mptcplab" "$mnt/boot/grub/grub.cfg" || die "grub.cfg does not boot the kit's kernel by default"
+  fi
   cleanup_image; trap - EXIT
   rmdir "$mnt"
   say "image: qemu-img convert -> $OUT/disk-$ARCH.qcow2"
@@ -237,9 +268,10 @@ command -v qemu-img >/dev/null || die "qemu-img missing: apt-get install qemu-ut
 mkdir -p "$OUT"
 start=$(date +%s)
 case $STAGE in
+  kernel) stage_kernel ;;
   rootfs) stage_rootfs ;;
   image) stage_image ;;
   boxes) stage_boxes ;;
-  all) stage_rootfs; stage_image; stage_boxes ;;
+  all) if [ "$BOX_KERNEL" = kit ]; then stage_kernel; fi; stage_rootfs; stage_image; stage_boxes ;;
 esac
 say "done in $(( $(date +%s) - start )) s"

@@ -76,7 +76,7 @@ def _buffers(rng) -> list[tuple[str, int, int]]:
 def _paper_runs(runs: pd.DataFrame, rng) -> pd.DataFrame:
     """The paper's point: each (group, config, scheduler)'s goodput times 0.5-1.5, the slow subflow's
     bytes in flight times 0.5-1.0 per run, one repetition of each dropped; a scheduler that did not
-    run (`blest`: mbps NaN) added to the schedulers group; rows shuffled. The tso control stays, its MPTCP runs
+    run (`blest`: goodput_transfer_mbps NaN) added to the schedulers group; rows shuffled. The tso control stays, its MPTCP runs
     named by the scheduler they ran with (upstream's default), so a function must keep only the two groups."""
     r = runs[[c for c in PAPER_COLUMNS if c in runs]].copy()
     keys = ["group", "config", "scheduler"]

@@ -137,7 +137,7 @@ def q4(my_throughput_table, tp_table, tp) -> None:
         expect(r.runs == n, f"({algo}, {variant}) has {n} runs in the made-up table; your `runs` says {r.runs}.")
         expect(_close(float(r.mean_mbps), g.goodput_transfer_mbps.mean()),
                f"({algo}, {variant}): your mean_mbps is not the arithmetic "
-               "mean of its runs' mbps.\nHint: .mean(), not .median(); one group's runs only.")
+               "mean of its runs' goodput_transfer_mbps.\nHint: .mean(), not .median(); one group's runs only.")
         s = g.goodput_transfer_mbps.std(ddof=1)
         ci = float(r.ci95_mbps)
         wrong = {1.96 * s / math.sqrt(n): "the normal quantile 1.96: with a few runs use Student's t, la.t975(n - 1)",

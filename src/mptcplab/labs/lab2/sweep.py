@@ -98,7 +98,8 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
             fair.append({**{k: s.get(k) for k in FAIRNESS_COLUMNS}, "commit": commit,
                          "ss_mptcp_on_shared_mbps": ss_on_shared(d, s)})
         elif "variant" in s:
-            # what all paths together could carry in this run (`mptcp_ceiling_bps`): `mptcplab check` holds mbps to it
+            # what all paths together could carry in this run (`mptcp_ceiling_bps`): `mptcplab check` holds
+            # goodput_transfer_mbps to it
             ceiling = check.mptcp_ceiling_bps(json.loads((d / "manifest.json").read_text()), s) / 1e6
             tp.append({"run": d.name, "algo": s["algo"], "variant": s["variant"], "rep": s["rep"],
                        "goodput_transfer_mbps": s["goodput_transfer_mbps"], "ceiling_mbps": round(ceiling, 3),

@@ -28,16 +28,16 @@ from .predictions import (
     graded_runs, within_band,
 )
 from .fit import (
-    error_summary, padhye_vs_model1, padhye_sentence, timeouts_vs_model1, timeouts_paragraph, RTTS, rtt_sensitivity,
+    error_summary, padhye_vs_model1, padhye_sentence, timeouts_vs_model1, RTTS, rtt_sensitivity,
 )
 from .sweep import COMPACT, RUN_COLUMNS, one_way_delay, compact, load
-from .controls import CONTROLS, load_controls, sysctls_applied, data_netem
+from .controls import CONTROLS, load_controls, sysctls_applied
 from .recovery import (
-    RENO_RECOVERY, recovery_arms, recovery_table, timeout_count_effect, recovery_cause, recovery_section,
+    RENO_RECOVERY, recovery_arms, recovery_table, timeout_count_effect, recovery_cause,
 )
 from .ack_ratio import (
     ACK_MODELS, NO_RATE, ACK_DIVERGENCE, link_rate, paced_controls, ack_ratio_table, ack_ratio_effect, offloads_off,
-    rated_runs, ack_ratio_row, ack_ratio_section,
+    rated_runs, ack_ratio_row,
 )
 from .queued import setup_check_rate, rate_cause
 from .divergences import divergences
@@ -50,11 +50,11 @@ from .reference import export_reference
 __all__ = [  # the face: what `from mptcplab.labs.lab3 import analysis as la` offers
     "MODELS", "GRADED_MAX_LOSS", "QUEUED", "PAPER_MAX_LOSS", "QUEUE_LIMIT", "FILL_MIN", "BANDS", "model_b", "predict",
     "groups", "graded_runs", "within_band", "error_summary", "padhye_vs_model1", "padhye_sentence",
-    "timeouts_vs_model1", "timeouts_paragraph", "RTTS", "rtt_sensitivity", "COMPACT", "RUN_COLUMNS", "one_way_delay",
-    "compact", "load", "CONTROLS", "load_controls", "sysctls_applied", "data_netem", "RENO_RECOVERY", "recovery_arms",
-    "recovery_table", "timeout_count_effect", "recovery_cause", "recovery_section", "ACK_MODELS", "NO_RATE",
+    "timeouts_vs_model1", "RTTS", "rtt_sensitivity", "COMPACT", "RUN_COLUMNS", "one_way_delay",
+    "compact", "load", "CONTROLS", "load_controls", "sysctls_applied", "RENO_RECOVERY", "recovery_arms",
+    "recovery_table", "timeout_count_effect", "recovery_cause", "ACK_MODELS", "NO_RATE",
     "ACK_DIVERGENCE", "link_rate", "paced_controls", "ack_ratio_table", "ack_ratio_effect", "offloads_off",
-    "rated_runs", "ack_ratio_row", "ack_ratio_section", "setup_check_rate", "rate_cause", "divergences",
+    "rated_runs", "ack_ratio_row", "setup_check_rate", "rate_cause", "divergences",
     "LEGEND_BELOW", "fig_throughput", "fig_scatter", "fig_error", "fig_median_error", "named_figures", "figures",
     "write_figures", "report", "export_reference",
 ]

@@ -11,4 +11,5 @@ def cell(text: str) -> str:
 
 
 def pct(v) -> str:
+    """A signed share as the report writes an error (+12%); "–" for none."""
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:+.0%}"

@@ -254,7 +254,7 @@ def test_a_run_whose_kernel_queued_past_its_buffer_stays_outside_with_the_measur
         head + "tsokernel-128K-tcp-slow-r2,wmem,131072,tcp-slow,44.66,131072,1481304,1683640,2\n"
         "tso64-128K-tcp-slow-r1,wmem,131072,tcp-slow,12.2,131072,131768,133952,64\n"
         "broken-128K-tcp-slow-r1,wmem,131072,tcp-slow,30.0,131072,,133952,64\n")
-    from mptcplab.judge.check import check_sweep
+    from mptcplab.labs.lab1.bounds import check_sweep
     verdicts = check_sweep(tmp_path / "paper-point.csv")
     bad = {(v.check.split(" ")[0].split("/")[-1], v.check.rsplit(": ", 1)[-1]): v for v in verdicts if not v.ok}
     assert set(bad) == {("tsokernel-128K-tcp-slow-r2", "single-path TCP vs window bound"),

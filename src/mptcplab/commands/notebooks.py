@@ -12,7 +12,7 @@ from ..core import log
 from ..core.errors import UsageError
 from ..grading import autograder as ag
 from ..judge import claims
-from ..run.lab import get_lab
+from ..run.lab import all_labs, get_lab
 
 
 def register(sub) -> None:
@@ -33,17 +33,17 @@ def register(sub) -> None:
     g.set_defaults(func=_gradescope)
     r = nsub.add_parser("reference", help="copy a real run's compact results (tables, manifests, trimmed "
                                           "capture; never raw pcaps) to solutions/results/LAB")
-    r.add_argument("lab", help="lab1, lab2 or lab3")
+    r.add_argument("lab", help=f"which lab: {', '.join(all_labs())}")
     r.add_argument("run_dir", type=Path, help="the completed run's directory, e.g. results/lab1")
     r.add_argument("--dest", type=Path, help="default: solutions/results/LAB (replaced)")
     r.add_argument("--report-only", action="store_true",
                    help="only write paper-vs-this-run.md again, from the compact tables already in run_dir "
                         "(e.g. solutions/results/lab2 after the analysis changed; no new measurement)")
     r.add_argument("--tables", nargs="+", metavar="TABLE",
-                   help="replace only these tables of the existing reference (lab2: e.g. fairness) with the run's")
+                   help="replace only these tables of the existing reference (e.g. fairness) with the run's")
     r.add_argument("--controlled", metavar="NAME",
-                   help="keep the run as a controlled run beside the existing reference (DEST/controlled/NAME, "
-                        "lab2), whose report then says what it measured")
+                   help="keep the run as a controlled run beside the existing reference (DEST/controlled/NAME), "
+                        "whose report then says what it measured")
     r.set_defaults(func=_reference)
 
 

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import EnvironmentProblem
+from ..run.lab import all_labs
 
 SHARDS = """#!/bin/bash
 # {lab}: shard K of {n} of the sweep, one array task per shard (written by `mptcplab slurm`).
@@ -52,7 +53,7 @@ exec {kit} check "{out}/merged"
 def register(sub) -> None:
     p = sub.add_parser("slurm", help="run a lab's sweep on a Slurm cluster: a job array of shards, then a "
                                      "dependent job that merges them")
-    p.add_argument("lab", help="which lab: lab1, lab2, lab3")
+    p.add_argument("lab", help=f"which lab: {', '.join(all_labs())}")
     p.add_argument("--array", type=int, required=True, metavar="N", help="how many shards (array tasks)")
     p.add_argument("--quick", action="store_true", help="the short version of the sweep")
     p.add_argument("--where", default="auto", help="the place each shard runs in (default auto: what each node "

@@ -1,15 +1,14 @@
 """`mptcplab check RESULTS_DIR`: judge recorded results against physics (see physics.py).
 
-Reads what the labs write, without re-running anything; each lab names its results tables and the
-judge of each (`Lab.results_checks`):
-- a sweep table (`check_sweep`: one row per run; `config` tcp-<path> is single-path TCP over
-  that path, `sndbuf_effective` the sk_sndbuf the kernel reported to the sender, and in runs that
-  sampled `ss` `inflight_max_<path>`) with a manifest next to it (or in a run directory
-  under it) that gives each path's configured RTT and rate;
+Reads what the labs write, without re-running anything. Each lab names its results tables and the
+judge of each (`Lab.judging.results_checks`): a table only one lab writes is judged in that lab's
+package, with the pieces here (`ceiling`, `wire_rate`, `paths_of`, `number`). Judged here:
 - a goodput table (`check_runs_table`: `goodput_window_mbps`, the receiver's goodput of all n flows
   together over the steady window, over a bottleneck of `capacity_mbps`; `emulator_wire_mbps`, what the
   bottleneck itself sent; or `goodput_transfer_mbps` of each MPTCP run against `ceiling_mbps`, its paths'
   ceilings);
+- the setup checks a manifest or summary records (`check_setup_checks`): each path's single TCP
+  against its link's ceiling;
 - run directories whose `summary.json` carries `kernel_tcp` (the `ss` view every sampled run
   records): bytes in flight against the window bound of the buffer the kernel reported; each
   connection's min RTT against the lowest RTT its path was configured with during the run; and
@@ -17,7 +16,7 @@ judge of each (`Lab.results_checks`):
 
 Single-path TCP above its window bound, or any goodput above its link's ceiling, is a finding. It
 stays one whatever explains it; where the run's own `ss -m` samples show why (the kernel queued past
-sk_sndbuf: physics.queue_overrun, e.g. Lab 1's tcp_min_tso_segs control), the verdict names that
+sk_sndbuf: physics.queue_overrun, e.g. a run at the kernel's own tcp_min_tso_segs), the verdict names that
 measured cause, and `mptcplab check` counts such verdicts apart.
 """
 
@@ -42,20 +41,7 @@ def paths_of(manifest: dict) -> dict[str, dict]:
     return paths
 
 
-def _paths_from_manifest(folder: Path) -> dict[str, dict]:
-    """Path name -> {rtt_s, rate_bps} from the first manifest in or under `folder`."""
-    candidates = sorted(folder.glob("*manifest.json")) + sorted(folder.glob("*/manifest.json"))
-    for m in candidates:
-        try:
-            paths = paths_of(json.loads(m.read_text()))
-        except (OSError, ValueError):
-            continue
-        if paths:
-            return paths
-    return {}
-
-
-def _number(value) -> float:
+def number(value) -> float:
     """A table cell as a number: 0 when empty or NaN (csv gives '', pandas NaN)."""
     try:
         x = float(value)
@@ -64,73 +50,21 @@ def _number(value) -> float:
     return x if x == x else 0.0
 
 
-def single_path_bounds(row, path: dict) -> dict:
-    """The bounds of one single-path TCP run of a sweep table over `path` ({rtt_s, rate_bps}).
-
-    The run's sk_sndbuf is the largest it can have had (the looser bound): the one the kernel
-    reported after the transfer (`sndbuf_effective`), and for the tcp_wmem method tcp_wmem[2]
-    (`buffer_bytes`), since global TCP memory pressure may have shrunk it before that report
-    (sk_stream_moderate_sndbuf, 6.12 include/net/sock.h). Returns sk_sndbuf, rtt_s and
-    the bounds: `window_bps` ((sk_sndbuf + 64 KiB) / RTT), `ceiling_bps` (the link) and
-    `unacked_bytes` (sk_sndbuf + 64 KiB, for a window-limited run only: physics.window_limited);
-    inf where there is nothing to bound with.
-    """
-    sk = _number(row.get("sndbuf_effective"))
-    if row.get("method") == "wmem":
-        sk = max(sk, _number(row.get("buffer_bytes")))
-    sk = int(sk)
-    rtt = path.get("rtt_s") or 0.0
-    inf = float("inf")
-    limited = bool(sk) and physics.window_limited(sk, rtt, path.get("rate_bps"))
-    return {"sk_sndbuf": sk, "rtt_s": rtt,
-            "window_bps": physics.window_bound_bps(sk, rtt) if sk and rtt > 0 else inf,
-            "ceiling_bps": physics.link_ceiling_bps(path["rate_bps"]) if path.get("rate_bps") else inf,
-            "unacked_bytes": physics.unacked_bound_bytes(sk) if limited else inf}
-
-
-def _ceiling(where: str, mbps: float, rate_bps: float | None, wire_mbps: float | None = None) -> list[physics.Verdict]:
+def ceiling(where: str, mbps: float, rate_bps: float | None, wire_mbps: float | None = None,
+            what: str = "goodput vs link ceiling") -> list[physics.Verdict]:
+    """A goodput against the ceiling of a link of `rate_bps` (physics.judge_ceiling, with the
+    emulator's own count `wire_mbps` where known); nothing to judge without a rate."""
     if not rate_bps:
         return []
-    return [physics.judge_ceiling(f"{where}: goodput vs link ceiling", mbps * 1e6, rate_bps,
+    return [physics.judge_ceiling(f"{where}: {what}", mbps * 1e6, rate_bps,
                                   None if wire_mbps is None else wire_mbps * 1e6)]
 
 
-def check_sweep(table: Path) -> list[physics.Verdict]:
-    """Every single-path row of a sweep table against its link and window bounds; and, where the
-    row carries the kernel's view (`inflight_max_<path>`) and its run directory is not beside the
-    table (a compact reference copy), its bytes in flight (check_run_dir judges them otherwise)."""
-    paths = _paths_from_manifest(table.parent)
-    out = []
-    with open(table, newline="") as f:
-        for row in csv.DictReader(f):
-            config, run = row.get("config", ""), row.get("run", "?")
-            if not config.startswith("tcp-") or not row.get("goodput_transfer_mbps"):
-                continue  # MPTCP rows: several paths, no single-path window bound
-            name = config.removeprefix("tcp-")
-            path = paths.get(name)
-            if path is None:
-                out.append(physics.Verdict(f"{table}: {run}: path of {config!r} not in any manifest",
-                                           0, 0, "", False, "cannot judge without the path's RTT"))
-                continue
-            mbps = float(row["goodput_transfer_mbps"])
-            b = single_path_bounds(row, path)
-            where = f"{table.parent.name}/{run}"
-            if row.get("min_tso_segs"):  # Lab 1's control runs it at the kernel's own: said, judged all the same
-                where += f" (tcp_min_tso_segs {row['min_tso_segs']})"
-            out += _ceiling(where, mbps, path["rate_bps"])
-            cause = physics.queue_overrun(b["sk_sndbuf"], _number(row.get("wmem_queued_max")),
-                                          row.get("min_tso_segs") or None)
-            if b["sk_sndbuf"] and b["rtt_s"] > 0:
-                bound, ok = b["window_bps"] / 1e6, mbps <= b["window_bps"] / 1e6
-                out.append(physics.Verdict(f"{where}: single-path TCP vs window bound", mbps, bound, "Mbit/s",
-                                           ok, f"sk_sndbuf {b['sk_sndbuf']} B, RTT {b['rtt_s'] * 1e3:g} ms",
-                                           "" if ok else cause))
-            inflight = _number(row.get(f"inflight_max_{name}"))
-            if inflight and b["unacked_bytes"] < float("inf") and not (table.parent / run / "summary.json").exists():
-                ok = inflight <= b["unacked_bytes"]
-                out.append(physics.Verdict(f"{where}: bytes in flight", inflight, b["unacked_bytes"], "B", ok,
-                                           f"sk_sndbuf {b['sk_sndbuf']} B + one 64 KiB skb", "" if ok else cause))
-    return out
+def wire_rate(where: str, wire_mbps: float, rate_bps: float, how: str) -> physics.Verdict:
+    """What an emulator itself sent over a link (`wire_mbps`, headers included) against the link's
+    configured rate, `how` it was counted."""
+    bound = physics.allowed(rate_bps) / 1e6
+    return physics.Verdict(f"{where} vs configured rate", wire_mbps, bound, "Mbit/s", wire_mbps <= bound, how)
 
 
 def check_runs_table(table: Path) -> list[physics.Verdict]:
@@ -145,39 +79,13 @@ def check_runs_table(table: Path) -> list[physics.Verdict]:
                 continue
             where, rate = f"{table.parent.name}/{row.get('run', '?')}", float(row["capacity_mbps"]) * 1e6
             if row.get("goodput_window_mbps"):
-                out += _ceiling(where, float(row["goodput_window_mbps"]), rate)
+                out += ceiling(where, float(row["goodput_window_mbps"]), rate)
             # the bottleneck's own count of what it sent, headers included; the lowest rate its
             # samples allow where recorded (observe.qdisc_window)
             key = "emulator_wire_mbps_min" if row.get("emulator_wire_mbps_min") else "emulator_wire_mbps"
             if row.get(key):
-                wire, bound = float(row[key]), physics.allowed(rate) / 1e6
-                out.append(physics.Verdict(f"{where}: emulator's wire rate vs configured rate", wire, bound,
-                                           "Mbit/s", wire <= bound, "tc -s qdisc bytes over the measurement window"))
-    return out
-
-
-def check_fairness_table(table: Path) -> list[physics.Verdict]:
-    """Lab 2's fairness runs: the TCP flow and the MPTCP connection's subflow share one link, so
-    together they carry at most its ceiling (`tcp_on_shared_mbps` where the run measured both over
-    one window, else `tcp_goodput_transfer_mbps`). The link is the `fairness.shared` parameter of the manifest beside
-    the table."""
-    try:
-        man = json.loads((table.parent / "lab2-manifest.json").read_text())
-        rate = LinkSpec.parse(((man.get("parameters") or {}).get("fairness") or {})["shared"]).rate_bps
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
-    out = []
-    with open(table, newline="") as f:
-        for row in csv.DictReader(f):
-            tcp = _number(row.get("tcp_on_shared_mbps")) or _number(row.get("tcp_goodput_transfer_mbps"))
-            both = tcp + _number(row.get("mptcp_on_shared_mbps"))
-            where = f"{table.parent.name}/fair-{row.get('algo')}-r{row.get('rep')}"
-            out += [physics.Verdict(f"{where}: TCP + MPTCP on the shared path vs its ceiling", v.measured, v.bound,
-                                    v.unit, v.ok) for v in _ceiling("", both, rate)]
-            if _number(row.get("shared_wire_mbps")):  # the emulator's own count of what the link delivered
-                wire, bound = _number(row["shared_wire_mbps"]), physics.allowed(rate) / 1e6
-                out.append(physics.Verdict(f"{where}: the shared link's wire rate vs configured rate", wire, bound,
-                                           "Mbit/s", wire <= bound, "both flows' packets captured on its egress"))
+                out.append(wire_rate(f"{where}: emulator's wire rate", float(row[key]), rate,
+                                     "tc -s qdisc bytes over the measurement window"))
     return out
 
 
@@ -195,7 +103,7 @@ def check_setup_checks(path: Path) -> list[physics.Verdict]:
             continue
         where = f"{path.parent.name}/{path.name}: setup check, path {name}"
         wire = row.get("emulator_wire_mbps_min")  # what the run's own judge had (verify, physics.judge_link)
-        out += _ceiling(where, float(row["tcp_goodput_steady_mbps"]), LinkSpec.parse(row["link"]).rate_bps,
+        out += ceiling(where, float(row["tcp_goodput_steady_mbps"]), LinkSpec.parse(row["link"]).rate_bps,
                         None if wire is None else float(wire))
     return out
 
@@ -270,7 +178,7 @@ def check_run_dir(run: Path) -> list[physics.Verdict]:
                 continue
             bound = physics.unacked_bound_bytes(int(k["sk_sndbuf"]))
             ok = k["inflight_bytes_max"] <= bound
-            cause = "" if ok else physics.queue_overrun(int(k["sk_sndbuf"]), _number(k.get("wmem_queued_max")),
+            cause = "" if ok else physics.queue_overrun(int(k["sk_sndbuf"]), number(k.get("wmem_queued_max")),
                                                         summary.get("min_tso_segs"))
             out.append(physics.Verdict(f"{run.name} ({name}, {conn}): bytes in flight", k["inflight_bytes_max"],
                                        bound, "B", ok, f"sk_sndbuf {int(k['sk_sndbuf'])} B + one 64 KiB skb", cause))

@@ -180,29 +180,33 @@ def _fmt_interval(iv) -> str:
     return f"{iv[0]:.3g}..{iv[1]:.3g}"
 
 
-def ledger(lab) -> tuple[tuple[Claim, ...], Callable[[Path], dict]] | None:
-    """(claims, tables loader) of a lab that declares a ledger (Lab.judging.claims), else None."""
-    module = lab.judging.claims
-    return (tuple(module.CLAIMS), module.tables) if module is not None else None
-
-
 def document(lab, out: Path) -> dict | None:
-    """claims.json's content for a lab's results folder, or None for a lab without a ledger. Tables
-    that cannot be loaded make every claim "not measured", saying why."""
-    found = ledger(lab)
-    if found is None:
-        return None
-    claims, loader = found
+    """claims.json's content for a lab's results folder, or None for a lab without a ledger
+    (Lab.judging.claims)."""
+    module = lab.judging.claims
+    return None if module is None else _document(lab.id, module, out)
+
+
+def _document(lab_id: str, module, out: Path) -> dict:
+    """The ledger `module` (its CLAIMS, and `tables(results_dir)`) decided on `out`. Tables that
+    cannot be loaded make every claim "not measured", saying why."""
+    claims = tuple(module.CLAIMS)
     try:
-        tables = loader(Path(out))
+        tables = module.tables(Path(out))
     except (OSError, ValueError, KeyError) as exc:
         records = [{"id": c.id, "statement": c.statement, "paper_value": c.paper_value, "source": c.source,
                     "predicate": c.predicate, **_record(Verdict.missing(f"tables unreadable: {exc}"), 0),
                     "causes": [], "cause": "", "cause_short": ""} for c in claims]
     else:
         records = evaluate(claims, tables)
-    return {"lab": lab.id, "alpha": stats.ALPHA, "correction": "holm over the lab's claims and controls",
+    return {"lab": lab_id, "alpha": stats.ALPHA, "correction": "holm over the lab's claims and controls",
             "claims": records}
+
+
+def judged(lab_id: str, module, out: Path | str) -> dict:
+    """A results folder's claims.json, or the ledger `module` decided on it now (a folder made
+    before the kit wrote one): what a lab's own report reads."""
+    return load(out) or _document(lab_id, module, out)
 
 
 def write(lab, out: Path) -> Path | None:

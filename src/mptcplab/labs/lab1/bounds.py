@@ -1,7 +1,9 @@
-"""Lab 1 analysis: physics: what a send buffer allows each run (the bounds `mptcplab check` applies too)."""
+"""Lab 1 analysis: physics: what a send buffer allows each run, and `check_sweep`, the judge
+`mptcplab check` applies to Lab 1's sweep tables (LAB.judging.results_checks) with the same bounds."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -9,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ...judge import physics
-from ...judge.check import paths_of, single_path_bounds
+from ...judge.check import ceiling, number, paths_of
 from .sweep import GOODPUT_LIMIT, LINK_MBPS, _kib
 
 
@@ -24,6 +26,71 @@ def sweep_manifest(path: Path | str) -> dict:
         if paths_of(manifest):
             return manifest
     raise FileNotFoundError(f"no manifest with the network in {path}")
+
+
+def single_path_bounds(row, path: dict) -> dict:
+    """The bounds of one single-path TCP run of a sweep table over `path` ({rtt_s, rate_bps}).
+
+    The run's sk_sndbuf is the largest it can have had (the looser bound): the one the kernel
+    reported after the transfer (`sndbuf_effective`), and for the tcp_wmem method tcp_wmem[2]
+    (`buffer_bytes`), since global TCP memory pressure may have shrunk it before that report
+    (sk_stream_moderate_sndbuf, 6.12 include/net/sock.h). Returns sk_sndbuf, rtt_s and
+    the bounds: `window_bps` ((sk_sndbuf + 64 KiB) / RTT), `ceiling_bps` (the link) and
+    `unacked_bytes` (sk_sndbuf + 64 KiB, for a window-limited run only: physics.window_limited);
+    inf where there is nothing to bound with.
+    """
+    sk = number(row.get("sndbuf_effective"))
+    if row.get("method") == "wmem":
+        sk = max(sk, number(row.get("buffer_bytes")))
+    sk = int(sk)
+    rtt = path.get("rtt_s") or 0.0
+    inf = float("inf")
+    limited = bool(sk) and physics.window_limited(sk, rtt, path.get("rate_bps"))
+    return {"sk_sndbuf": sk, "rtt_s": rtt,
+            "window_bps": physics.window_bound_bps(sk, rtt) if sk and rtt > 0 else inf,
+            "ceiling_bps": physics.link_ceiling_bps(path["rate_bps"]) if path.get("rate_bps") else inf,
+            "unacked_bytes": physics.unacked_bound_bytes(sk) if limited else inf}
+
+
+def check_sweep(table: Path) -> list[physics.Verdict]:
+    """Every single-path row of a sweep table against its link and window bounds; and, where the
+    row carries the kernel's view (`inflight_max_<path>`) and its run directory is not beside the
+    table (a compact reference copy), its bytes in flight (check_run_dir judges them otherwise)."""
+    try:
+        paths = paths_of(sweep_manifest(table.parent))
+    except FileNotFoundError:
+        paths = {}
+    out = []
+    with open(table, newline="") as f:
+        for row in csv.DictReader(f):
+            config, run = row.get("config", ""), row.get("run", "?")
+            if not config.startswith("tcp-") or not row.get("goodput_transfer_mbps"):
+                continue  # MPTCP rows: several paths, no single-path window bound
+            name = config.removeprefix("tcp-")
+            path = paths.get(name)
+            if path is None:
+                out.append(physics.Verdict(f"{table}: {run}: path of {config!r} not in any manifest",
+                                           0, 0, "", False, "cannot judge without the path's RTT"))
+                continue
+            mbps = float(row["goodput_transfer_mbps"])
+            b = single_path_bounds(row, path)
+            where = f"{table.parent.name}/{run}"
+            if row.get("min_tso_segs"):  # Lab 1's control runs it at the kernel's own: said, judged all the same
+                where += f" (tcp_min_tso_segs {row['min_tso_segs']})"
+            out += ceiling(where, mbps, path["rate_bps"])
+            cause = physics.queue_overrun(b["sk_sndbuf"], number(row.get("wmem_queued_max")),
+                                          row.get("min_tso_segs") or None)
+            if b["sk_sndbuf"] and b["rtt_s"] > 0:
+                bound, ok = b["window_bps"] / 1e6, mbps <= b["window_bps"] / 1e6
+                out.append(physics.Verdict(f"{where}: single-path TCP vs window bound", mbps, bound, "Mbit/s",
+                                           ok, f"sk_sndbuf {b['sk_sndbuf']} B, RTT {b['rtt_s'] * 1e3:g} ms",
+                                           "" if ok else cause))
+            inflight = number(row.get(f"inflight_max_{name}"))
+            if inflight and b["unacked_bytes"] < float("inf") and not (table.parent / run / "summary.json").exists():
+                ok = inflight <= b["unacked_bytes"]
+                out.append(physics.Verdict(f"{where}: bytes in flight", inflight, b["unacked_bytes"], "B", ok,
+                                           f"sk_sndbuf {b['sk_sndbuf']} B + one 64 KiB skb", "" if ok else cause))
+    return out
 
 
 def window_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:

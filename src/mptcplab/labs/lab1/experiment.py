@@ -29,10 +29,10 @@ from dataclasses import dataclass, replace
 
 from . import analysis as lab1_analysis, claims as lab1_claims, fragments as lab1_fragments, paper_point as lab1_paper_point
 from . import unseen as lab1_unseen
+from .bounds import check_sweep
 from ...core import log
 from ...core.errors import UsageError
 from ...judge import physics
-from ...judge.check import check_sweep
 from ...measure.bulk import PORT
 from ...measure.observe import Capture, Counters, SsSampler, Tracing
 from ...measure.traffic import bulk, verify_capture

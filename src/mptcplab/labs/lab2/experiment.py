@@ -19,9 +19,10 @@ import time
 from . import analysis as lab2_analysis, cc, claims as lab2_claims, fragments as lab2_fragments
 from . import unseen as lab2_unseen
 from .cc import command as cc_command
+from .fairness import check_fairness_table
 from ...core import log
 from ...core.errors import ExperimentFailed, UsageError
-from ...judge.check import check_fairness_table, check_runs_table
+from ...judge.check import check_runs_table
 from ...measure.bulk import PORT
 from ...measure.observe import Capture, SsSampler, Tracing
 from ...measure.traffic import Transfer, bulk, concurrent, start_time, udp_onoff

@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import csv
+import json
 import math
+from pathlib import Path
 
 import pandas as pd
 
 from ...judge import physics, stats
+from ...judge.check import ceiling, number, wire_rate
 from ...judge.stats import mean_ci
 from ...net.links import LinkSpec
 from .paper import ORDER
@@ -113,3 +117,27 @@ def best_path_ceiling_mbps(man: dict) -> float | None:
             continue
     rates = [r for r in rates if r]
     return physics.link_ceiling_bps(max(rates)) / 1e6 if rates else None
+
+
+def check_fairness_table(table: Path) -> list[physics.Verdict]:
+    """`mptcplab check` of the fairness runs (LAB.judging.results_checks): the TCP flow and the MPTCP
+    connection's subflow share one link, so together they carry at most its ceiling
+    (`tcp_on_shared_mbps` where the run measured both over one window, else
+    `tcp_goodput_transfer_mbps`), and the link's capture on its egress at most its rate. The link is
+    the `fairness.shared` parameter of the manifest beside the table."""
+    try:
+        man = json.loads((table.parent / "lab2-manifest.json").read_text())
+        rate = LinkSpec.parse(((man.get("parameters") or {}).get("fairness") or {})["shared"]).rate_bps
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    out = []
+    with open(table, newline="") as f:
+        for row in csv.DictReader(f):
+            tcp = number(row.get("tcp_on_shared_mbps")) or number(row.get("tcp_goodput_transfer_mbps"))
+            both = tcp + number(row.get("mptcp_on_shared_mbps"))
+            where = f"{table.parent.name}/fair-{row.get('algo')}-r{row.get('rep')}"
+            out += ceiling(where, both, rate, what="TCP + MPTCP on the shared path vs its ceiling")
+            if number(row.get("shared_wire_mbps")):  # the emulator's own count of what the link delivered
+                out.append(wire_rate(f"{where}: the shared link's wire rate", number(row["shared_wire_mbps"]), rate,
+                                     "both flows' packets captured on its egress"))
+    return out

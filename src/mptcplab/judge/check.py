@@ -108,12 +108,17 @@ def check_setup_checks(path: Path) -> list[physics.Verdict]:
     return out
 
 
-def _path_by_address(run: Path) -> dict[str, dict]:
-    """Sender address -> {rtt_s, rate_bps} of its path, from the run's manifest ({} without one)."""
+def _manifest(run: Path) -> dict:
+    """A run directory's manifest.json ({} without a readable one)."""
     try:
-        manifest = json.loads((run / "manifest.json").read_text())
+        return json.loads((run / "manifest.json").read_text())
     except (OSError, ValueError):
         return {}
+
+
+def _path_by_address(run: Path) -> dict[str, dict]:
+    """Sender address -> {rtt_s, rate_bps} of its path, from the run's manifest ({} without one)."""
+    manifest = _manifest(run)
     paths = paths_of(manifest)
     return {p["a_addr"]: paths[p["name"]] for p in (manifest.get("network") or {}).get("paths", [])
             if p.get("a_addr") and p["name"] in paths}
@@ -143,9 +148,8 @@ def mptcp_ceiling_bps(manifest: dict, summary: dict) -> float:
 def _mptcp_ceiling(run: Path, summary: dict) -> list[physics.Verdict]:
     if summary.get("proto") != "mptcp" or "goodput_transfer_mbps" not in summary:
         return []
-    try:
-        manifest = json.loads((run / "manifest.json").read_text())
-    except (OSError, ValueError):
+    manifest = _manifest(run)
+    if not manifest:
         return []
     bound = physics.allowed(mptcp_ceiling_bps(manifest, summary)) / 1e6
     if bound == float("inf"):
@@ -189,10 +193,7 @@ def _lowest_rtts_ms(run: Path, summary: dict) -> dict[str, float]:
     """Path name -> the lowest RTT its configuration allowed during the run, in ms: the configured
     one, or less where a path change of the run (`mobility_applied`, else the run's `mobility`
     parameter) set a shorter delay (one way, both directions)."""
-    try:
-        manifest = json.loads((run / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return {}
+    manifest = _manifest(run)
     lowest = {name: p["rtt_s"] * 1e3 for name, p in paths_of(manifest).items()}
     changes = summary.get("mobility_applied") or (manifest.get("parameters") or {}).get("mobility") or []
     for m in changes:

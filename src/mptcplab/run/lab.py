@@ -4,12 +4,14 @@ point is measured, and its analysis.
 Every lab is a package `mptcplab.labs.labN` with the same modules:
 
 - `experiment.py`: parameters -> `topology(params)`, `points(params, sweep)` (the runs), and
-  `measure(net, rd, point, params)` (one run); it defines `LAB = Lab(...)`;
+  `measure(net, rd, point, params)` (one run); it defines `LAB = Lab(...)`: the five hooks every lab
+  has, then only the groups of optional hooks that apply to it (`Running`, `Parameters`, `Judging`,
+  `Grading`, `commands`);
 - `measure.py`: pure functions from captures and traces to tables;
 - `analysis.py`: `compact`, `load`, `report`, `figures`, `export_reference`.
 
 The engine (`mptcplab.run.engine`) owns the loop: it builds the network, runs the setup check once,
-applies each point's settings (`configure`), records the network, measures, resumes and shows
+applies each point's settings (`Lab.running.configure`), records the network, measures, resumes and shows
 progress. A lab never loops over its points or records its network itself.
 """
 

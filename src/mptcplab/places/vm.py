@@ -431,8 +431,8 @@ class _Started:
         self.text += chunk
         if not self.up and STARTED in self.text:
             self.up = True
-            self.say.info("the VM's kernel is up after %s; probing netem, tbf, kprobes, BPF struct_ops and "
-                          "minrtt inside it", eta.duration(time.monotonic() - self.t0))
+            self.say.info("the VM's kernel is up after %s; probing %s inside it",
+                          eta.duration(time.monotonic() - self.t0), ", ".join(PLACE_CAPABILITIES))
 
     def flush(self) -> None:
         return None

@@ -222,4 +222,4 @@ def _sweep_by_prefix() -> list[str]:
             if inst.name.startswith(PREFIX) and remove_trace_instance(inst.name):
                 removed.append(f"tracefs instance {inst.name}")
     removed += remove_kprobe_events()
-    return removed  # guests: each place's clean(); a lab's own kernel objects: Lab.clean (commands/clean.py)
+    return removed  # guests: each place's clean(); a lab's own kernel objects: Lab.running.clean (commands/clean.py)

@@ -54,7 +54,7 @@ class Place(Protocol):
         its kernel's build), or nothing: `reproduce` does it beside deciding and preparing the others."""
 
     def prepare(self, lab) -> None:
-        """Host-side work before `lab` boots there (Lab.prebuild), or nothing."""
+        """Host-side work before `lab` boots there (Lab.running.prebuild), or nothing."""
 
     def run(self, argv: list[str], results: list[Path], handed: dict) -> int:
         """Run `mptcplab ARGV` there (the caller appends `--where native`) and return its exit

@@ -56,4 +56,4 @@ def run(argv: list[str], results: list, handed: dict) -> int:
 
 
 def clean() -> list[str]:
-    return []  # namespaces, tracefs instances: state.clean; a lab's own objects: Lab.clean
+    return []  # namespaces, tracefs instances: state.clean; a lab's own objects: Lab.running.clean

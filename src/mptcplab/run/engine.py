@@ -4,7 +4,7 @@
 
 It asks the lab for its points, skips those already done (a sweep resumes where it stopped),
 builds the network a point needs, runs the setup check once before the first measurement, and for
-each point: applies the point's own settings (`Lab.configure`), records the network as the kernel
+each point: applies the point's own settings (`Lab.running.configure`), records the network as the kernel
 then reports it into the run's manifest, and measures (`Lab.measure`). Progress is logged per
 run with an estimate of the time left in wall-clock time (inside UML, the host's clock: the
 guest's time-travel clock skips idle time). Points may depend on results (a detailed run that

@@ -49,7 +49,7 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
     guest's command is handed the user's command line, the tool versions and the checkout's commit
     (for its manifests: read here, where they cost no emulated CPU) and the lab's `params` as
     resolved here (places.hand), not re-parsed from --set. `checked` keys the recorded setup
-    check by the `--set` overrides it ran with (records.params_key). `convert` (Lab.convert): the
+    check by the `--set` overrides it ran with (records.params_key). `convert` (Lab.running.convert): the
     guest's finished runs converted here while it measures the next (converting)."""
     to_guest = places.get(where).GUEST and not places.inside_guest()
     if not to_guest:
@@ -87,7 +87,7 @@ def in_place(where: str, argv: list[str], here: Callable[[], int], out: Path | N
 
 @contextlib.contextmanager
 def beside_the_boot(prepare: Callable[[], None] | None):
-    """`prepare()` (the host's work for the guest, Lab.prebuild: 4 s of clang for Lab 2's BPF
+    """`prepare()` (the host's work for the guest, Lab.running.prebuild: 4 s of clang for Lab 2's BPF
     objects with an empty cache) on the host's other core while the guest boots, instead of before:
     the guest needs its result only once the kit has started in it, 30-40 s later under software
     emulation. Its files appear whole (written, then renamed); a guest that got there first builds
@@ -109,7 +109,7 @@ def beside_the_boot(prepare: Callable[[], None] | None):
 @contextlib.contextmanager
 def converting(out: Path | None, convert: Callable[[Path], object] | None, every_s: float = 5.0):
     """Around a guest's sweep: every `every_s` its finished runs' raw records are converted here
-    (Lab.convert), on the host's core that the emulated CPU leaves free, so the analysis after the
+    (Lab.running.convert), on the host's core that the emulated CPU leaves free, so the analysis after the
     guest has only the last runs left: the quick Lab 2's analysis after the guest took 12 s, 4-5 s
     with this (benchmarks/results/vm_run_overhead.md, vmspeed5). A finished run's directory is
     final (results.RunDir.finish renames it whole), so the guest never writes where the host

@@ -1,6 +1,6 @@
 """Lab 1's inputs no student has seen, and the kit's answers on them (what the graded checks compare).
 
-`held_out(tables, rng)` (`LAB.held_out`) draws, from the reference tables and a generator seeded
+`held_out(tables, rng)` (`LAB.grading.held_out`) draws, from the reference tables and a generator seeded
 from the instructor's secret, one input for every graded question: the reference sweep with each
 point's goodput rescaled (so the degraded buffers move; one buffer per method ties MPTCP with
 tcp-fast), made-up send-buffer waits over a transfer of another length, buffer settings the lab
@@ -167,6 +167,6 @@ def answers(inputs: dict) -> dict:
     }
 
 
-# The answer keys a submission must not call (LAB.answer_keys["unseen"]).
+# The answer keys a submission must not call (LAB.grading.answer_keys["unseen"]).
 ANSWER_KEYS = ("mean_goodput", "degraded_buffers", "bytes_per_path", "dsn_span", "blocked_share", "dss_row",
                "mptcp_sndbuf", "left_for_fast", "starvation", "below_tcp", "answers")

@@ -1,4 +1,4 @@
-"""Inputs for Lab 2's hidden tests that no student has seen: `held_out(tables, rng)` (Lab.held_out).
+"""Inputs for Lab 2's hidden tests that no student has seen: `held_out(tables, rng)` (Lab.grading.held_out).
 
 The notebook's graded questions are functions (the CS218 rule, the throughput table, the
 comparison of two algorithms, the TCP flow's share and the harmless set); grading calls them on
@@ -133,7 +133,7 @@ def held_out(tables: dict, rng: np.random.Generator) -> dict:
 
 
 def answers(inputs: dict) -> dict:
-    """The kit's answers on held_out's inputs, {question: answer} (Lab.unseen_answers: computed by
+    """The kit's answers on held_out's inputs, {question: answer} (Lab.grading.unseen_answers: computed by
     the grader before any submission runs, hidden from submissions as an answer key)."""
     from . import analysis, ccref
 

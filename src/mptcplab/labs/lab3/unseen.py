@@ -133,7 +133,7 @@ def scope_runs(runs: pd.DataFrame, rng, size: int = 30) -> pd.DataFrame:
 
 
 def held_out(tables: dict, rng: np.random.Generator) -> dict:
-    """Lab 3's unseen inputs, one entry per graded question's function (LAB.held_out)."""
+    """Lab 3's unseen inputs, one entry per graded question's function (LAB.grading.held_out)."""
     t = {k: tables[k] for k in ("runs", "flows", "losses")}
     if "queued" not in t["runs"]:
         t["runs"] = analysis.predict(t["runs"])

@@ -28,6 +28,7 @@ def test_a_lab_import_in_the_engine_a_lab_importing_a_lab_and_a_cycle_break_them
                     ignore=shutil.ignore_patterns("__pycache__", "*.c"))
     pkg = tmp_path / "src" / "mptcplab"
     for rel, line in (("run/engine.py", "from ..labs.lab1 import analysis"),  # the engine names a lab
+                      ("commands/check.py", "from ..labs.lab2 import cc"),  # a command names a lab (Lab.commands)
                       ("labs/lab1/measure.py", "from ..lab3 import models"),  # a lab uses another lab's code
                       ("core/paths.py", "from ..run import results")):  # the ground reaches up: a cycle too
         f = pkg / rel
@@ -41,6 +42,7 @@ def test_a_lab_import_in_the_engine_a_lab_importing_a_lab_and_a_cycle_break_them
                    "Layers: a module imports only from the layers below it BROKEN"):
         assert broken in report, report
     assert "mptcplab.run.engine -> mptcplab.labs.lab1.analysis" in report
+    assert "mptcplab.commands.check -> mptcplab.labs.lab2.cc" in report
     assert "mptcplab.labs.lab1.measure -> mptcplab.labs.lab3.models" in report
 
 

@@ -12,7 +12,7 @@ from ..run.shards import Shard
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="run a lab's experiment (resumable; results with manifests)")
-    p.add_argument("lab", help=f"which lab: {', '.join(all_labs()) or 'lab1, lab2, lab3'}")
+    p.add_argument("lab", help=f"which lab: {', '.join(all_labs()) or '(none installed)'}")
     p.add_argument("--quick", action="store_true", help="the short version (fewer points, shorter runs; for CI)")
     p.add_argument("--where", default="auto", help="auto (the fastest place that honours the lab's inputs and "
                    "has not failed its setup check), native, uml or vm")

@@ -352,3 +352,11 @@ def test_subflow_inflight_reads_each_subflows_share_from_the_observed_run():
     t = la.subflow_inflight(REF / "paper-point" / "paper-detail-1M-mptcp-default").set_index("path")
     assert t.loc["fast", "idle_share"] < 0.05 and t.loc["fast", "samples"] > 20
     assert 0.9e6 < t.loc["slow", "inflight_median"] <= t.loc["slow", "inflight_max"] < 1.2e6
+
+
+def test_the_shipped_report_is_what_the_analysis_makes_of_the_shipped_tables():
+    """solutions/results/lab1/paper-vs-this-run.md regenerates byte for byte from the committed
+    tables (`mptcplab notebooks reference lab1 solutions/results/lab1 --report-only`): report()'s
+    sections assembled in order say what the shipped report says."""
+    assert la.report(REF) == (REF / "paper-vs-this-run.md").read_text(), \
+        "stale: run `mptcplab notebooks reference lab1 solutions/results/lab1 --report-only` and commit"

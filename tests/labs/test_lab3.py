@@ -478,3 +478,14 @@ def test_the_reference_says_whether_its_random_loss_runs_had_a_rate_from_their_q
     clean = rm.assign(qdiscs=json.dumps([netem]))
     assert "(4 runs, netem without a rate)" in la.ack_ratio_row(ref, {"linux_recovery": bursts}, clean)[1]
     assert "their links' qdiscs not kept" in la.ack_ratio_row(ref, {"linux_recovery": bursts})[1]
+
+
+def test_the_shipped_report_is_what_the_analysis_makes_of_the_shipped_tables():
+    """solutions/results/lab3/paper-vs-this-run.md regenerates byte for byte from the committed
+    tables and controls (`mptcplab notebooks reference lab3 solutions/results/lab3 --report-only`):
+    report()'s sections assembled in order say what the shipped report says."""
+    from mptcplab.run.lab import REPO_ROOT
+
+    ref = REPO_ROOT / "solutions" / "results" / "lab3"
+    assert la.report(ref) == (ref / "paper-vs-this-run.md").read_text(), \
+        "stale: run `mptcplab notebooks reference lab3 solutions/results/lab3 --report-only` and commit"

@@ -415,10 +415,10 @@ def accel_label(accel: str) -> str:
 STARTED = "MLAB-STARTED"
 PROBE = (f"print({STARTED!r}, flush=True); import json; from mptcplab.places import native; "
          "print('MLAB-CAPS ' + json.dumps(sorted(native.capabilities())))")
-# Without an earlier time on this host, what a first measurement is told to expect (a boot alone,
-# `cost()`'s figures; the kit's few imports in the guest add seconds): an ETA is said only from a time
-# measured here (core.eta).
-FIRST_PROBE = {"kvm": "a boot of a few seconds", "tcg": "a boot of 20-40 s on an idle host, 80 s under a load of 3"}
+# What a boot takes, by accelerator: what `cost()` says, and what a first probe is told to expect
+# without an earlier time on this host (the kit's few imports in the guest add seconds); an ETA is
+# said only from a time measured here (core.eta).
+BOOT = {"kvm": "a few seconds", "tcg": "20-40 s on an idle host (80 s under a load of 3)"}
 
 
 class _Started:
@@ -451,7 +451,7 @@ def guest_capabilities() -> set[str]:
         what = (f"measuring what kernel {release(kimg)} offers (once per kernel; cached): booting it in a VM "
                 f"under {accel_label(accel)}")
         if eta.last_took(key) is None:
-            what += f" (no earlier measurement here to time it by; expect {FIRST_PROBE[accel]}, then the probe)"
+            what += f" (no earlier measurement here to time it by; expect a boot of {BOOT[accel]}, then the probe)"
         with eta.step(say, what, key):
             out = _Started(say, time.monotonic())
             try:
@@ -479,9 +479,9 @@ TIME_RATIO = "benchmarks/results/time_ratio.json"
 
 def cost() -> str:
     if accelerator() == "kvm":
-        return "a VM under KVM: a boot of a few seconds per lab"
-    return ("a VM under software emulation (QEMU TCG, no usable KVM here): each boot takes 20-40 s on an idle host "
-            "(80 s under a load of 3) and everything runs several times slower" + measured_cost())
+        return f"a VM under KVM: a boot of {BOOT['kvm']} per lab"
+    return (f"a VM under software emulation (QEMU TCG, no usable KVM here): each boot takes {BOOT['tcg']} and "
+            "everything runs several times slower" + measured_cost())
 
 
 def measured_cost() -> str:

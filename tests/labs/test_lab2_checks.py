@@ -47,6 +47,8 @@ Q1_WRONG = {
     "ratio inverted (last / best)": lambda l, n, b, r: l + (l * r / b if n > 5 else 0.0),
     "DWND without lia_inc (best / last)": lambda l, n, b, r: l + (b / r if n > 5 else 0.0),
     "DWND alone": lambda l, n, b, r: l * b / r if n > 5 else l,
+    "DWND alone, 0 before it": lambda l, n, b, r: l * b / r if n > 5 else 0.0,
+    "DWND = lia_inc (ratio forgotten)": lambda l, n, b, r: l + (l if n > 5 else 0.0),
     "no delay window at all": lambda l, n, b, r: l,
     "raises": lambda l, n, b, r: 1 / 0,
 }
@@ -59,6 +61,25 @@ def test_q1_right_passes():
 @pytest.mark.parametrize("wrong", Q1_WRONG, ids=list(Q1_WRONG))
 def test_q1_wrong_fails(wrong):
     fails(checks.q1, Q1_WRONG[wrong])
+
+
+@pytest.mark.parametrize("wrong, named", [
+    ("from the 5th packet (>= 5)", "not >= 5"),
+    ("from the 7th packet (> 6)", "not > 6"),
+    ("ratio inverted (last / best)", "the ratio is inverted"),
+    ("DWND without lia_inc (best / last)", "best_rtt / last_rtt without lia_inc"),
+    ("DWND alone", "you return the delay window alone"),
+    ("DWND alone, 0 before it", "the increase is LIA's own"),
+    ("DWND = lia_inc (ratio forgotten)", "you add lia_inc itself as the window"),
+    ("no delay window at all", "the delay window is never added"),
+])
+def test_q1_names_the_mistake_made(wrong, named):
+    """Each wrong rule meets first the case whose message names it (walkthrough 2, 2026-11-28: the
+    delay window returned alone, `lia_inc +` forgotten, was told "> 5, not > 6", because the first
+    case past the threshold had best RTT = last RTT, where the window equals lia_inc)."""
+    msg = fails(checks.q1, Q1_WRONG[wrong])
+    assert named in msg, msg
+    assert ("not > 6" in msg) == (wrong == "from the 7th packet (> 6)"), msg
 
 
 # ---------------------------------------------------------------- Q2, Q3 (feedback only)
@@ -89,9 +110,14 @@ def test_q2_wrong_fails(ratios):
 
 
 def test_q3(ratios):
-    checks.q3({a for a, v in ratios.items() if v <= 1.3}, ratios)
-    fails(checks.q3, {a for a, v in ratios.items() if v >= 1.3}, ratios)  # the unfair ones
-    fails(checks.q3, {a for a, v in ratios.items() if v <= 1.0}, ratios)  # another threshold
+    right = {a for a, v in ratios.items() if v <= 1.3}
+    checks.q3(right, ratios)
+    for wrong in ({a for a, v in ratios.items() if v >= 1.3},  # the unfair ones
+                  {a for a, v in ratios.items() if v <= 1.0},  # another threshold
+                  set()):
+        msg = fails(checks.q3, wrong, ratios)
+        # what is missing or extra in kind, never the right set's names (the question's finding)
+        assert not any(a in msg for a in right ^ wrong), msg
     fails(checks.q3, [a for a, v in ratios.items() if v <= 1.3], ratios)  # a list
 
 
@@ -128,7 +154,15 @@ def test_q4_right_passes():
 
 @pytest.mark.parametrize("wrong", Q4_WRONG, ids=list(Q4_WRONG))
 def test_q4_wrong_fails(wrong):
-    fails(checks.q4, Q4_WRONG[wrong], Q4_WRONG[wrong](TP), TP)
+    msg = fails(checks.q4, Q4_WRONG[wrong], Q4_WRONG[wrong](TP), TP)
+    # a group it names is the check's own made-up one, and the message says so (walkthrough 2)
+    assert "(lia, " not in msg and "(cs218, " not in msg or "made-up" in msg, msg
+
+
+def test_q4_scaffold_left_unfilled_fails_with_a_message():
+    """The handed-out cell, its `...` not replaced: a message, not a TypeError from float(Ellipsis)."""
+    msg = fails(checks.q4, lambda tp: table(tp, mean=lambda g: ..., ci=lambda g: ...), table(TP), TP)
+    assert "`...`" in msg, msg
 
 
 def test_q4_table_of_another_run_fails():
@@ -243,11 +277,11 @@ def test_q7():
     assert "mptcp_share_on_shared" in fails(checks.q7, Q7_WRONG["MPTCP's split between its paths"], FAIR)
 
 
-def harmless(fair, correct=True, level_test=lambda w: w["lo"] > 0):
+def harmless(fair, correct=True, level_test=lambda w: w["lo"] > 0, swapped=False):
     s = shares(fair)
     base = s[fair.algo == "uncoupled"]
     others = [a for a in fair.algo.unique() if a != "uncoupled"]
-    family = [stats.welch(s[fair.algo == a], base) for a in others]
+    family = [stats.welch(base, s[fair.algo == a]) if swapped else stats.welch(s[fair.algo == a], base) for a in others]
     if correct:
         family = stats.holm(family)
     return {a for a, w in zip(others, family) if level_test(w)}
@@ -258,6 +292,7 @@ Q8_WRONG = {
     "uncorrected (95%)": lambda f: harmless(f, correct=False),
     "resolved either way": lambda f: harmless(f, level_test=lambda w: w["lo"] > 0 or w["hi"] < 0),
     "leaves TCP less": lambda f: harmless(f, level_test=lambda w: w["hi"] < 0),
+    "arguments swapped, welch(uncoupled, algo)": lambda f: harmless(f, swapped=True),
     "uncoupled included": lambda f: harmless(f) | {"uncoupled"},
     "a mean above uncoupled's": lambda f: {a for a, v in tcp_share(f).items() if v > tcp_share(f)["uncoupled"]},
     "a list": lambda f: sorted(harmless(f)),
@@ -268,6 +303,20 @@ def test_q8():
     checks.q8(harmless, FAIR)
     for wrong in Q8_WRONG.values():
         fails(checks.q8, wrong, FAIR)
+
+
+@pytest.mark.parametrize("wrong", ["arguments swapped, welch(uncoupled, algo)", "leaves TCP less"])
+def test_q8_names_the_argument_order(wrong):
+    """welch(uncoupled, algo) keeps what a right test's hi < 0 keeps: the message names the order of
+    the arguments (the difference is the first minus the second), not only `lo > 0`, which the
+    student's code already has (walkthrough 2)."""
+    msg = fails(checks.q8, Q8_WRONG[wrong], FAIR)
+    assert "welch(shares_algo, shares_uncoupled)" in msg and "mean(a) − mean(b)" in msg, msg
+
+
+def test_q8_either_sign_is_told_to_keep_lo_above_zero():
+    msg = fails(checks.q8, Q8_WRONG["resolved either way"], FAIR)
+    assert "lo > 0" in msg and "welch(shares_algo" not in msg, msg
 
 
 def test_no_check_prints_a_graded_value():

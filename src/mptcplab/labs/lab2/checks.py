@@ -11,6 +11,7 @@ come from the hidden tests, on inputs drawn at grading time (unseen.py).
 from __future__ import annotations
 
 import math
+import numbers
 
 import pandas as pd
 
@@ -52,23 +53,41 @@ def _not_the_mistake(got: float, right: float, mistakes: dict[float, str]) -> No
 # ---------------------------------------------------------------- Part A
 
 def q1(my_cs218_increase) -> None:
-    """The CS218 per-ACK increase: LIA's, plus lia_inc * best_rtt / last_rtt once ack_count > 5."""
+    """The CS218 per-ACK increase: LIA's, plus lia_inc * best_rtt / last_rtt once ack_count > 5.
+
+    The cases run in an order where each plausible mistake first fails the case that names it:
+    before the window (none may apply yet), then far past the threshold with the last RTT four
+    times the best (there every wrong formula gives its own value), then at the threshold itself
+    with that formula right (> 6 instead of > 5), then the limit of a long queue."""
     f = lambda *a: _number("my_cs218_increase", _call("my_cs218_increase", my_cs218_increase, *a))  # noqa: E731
     for n in range(0, 6):
         v = f(0.01, n, 0.02, 0.02)
         expect(_close(v, 0.01), f"With ack_count = {n} there is no delay window yet: the increase should be lia_inc "
-               f"itself (0.01 here); you return {v:.6g}.\nHint: the window applies only when ack_count > 5 "
-               "(from the 6th packet acked), not >= 5.")
-    v = f(0.01, 6, 0.02, 0.02)
-    expect(not _close(v, 0.01), "With ack_count = 6 the delay window applies already (ack_count > 5); your function "
-           "still returns lia_inc alone.\nHint: the condition is ack_count > 5, not > 6.")
-    expect(_close(v, 0.02), f"With the last RTT equal to the best one, the delay window equals lia_inc, so the "
-           f"increase doubles (0.02 for lia_inc = 0.01); you return {v:.6g}.\n"
-           "Hint: DWND = lia_inc * best_rtt / last_rtt, added to lia_inc (not best_rtt / last_rtt alone).")
-    v = f(0.01, 50, 0.02, 0.04)
-    expect(_close(v, 0.015), f"With the last RTT twice the best, DWND is half of lia_inc: the increase should be "
-           f"1.5 x lia_inc; you return {v / 0.01:.4g} x lia_inc.\n"
-           "Hint: the ratio is best_rtt / last_rtt (it shrinks as the queue grows), not last_rtt / best_rtt.")
+               f"itself (0.01 here); you return {v:.6g}.\n"
+               + ("Hint: the window applies only when ack_count > 5 (from the 6th packet acked), not >= 5." if n == 5
+                  and _close(f(0.01, 4, 0.02, 0.02), 0.01) else
+                  "Hint: until ack_count > 5 the increase is LIA's own, lia_inc, whatever the RTTs."))
+    v = f(0.01, 50, 0.02, 0.08)
+    where = "With ack_count = 50 and the last RTT four times the best (lia_inc = 0.01), "
+    _not_the_mistake(v, 0.0125, {
+        0.01: where + "you return lia_inc alone: the delay window is never added.\n"
+                      "Hint: add DWND = lia_inc * best_rtt / last_rtt when ack_count > 5.",
+        0.0025: where + "you return the delay window alone.\n"
+                        "Hint: the increase is lia_inc + DWND: LIA's increase plus the window, not the window instead.",
+        0.02: where + "you add lia_inc itself as the window (the increase doubles whatever the RTTs).\n"
+                      "Hint: DWND = lia_inc * best_rtt / last_rtt: it shrinks as the queue grows.",
+        0.05: where + "your window grows with the last RTT: the ratio is inverted.\n"
+                      "Hint: best_rtt / last_rtt (it shrinks as the queue grows), not last_rtt / best_rtt.",
+        0.04: where + "you return lia_inc * last_rtt / best_rtt: the window alone, its ratio inverted.\n"
+                      "Hint: lia_inc + lia_inc * best_rtt / last_rtt.",
+        0.26: where + "your window is best_rtt / last_rtt without lia_inc.\n"
+                      "Hint: DWND = lia_inc * best_rtt / last_rtt (it scales LIA's increase).",
+        0.25: where + "you return best_rtt / last_rtt alone.\nHint: lia_inc + lia_inc * best_rtt / last_rtt."})
+    expect(_close(v, 0.0125), where + f"the increase should be 1.25 x lia_inc; you return {v / 0.01:.4g} x lia_inc.\n"
+           "Hint: lia_inc + lia_inc * best_rtt / last_rtt once ack_count > 5.")
+    v = f(0.01, 6, 0.02, 0.08)
+    expect(_close(v, 0.0125), "With ack_count = 6 the delay window applies already (ack_count > 5), as it does at 50; "
+           f"you return {v / 0.01:.4g} x lia_inc there.\nHint: the condition is ack_count > 5, not > 6.")
     v = f(0.01, 50, 0.02, 200.0)
     expect(abs(v - 0.01) < 1e-5, f"As the last RTT grows the rule must tend to LIA (lia_inc); at 10,000 x the best "
            f"RTT you return {v / 0.01:.4g} x lia_inc.")
@@ -92,11 +111,16 @@ def q3(sim_fair, sim_ratio) -> None:
     """The algorithms whose simulated ratio is at most 1.3."""
     expect(isinstance(sim_fair, set), f"sim_fair should be a set of algorithm names; found {type(sim_fair).__name__}.")
     expect(sim_fair <= set(ALGORITHMS), f"sim_fair holds names that are not algorithms: {sorted(sim_fair - set(ALGORITHMS))}.")
+    # Q3 earns nothing and its set follows from the student's own sim_ratio, but which algorithms
+    # are fair in the simulator is the finding the question asks for: the message says what is
+    # missing or extra in kind, and names (and counts) none of them.
     want = {a for a, v in sim_ratio.items() if v <= 1.3}
-    expect(sim_fair == want, f"sim_fair should hold exactly the algorithms whose ratio in your sim_ratio is at most 1.3; "
-           f"yours {'misses ' + str(sorted(want - sim_fair)) if want - sim_fair else ''}"
-           f"{' has extra ' + str(sorted(sim_fair - want)) if sim_fair - want else ''}.\n"
-           "Hint: at most 1.3 is <= 1.3 (a fair algorithm has a small ratio).")
+    found = ["leaves out algorithms whose ratio is at most 1.3" if want - sim_fair else "",
+             "holds algorithms whose ratio is above 1.3" if sim_fair - want else ""]
+    expect(sim_fair == want, "sim_fair should hold exactly the algorithms whose ratio in your sim_ratio is at most "
+           f"1.3; yours {' and '.join(x for x in found if x)}.\n"
+           + ("Hint: you kept the ratios above 1.3: a fair algorithm takes a small ratio (<= 1.3)." if not want & sim_fair
+              and sim_fair else "Hint: test every entry of your sim_ratio with <= 1.3 (at most, so 1.3 itself counts)."))
 
 
 # ---------------------------------------------------------------- Part B
@@ -112,8 +136,8 @@ TP = pd.DataFrame({"algo": ["lia"] * 3 + ["cs218"] * 4 + ["lia"] * 3 + ["cs218"]
 
 def _row(table: pd.DataFrame, algo: str, variant: str) -> pd.Series:
     got = table[(table.algo == algo) & (table.variant == variant)]
-    expect(len(got) == 1, f"Your table should have exactly one row per (algo, variant); it has {len(got)} for "
-           f"({algo!r}, {variant!r}).\nHint: group by both columns: tp.groupby(['algo', 'variant']).")
+    expect(len(got) == 1, f"Your table should have exactly one row per (algo, variant); on the check's made-up table "
+           f"it has {len(got)} for ({algo!r}, {variant!r}).\nHint: group by both columns: tp.groupby(['algo', 'variant']).")
     return got.iloc[0]
 
 
@@ -134,20 +158,26 @@ def q4(my_throughput_table, tp_table, tp) -> None:
     for (algo, variant), g in TP.groupby(["algo", "variant"]):
         r = _row(t, algo, variant)
         n = len(g)
-        expect(r.runs == n, f"({algo}, {variant}) has {n} runs in the made-up table; your `runs` says {r.runs}.")
+        group = f"On the check's made-up table, group ({algo}, {variant}) ({n} runs)"
+        expect(r.runs == n, f"{group}: your `runs` says {r.runs}.\nHint: runs is the number of rows of the group.")
+        for col in ("mean_mbps", "ci95_mbps"):
+            expect(isinstance(r[col], numbers.Real) and not isinstance(r[col], bool),
+                   f"{group}: your {col} is {type(r[col]).__name__}, not a number.\n"
+                   "Hint: replace each `...` of the cell with an expression.")
         expect(_close(float(r.mean_mbps), g.goodput_transfer_mbps.mean()),
-               f"({algo}, {variant}): your mean_mbps is not the arithmetic "
-               "mean of its runs' goodput_transfer_mbps.\nHint: .mean(), not .median(); one group's runs only.")
+               f"{group}: your mean_mbps is not the arithmetic mean of its runs' goodput_transfer_mbps.\n"
+               "Hint: .mean(), not .median(); one group's runs only.")
         s = g.goodput_transfer_mbps.std(ddof=1)
         ci = float(r.ci95_mbps)
         wrong = {1.96 * s / math.sqrt(n): "the normal quantile 1.96: with a few runs use Student's t, la.t975(n - 1)",
                  t975(n) * s / math.sqrt(n): "t with n degrees of freedom: a mean of n runs has n - 1",
                  t975(n - 1) * g.goodput_transfer_mbps.std(ddof=0) / math.sqrt(n): "the spread with ddof=0: the sample's s divides by n - 1",
-                 t975(n - 1) * s: "t * s, the spread of one run: the mean's interval divides by sqrt(n)"}
+                 t975(n - 1) * s: "t * s, the spread of one run: the mean's interval divides by sqrt(n)",
+                 s / math.sqrt(n): "s / sqrt(n), the standard error: the half-width multiplies it by t975(n - 1)"}
         right = t975(n - 1) * s / math.sqrt(n)
-        _not_the_mistake(ci, right, {v: f"({algo}, {variant}): your ci95_mbps matches {hint}." for v, hint in wrong.items()})
-        expect(_close(ci, right), f"({algo}, {variant}): your ci95_mbps is not the half-width of "
-               "the 95% interval of the mean.\nHint: t975(n - 1) * s / sqrt(n), s the sample standard deviation (ddof=1).")
+        _not_the_mistake(ci, right, {v: f"{group}: your ci95_mbps matches {hint}." for v, hint in wrong.items()})
+        expect(_close(ci, right), f"{group}: your ci95_mbps is not the half-width of the 95% interval of the mean.\n"
+               "Hint: t975(n - 1) * s / sqrt(n), s the sample standard deviation (ddof=1).")
     _table_shape(tp_table, "tp_table")
     sizes = tp.groupby(["algo", "variant"]).size()
     got = tp_table.set_index(["algo", "variant"]).runs
@@ -291,8 +321,15 @@ def q8(harmless, fair) -> None:
     v = _call("harmless", harmless, FAIR8.copy())
     expect(isinstance(v, set), f"harmless should return a set of algorithm names; found {type(v).__name__}.")
     expect("uncoupled" not in v, "The baseline (uncoupled) is compared with the others, not with itself: leave it out.")
+    # welch(uncoupled, algo) measures uncoupled − algo: its lo > 0 keeps exactly the algorithms a right
+    # test's hi < 0 would, so "less" without "far" is the arguments' order (or hi < 0), both named.
+    expect("less" not in v or "far" in v, "On a made-up table your set holds the algorithm that leaves TCP clearly "
+           "*less* than uncoupled, not the one that leaves it clearly more: your difference has the wrong sign.\n"
+           "Hint: stats.welch(a, b) is mean(a) − mean(b): pass the algorithm's shares first and uncoupled's second, "
+           "welch(shares_algo, shares_uncoupled), then keep lo > 0.")
     expect("less" not in v, "On a made-up table your set holds an algorithm that leaves TCP clearly *less* than "
-           "uncoupled.\nHint: keep the comparisons whose corrected interval lies above zero (lo > 0).")
+           "uncoupled, beside the one that leaves it clearly more.\nHint: keep only the corrected intervals above zero "
+           "(lo > 0), not every interval that excludes zero.")
     expect("far" in v, "On a made-up table an algorithm whose TCP share is clearly above uncoupled's (by far more than "
            "the noise) but below one half is missing.\nHint: compare with uncoupled (stats.welch), not with 0.5.")
     expect("near" not in v, "On a made-up table your set holds an algorithm whose difference from uncoupled lies above "

@@ -167,3 +167,29 @@ def test_a_registered_ccs_maps_are_looked_up_once_until_it_is_loaded_or_unloaded
     calls.clear()
     loader._maps("mlab_lia")
     assert len(calls) == 4  # forgotten by the unload
+
+
+def test_the_reports_rule_is_its_own_program_chosen_by_the_algorithms_list(tmp_path, monkeypatch):
+    """Issue 37's control: `--set 'algorithms=["uncoupled","lia_report","cs218_report"]'` gives the
+    runs other struct_ops programs (compiled with their own MLAB_ALGO and name), and the kernel is
+    told those names (TCP_CONGESTION: the transfer's cc)."""
+    from mptcplab.labs.lab2 import experiment
+    from mptcplab.run.lab import get_lab
+
+    lab = get_lab("lab2")
+    params = lab.load_params(False, {"algorithms": ["uncoupled", "lia_report", "cs218_report"]})
+    algos = experiment.algorithms(params)
+    assert [a.name for a in algos] == ["mlab_uncoupled", "mlab_rlia", "mlab_rcs218"]
+    assert {p.values["algo"] for p in lab.points(params)} == {"uncoupled", "lia_report", "cs218_report"}
+    src = loader.SOURCE.read_text()
+    for key, define in (("lia_report", "ALGO_LIA_REPORT"), ("cs218_report", "ALGO_CS218_REPORT")):
+        assert f"#define {define} {cc.ALGORITHMS[key].code}" in src
+    (tmp_path / "vmlinux.h").write_text("")
+    ran = []
+    monkeypatch.setattr(loader, "_require_bpf", lambda: None)
+    monkeypatch.setattr(loader, "_run", lambda argv, check=True: ran.append(argv) or Path(argv[-1]).write_bytes(b"o"))
+    cc.build(algos[1:], kdir=tmp_path)
+    defines = [[a for a in argv if a.startswith("-DMLAB_")] for argv in ran]
+    assert defines == [["-DMLAB_ALGO=5", "-DMLAB_NAME=mlab_rlia", "-DMLAB_EVENTS=1"],
+                       ["-DMLAB_ALGO=6", "-DMLAB_NAME=mlab_rcs218", "-DMLAB_EVENTS=1"]]
+    assert cc.ALGORITHMS["lia"].code == 3 and "lia_report" not in experiment.LAB.load_params(False)["algorithms"]

@@ -85,3 +85,34 @@ def test_simulated_fairness_orders_the_algorithms():
     assert ratio["lia"] < 1.4, ratio  # RFC 6356: no more than one TCP flow on a shared bottleneck
     assert ratio["cs218"] >= ratio["lia"] * 0.9, ratio
     assert all(math.isfinite(v) for v in ratio.values())
+
+
+def test_the_reports_rule_is_a_over_w_total_capped_by_reno():
+    """The report's RTT compensator (issue 37's control): min(a / w_total, 1 / w_r), a = 1/sqrt(n),
+    whatever the RTTs; for four equal paths twice LIA's alpha (1/4), and CS218 adds its window to it."""
+    w, rtt = [10.0] * 4, [0.02, 0.04, 0.06, 0.08]
+    assert ccref.increase("lia_report", w, rtt, 0) == pytest.approx(0.5 / 40)
+    assert ccref.increase("lia_report", w, [0.03] * 4, 2) == pytest.approx(2 * ccref.increase("lia", w, [0.03] * 4, 2))
+    assert ccref.increase("lia_report", [1.0, 100.0], [0.01, 0.01], 0) == pytest.approx(1 / math.sqrt(2) / 101)
+    assert ccref.increase("lia_report", [1.0, 1.0], [0.01, 0.01], 0) == pytest.approx(1 / math.sqrt(2) / 2)
+    # w_r <= w_total <= sqrt(n) w_total: Reno's cap 1/w_r never binds, the rule is a / w_total
+    for r in (0, 1):
+        assert ccref.increase("lia_report", [60.0, 2.0], [0.01, 0.5], r) == pytest.approx(1 / math.sqrt(2) / 62)
+    assert ccref.increase("lia_report", [10.0], [0.05], 0) == pytest.approx(0.1)  # one path: Reno
+    base = ccref.increase("lia_report", w, rtt, 0)
+    assert ccref.increase("cs218_report", w, rtt, 0, ack_count=6, best_rtt=0.02, last_rtt=0.04) == pytest.approx(
+        1.5 * base)
+    assert ccref.increase("cs218_report", w, rtt, 0, ack_count=5, best_rtt=0.02, last_rtt=0.02) == pytest.approx(base)
+    assert set(ccref.REPORT_RULE).isdisjoint(ccref.ALGORITHMS)  # the notebook's questions keep their five
+
+
+def test_cs218_report_keeps_cs218s_count_as_the_kernel_does():
+    sub = ccref.SubflowCC("cs218_report")
+    sub.on_rtt(20_000)
+    w = [20.0, 20.0]
+    for _ in range(6):
+        sub.on_ack(20, 10, 1, True, w, [20_000.0, 40_000.0], 0)
+    assert sub.ack_count == 6
+    assert sub.inc == pytest.approx(2 * ccref.report_increase(w, 0))  # best = last: the window doubles it
+    sub.on_loss(20, w, [20_000.0, 40_000.0], 0)
+    assert sub.ack_count == 0

@@ -14,6 +14,13 @@ RTTs rtt_i):
     cs218      lia + DWND,  DWND = lia * best_rtt / last_rtt  once more than 5 packets were acked
                (in congestion avoidance) since the last loss; best_rtt / last_rtt are RTT *samples*
 
+and two controls (issue 37; REPORT_RULE, in no default run nor in the notebook's questions): the
+RTT compensator as the report writes it (its Sec. 1), a = 1/sqrt(n) where LIA has alpha, and CS218
+on it (for n equal paths a is sqrt(n) times LIA's alpha: twice for the lab's four):
+
+    lia_report    min(a / w_total, 1 / w_r),  a = 1 / sqrt(n)
+    cs218_report  lia_report + DWND (as cs218, on lia_report's increase)
+
 On loss: w_r / 2 (coupled: w_r - w_total / 2), never below 2 packets; cs218 also resets its count.
 An undo (the loss was spurious) gives cs218 its count back. Every algorithm keeps Reno's slow start
 (w_r += 1 per packet acked below ssthresh). The coupling (n, w_total, the sums) counts the subflows
@@ -32,6 +39,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 ALGORITHMS = ("uncoupled", "ewtcp", "coupled", "lia", "cs218")
+REPORT_RULE = ("lia_report", "cs218_report")
+KNOWN = ALGORITHMS + REPORT_RULE
+# the algorithms with CS218's delay window -> the increase it is added to
+DELAY_WINDOW = {"cs218": "lia", "cs218_report": "lia_report"}
 CS218_MIN_ACKS = 5  # the delay window is added when ack_count > 5, i.e. from the 6th ACK
 MIN_CWND = 2.0
 
@@ -55,6 +66,11 @@ def lia_alpha(w: Sequence[float], rtt: Sequence[float]) -> float:
 def lia_increase(w: Sequence[float], rtt: Sequence[float], r: int) -> float:
     """RFC 6356 per-ACK increase of subflow r: min(alpha / w_total, 1 / w_r)."""
     return min(lia_alpha(w, rtt) / sum(w), 1.0 / w[r])
+
+
+def report_increase(w: Sequence[float], r: int) -> float:
+    """The report's RTT-compensator increase of subflow r: min(a / w_total, 1 / w_r), a = 1/sqrt(n)."""
+    return min(1.0 / math.sqrt(len(w)) / sum(w), 1.0 / w[r])
 
 
 def delay_window(lia_inc: float, ack_count: int, best_rtt: float, last_rtt: float) -> float:
@@ -87,12 +103,15 @@ def increase(algo: str, w: Sequence[float], rtt: Sequence[float], r: int, ack_co
         return 1.0 / sum(w)
     if algo == "lia":
         return lia_increase(w, rtt, r)
-    if algo == "cs218":
+    if algo == "lia_report":
+        return report_increase(w, r)
+    if algo in DELAY_WINDOW:
         rule = cs218_rule or cs218_increase
         best = best_rtt if best_rtt is not None else rtt[r]
         last = last_rtt if last_rtt is not None else rtt[r]
-        return rule(lia_increase(w, rtt, r), ack_count, best, last)
-    raise ValueError(f"unknown algorithm {algo!r}; choose from {', '.join(ALGORITHMS)}")
+        base = lia_increase(w, rtt, r) if algo == "cs218" else report_increase(w, r)
+        return rule(base, ack_count, best, last)
+    raise ValueError(f"unknown algorithm {algo!r}; choose from {', '.join(KNOWN)}")
 
 
 def decrease(algo: str, w: Sequence[float], r: int, rtt: Sequence[float] | None = None) -> float:
@@ -101,8 +120,8 @@ def decrease(algo: str, w: Sequence[float], r: int, rtt: Sequence[float] | None 
         if rtt is not None:
             w, _, r = coupled(w, rtt, r)
         return max(w[r] - sum(w) / 2, MIN_CWND)
-    if algo not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {algo!r}; choose from {', '.join(ALGORITHMS)}")
+    if algo not in KNOWN:
+        raise ValueError(f"unknown algorithm {algo!r}; choose from {', '.join(KNOWN)}")
     return max(w[r] / 2, MIN_CWND)
 
 
@@ -142,7 +161,7 @@ class SubflowCC:
             cwnd = grown
             if acked <= 0:
                 return cwnd
-        if self.algo == "cs218":
+        if self.algo in DELAY_WINDOW:
             self.ack_count += acked
         self.inc = increase(self.algo, w, rtt, r, self.ack_count, self.best_rtt, self.last_rtt, self.cs218_rule)
         self.acc += self.inc * acked

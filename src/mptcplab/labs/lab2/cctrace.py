@@ -139,8 +139,8 @@ def replay(trace: pd.DataFrame, algo: str | None = None, cs218_rule: Callable | 
             before = st.acc
             ref = st.on_ack(int(e.cwnd), int(e.ssthresh), int(e.acked), bool(e.limited), w, rtt, r)
             row["ref_out"], row["ref_inc"] = ref, st.inc
-            if algo == "cs218" and st.inc > 0:
-                lia = ccref.increase("lia", w, rtt, r)
+            if algo in ccref.DELAY_WINDOW and st.inc > 0:
+                lia = ccref.increase(ccref.DELAY_WINDOW[algo], w, rtt, r)  # the increase the window is added to
                 row["dwnd"] = st.inc > lia * (1 + 1e-9)
                 row["dwnd_vs_lia"] = st.inc / lia - 1  # the delay window in units of the LIA increase
             tol = rel_tol * st.inc * max(int(e.acked), 1) + 2.0 / FP * max(int(e.acked), 1)
@@ -171,7 +171,7 @@ def replay(trace: pd.DataFrame, algo: str | None = None, cs218_rule: Callable | 
                 why.append(f"undo window {ref} vs kernel {int(e.out)}")
         for name, mine, theirs in (("ack_count", st.ack_count, e.ack_count), ("best_rtt", st.best_rtt, e.best_rtt_us),
                                    ("last_rtt", st.last_rtt, e.last_rtt_us)):
-            if algo == "cs218" or name != "ack_count":
+            if algo in ccref.DELAY_WINDOW or name != "ack_count":
                 if int(mine) != int(theirs):
                     why.append(f"{name} {int(mine)} vs kernel {int(theirs)}")
         row["mismatch"] = "; ".join(why)

@@ -17,5 +17,7 @@ PAPER = pd.DataFrame([
     {"algo": "ewtcp", "paper_mobility": math.nan, "paper_static": math.nan},
 ])
 TITLES = {"uncoupled": "Uncoupled", "ewtcp": "EWTCP", "coupled": "Fully Coupled",
-          "lia": "RTT Compensator / LIA", "cs218": "CS218 ALGO"}
-ORDER = ["uncoupled", "ewtcp", "coupled", "lia", "cs218"]
+          "lia": "RTT Compensator / LIA", "cs218": "CS218 ALGO",
+          # the report's own RTT-compensator rule, a = 1/sqrt(n) (a control, cc.ALGORITHMS)
+          "lia_report": "RTT Compensator, the report's a = 1/√n", "cs218_report": "CS218 ALGO on a = 1/√n"}
+ORDER = ["uncoupled", "ewtcp", "coupled", "lia", "cs218", "lia_report", "cs218_report"]

@@ -72,6 +72,13 @@ ALGORITHMS: dict[str, Algorithm] = {a.key: a for a in (
     Algorithm("cs218", 4, "mlab_cs218", "CS218 ALGO (delay window)",
               "LIA increase, plus DWND = LIA increase * best_rtt/last_rtt after more than 5 ACKs "
               "since the last loss; w_r /= 2 and ACK count = 0 on loss"),
+    # Controls (issue 37), in no default run: the report's own RTT-compensator rule (its Sec. 1),
+    # a = 1/sqrt(n) where LIA has alpha (for 4 equal paths twice LIA's), and CS218 on it.
+    Algorithm("lia_report", 5, "mlab_rlia", "RTT Compensator, the report's rule (a = 1/√n)",
+              "w_r += min(a/w_total, 1/w_r) per ACK, a = 1/sqrt(n); w_r /= 2 on loss"),
+    Algorithm("cs218_report", 6, "mlab_rcs218", "CS218 ALGO on the report's rule",
+              "the report's increase min(a/w_total, 1/w_r), a = 1/sqrt(n), plus DWND = that increase * "
+              "best_rtt/last_rtt after more than 5 ACKs since the last loss; w_r /= 2 and ACK count = 0 on loss"),
 )}
 
 

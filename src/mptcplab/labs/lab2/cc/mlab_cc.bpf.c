@@ -33,9 +33,11 @@ char _license[] SEC("license") = "GPL";
 #define ALGO_COUPLED 2
 #define ALGO_LIA 3
 #define ALGO_CS218 4
+#define ALGO_LIA_REPORT 5   /* the report's RTT compensator: a = 1/sqrt(n) in place of LIA's alpha */
+#define ALGO_CS218_REPORT 6 /* CS218 on that rule */
 
 #ifndef MLAB_ALGO
-#error "compile with -DMLAB_ALGO=<0..4> -DMLAB_NAME=<struct_ops name>"
+#error "compile with -DMLAB_ALGO=<0..6> -DMLAB_NAME=<struct_ops name>"
 #endif
 
 #define FP 20                 /* accumulator: 1 packet = 1 << FP */
@@ -283,6 +285,16 @@ static __always_inline __u64 lia_increase(int n, __u32 *w, __u32 *rtt, __u32 w_s
 	return inc < reno ? inc : reno;
 }
 
+/* The report's RTT compensator (its Sec. 1), in 1/2^FP packets: min(a / w_total, 1 / w_self) with
+ * a = 1/sqrt(n), EWTCP's weight. RTTs play no part; for n equal paths it is sqrt(n) times LIA's. */
+static __always_inline __u64 report_increase(int n, __u64 total, __u32 w_self)
+{
+	__u64 inc = ((1ULL << FP) * inv_sqrt_1024(n) >> 10) / (total ? total : 1);
+	__u64 reno = (1ULL << FP) / w_self;
+
+	return inc < reno ? inc : reno;
+}
+
 /* Increase of this subflow's window per acked packet, in 1/2^FP packets; `acked` packets were
  * acked in congestion avoidance by this ACK. */
 static __always_inline __s64 increase(struct sock *sk, struct mlab_ca *ca, __u32 acked, struct mlab_event *ev)
@@ -313,10 +325,13 @@ static __always_inline __s64 increase(struct sock *sk, struct mlab_ca *ca, __u32
 		return (1ULL << FP) / (total ? total : 1);
 	case ALGO_LIA:
 		return lia_increase(n, w, rtt, w_self);
+	case ALGO_LIA_REPORT:
+		return report_increase(n, total, w_self);
 	case ALGO_CS218:
-		/* LIA increase, plus DWND = that increase * best_rtt / last_rtt once more than
-		 * CS218_MIN_ACKS packets were acked since the last loss (this ACK's included). */
-		inc = lia_increase(n, w, rtt, w_self);
+	case ALGO_CS218_REPORT:
+		/* LIA increase (or the report's rule), plus DWND = that increase * best_rtt / last_rtt
+		 * once more than CS218_MIN_ACKS packets were acked since the last loss (this ACK's included). */
+		inc = MLAB_ALGO == ALGO_CS218 ? lia_increase(n, w, rtt, w_self) : report_increase(n, total, w_self);
 		ca->ack_count += acked;
 		if (ca->ack_count > CS218_MIN_ACKS && ca->last_rtt_us) {
 			inc += inc * ca->best_rtt_us / ca->last_rtt_us;

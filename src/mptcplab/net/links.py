@@ -8,6 +8,12 @@ Every field is optional. `delay` is one-way; the topology applies a path's spec 
 egress in both directions, so `delay=40ms` gives an 80 ms round trip. `queue` is the bottleneck
 buffer in packets; `auto` means one bandwidth-delay product of the path (at least 100 packets).
 
+`red=50%` makes the queue RED's instead of a FIFO's (a token bucket at the rate, RED inside it): a
+packet is dropped with a probability that grows with the average queue, up to red's value at its
+upper threshold and every packet above it, so a link loses more the more it is offered (Lab 2's
+load-dependent medium). It needs a rate and no delay, jitter or loss (netem's own rate keeps its
+queue where RED cannot see it); `qdiscs()` gives both qdiscs.
+
 With netem available, one netem qdisc does everything (delay, jitter, loss, rate, queue). Its
 `limit` counts every packet it holds, including those still "on the wire" in the delay line, so the
 limit is the queue plus the packets the delay line holds at full rate (netem's default of 1000
@@ -35,7 +41,11 @@ FORMS = {
     "jitter": "a number and us|ms|s, e.g. jitter=2ms (>= 0, needs a delay)",
     "loss": "a percentage from 0% to 100%, e.g. loss=0.5%",
     "queue": "a number of packets (> 0) or auto, e.g. queue=auto or queue=500",
+    "red": "RED's drop probability at its upper threshold, a percentage above 0, e.g. red=50% "
+           "(with a rate; no delay, jitter or loss)",
 }
+# RED's thresholds as fractions of the queue (Floyd's max = 3 min; RED drops every packet above max)
+RED_MIN, RED_MAX = 1 / 6, 1 / 2
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,7 @@ class LinkSpec:
     jitter_s: float = 0.0
     loss: float = 0.0  # fraction of packets dropped at random, 0..1
     queue_pkts: int | None = None  # None: auto (one BDP)
+    red: float = 0.0  # RED's max_p (0..1]; 0: a FIFO queue
 
     # ------------------------------------------------------------ parsing
 
@@ -66,6 +77,8 @@ class LinkSpec:
         spec = cls(**{_ATTR[k]: v for k, v in values.items()})
         if spec.jitter_s and not spec.delay_s:
             raise UsageError(f"link spec {text!r}: jitter needs a delay ({FORMS['jitter']})")
+        if spec.red and (spec.rate_bps is None or spec.needs_netem):
+            raise UsageError(f"link spec {text!r}: red needs a rate and no delay, jitter or loss ({FORMS['red']})")
         return spec
 
     def __str__(self) -> str:
@@ -78,6 +91,8 @@ class LinkSpec:
         if self.loss:
             parts.append(f"loss={self.loss * 100:g}%")
         parts.append(f"queue={self.queue_pkts if self.queue_pkts else 'auto'}")
+        if self.red:
+            parts.append(f"red={self.red * 100:g}%")
         return ",".join(parts)
 
     # ------------------------------------------------------------ derived
@@ -103,8 +118,25 @@ class LinkSpec:
 
     # ------------------------------------------------------------ tc commands
 
+    def qdiscs(self, rtt_s: float, netem: bool) -> list[list[str]]:
+        """The qdiscs that impose this spec, each as the arguments after `tc qdisc replace dev DEV`:
+        one root qdisc (qdisc_args), or with `red` a token bucket (handle 1:) and RED as its child."""
+        if not self.red:
+            return [["root", *self.qdisc_args(rtt_s, netem)]]
+        queue = self.queue_for(rtt_s)
+        lo = max(2, round(queue * RED_MIN))
+        hi = max(lo + 1, round(queue * RED_MAX))
+        rate = _fmt_rate(self.rate_bps)
+        bucket = LinkSpec(rate_bps=self.rate_bps, queue_pkts=queue).qdisc_args(rtt_s, netem=False)
+        return [["root", "handle", "1:", *bucket],
+                ["parent", "1:1", "handle", "10:", "red", "limit", str(queue * WIRE_BYTES),
+                 "min", str(lo * WIRE_BYTES), "max", str(hi * WIRE_BYTES), "avpkt", str(WIRE_BYTES),
+                 "burst", str(math.ceil((2 * lo + hi) / 3)), "probability", f"{self.red:g}", "bandwidth", rate]]
+
     def qdisc_args(self, rtt_s: float, netem: bool) -> list[str]:
-        """Arguments after `tc qdisc replace dev DEV root` that impose this spec."""
+        """Arguments after `tc qdisc replace dev DEV root` that impose this spec (not RED's: qdiscs)."""
+        if self.red:
+            raise UsageError(f"link {self}: RED is two qdiscs, LinkSpec.qdiscs() gives both")
         if netem:
             args = ["netem"]
             if self.delay_s or self.jitter_s:
@@ -130,7 +162,8 @@ class LinkSpec:
                 "limit", str(self.queue_for(rtt_s) * WIRE_BYTES)]
 
 
-_ATTR = {"rate": "rate_bps", "delay": "delay_s", "jitter": "jitter_s", "loss": "loss", "queue": "queue_pkts"}
+_ATTR = {"rate": "rate_bps", "delay": "delay_s", "jitter": "jitter_s", "loss": "loss", "queue": "queue_pkts",
+         "red": "red"}
 _NUM = r"(\d+(?:\.\d*)?|\.\d+)"
 
 
@@ -165,6 +198,11 @@ def _parse_field(key: str, value: str, text: str):
         if not 0 <= pct <= 100:
             raise bad(" (out of range)")
         return pct / 100
+    if key == "red":
+        m = re.fullmatch(_NUM + r"%", v)
+        if not m or not 0 < float(m.group(1)) <= 100:
+            raise bad()
+        return float(m.group(1)) / 100
     if key == "queue":
         if v == "auto":
             return None

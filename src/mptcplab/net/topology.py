@@ -256,6 +256,9 @@ class Topology:
             unrated = [p.name for p in self.paths if p.link.rate_bps is None]
             if unrated:
                 raise UsageError(f"sender_shaper: path(s) {', '.join(unrated)} have no rate for the sender to shape")
+            red = [p.name for p in self.paths if p.link.red]
+            if red:  # the shaper's token bucket takes the rate and queue, not RED's drops
+                raise UsageError(f"sender_shaper: path(s) {', '.join(red)} have a RED queue, which stays in the emulator")
         if self.mptcp_subflows is not None:
             first = self.paths[0]
             usable = [p for p in self.paths if (p.a, p.b) == (first.a, first.b)]
@@ -404,8 +407,8 @@ class Topology:
                 # packets/s). The rate goes with its qdisc: a new one (the old one's queue is dropped).
                 cmds.append(Cmd(["tc", "-n", emu, "qdisc", "del", "dev", dev, "root"],
                                 f"{text}: the old qdisc's rate ({before.rate_bps / 1e6:g} Mbit/s) goes with it"))
-            return cmds + [Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", dev, "root",
-                                *spec.qdisc_args(p.rtt_s, netem)], text)]
+            return cmds + [Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", dev, *args], text)
+                           for args in spec.qdiscs(p.rtt_s, netem)]
 
         before = previous or (None, None)
         return [*qdisc(port_facing(p.name), link, before[0], f"path {p.name}, {p.a} -> {p.b}: {said(p.link, link)}"),
@@ -420,8 +423,8 @@ class Topology:
         cmds = [Cmd(["ip", "-n", emu, "link", "add", b.dev, "type", "ifb"],
                     f"bottleneck {b.name}: one link for the {' '.join(b.paths)} traffic toward the b hosts"),
                 Cmd(["ip", "-n", emu, "link", "set", b.dev, "up"]),
-                Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", b.dev, "root", *b.link.qdisc_args(rtt, netem)],
-                    f"bottleneck {b.name}: {b.link}")]
+                *(Cmd(["tc", "-n", emu, "qdisc", "replace", "dev", b.dev, *args], f"bottleneck {b.name}: {b.link}")
+                  for args in b.link.qdiscs(rtt, netem))]
         for name in b.paths:
             port = port_facing(name, "a")
             cmds += [Cmd(["tc", "-n", emu, "qdisc", "add", "dev", port, "handle", "ffff:", "ingress"],

@@ -16,7 +16,10 @@ at 1.5 times its rate, and one shared link for every subflow. As in the referenc
 run's comparisons) excludes the report's ratio did not bring the report's result back: it "does
 not hold". One that holds the report's ratio is tested against this run's ratio (stats.between,
 in the ledger's family): it "holds" (cause measured) when it lies clear of it on the report's side.
-The causes issue 37 names and no run has tried yet are listed as such.
+The causes issue 37 names that no committed run has tried yet are each a named control set of
+experiment.toml (report-alpha, load-loss, shared-mobility): "not measured" until its runs are kept
+beside the reference under that name, then decided as the others are, from what the runs read back
+(the program each subflow ran, the shared link's RED queue, the variant's mobility events).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from typing import Callable
 
 import pandas as pd
 
-from . import analysis
+from . import analysis, cc
+from ...net.links import LinkSpec
 from ...judge import claims as judge
 from ...judge import stats
 from ...judge.claims import FAILS, GREATER, LESS, Claim, Control, Verdict
@@ -130,25 +134,29 @@ def controlled_variant(t: dict, name: str, kind: str) -> tuple[str, str]:
     return found[0]
 
 
-def moves(name: str, kind: str, algo: str, variant: str) -> Callable[[dict], Verdict]:
-    """Does the controlled run `name` bring `algo` ÷ uncoupled to the report's ratio in `variant`?"""
+def moves(name: str, kind: str | Callable[[dict, str], tuple[str, str]], algo: str, variant: str,
+          run_algo: str | None = None) -> Callable[[dict], Verdict]:
+    """Does the controlled run `name` bring `algo` ÷ uncoupled to the report's ratio in `variant`?
+    `kind`: what the run changed as analysis.mechanisms tells it ("shared", "cross"), or a function
+    (tables, name) -> (its variant, the change in words) for what it does not tell; `run_algo`: the
+    algorithm the run ran in `algo`'s place."""
     def decide(t: dict) -> Verdict:
-        cvariant, words = controlled_variant(t, name, kind)
+        cvariant, words = kind(t, name) if callable(kind) else controlled_variant(t, name, kind)
         ctp = t["controlled"][name]["throughput"]
-        own = analysis.controlled_ratio(ctp, algo, cvariant)
+        own = analysis.controlled_ratio(ctp, run_algo or algo, cvariant)
         if own is None:
-            raise KeyError(f"{algo} and uncoupled in {analysis.CONTROLLED_DIR}/{name}")
+            raise KeyError(f"{run_algo or algo} and uncoupled in {analysis.CONTROLLED_DIR}/{name}")
         p = paper_ratio(algo, variant)
-        here = ratio_stats(t["throughput"], algo, variant)
+        here = ratio_stats(t["throughput"], algo, variant)  # this reference's own algo, the report's name
         numbers = {"controlled_ratio": own["ratio"], "controlled_lo": own["lo"], "controlled_hi": own["hi"],
                    "controlled_level": own["level"], "pairs": own["pairs"], "this_run_ratio": here["diff"],
                    "paper_ratio": p}
-        said = (f"{words}: {analysis.TITLES[algo]} ÷ uncoupled {own['ratio']:.3f} "
+        said = (f"{words}: {analysis.TITLES[run_algo or algo]} ÷ uncoupled {own['ratio']:.3f} "
                 f"({own['lo']:.2f}–{own['hi']:.2f} at {own['level']:.2%}, {own['pairs']} pairs, {cvariant} variant)")
         if not own["lo"] <= p <= own["hi"]:
             return Verdict(FAILS, numbers, (own["lo"], own["hi"]),
                            note=f"{said}, which excludes the report's {p:.3f}")
-        st = stats.between(ratio_stats(ctp, algo, cvariant), here)
+        st = stats.between(ratio_stats(ctp, run_algo or algo, cvariant), here)
         return Verdict.tested(st, GREATER if p > here["diff"] else LESS, numbers,
                               f"{said}, which holds the report's {p:.3f}"
                               + (f" and still admits a {1 - own['lo']:.0%} loss to uncoupled" if own["lo"] < 1 else "")
@@ -156,8 +164,40 @@ def moves(name: str, kind: str, algo: str, variant: str) -> Callable[[dict], Ver
     return decide
 
 
-def untried(what: str) -> Callable[[dict], Verdict]:
-    return lambda t: Verdict.missing(f"not run yet: {what}")
+# What a control set of experiment.toml (issue 37's) says before its runs are kept beside the reference
+UNMEASURED_YET = "not measured yet: the control set {name} (labs/lab2/experiment.toml) has no runs kept beside the reference"
+
+
+def not_yet(name: str, decide: Callable[[dict], Verdict]) -> Callable[[dict], Verdict]:
+    """"Not measured" while the reference keeps no controlled run `name`; `decide` once it does."""
+    return lambda t: decide(t) if name in t["controlled"] else Verdict.missing(UNMEASURED_YET.format(name=name))
+
+
+def report_rule(t: dict, name: str) -> tuple[str, str]:
+    """The static runs of the report's-rule programs, each run's subflows read back running them."""
+    ctp = t["controlled"][name]["throughput"]
+    for key in ("lia_report", "cs218_report"):
+        ran = set(ctp[(ctp.algo == key) & (ctp.variant == "static")].cc)
+        if ran != {cc.ALGORITHMS[key].name}:
+            raise KeyError(f"the static runs of {key} with {cc.ALGORITHMS[key].name} in {analysis.CONTROLLED_DIR}/{name}")
+    return "static", "the report's rule min(a / w_total, 1 / w_r), a = 1/√n (programs mlab_rlia, mlab_rcs218)"
+
+
+def red_medium(t: dict, name: str) -> tuple[str, str]:
+    """The shared variant on a link whose queue is RED (the network's bottleneck as each run recorded it)."""
+    c = t["controlled"][name]
+    link = ((c["manifest"].get("network") or {}).get("bottleneck") or {}).get("link")
+    spec = LinkSpec.parse(link) if link else None
+    if spec is None or not spec.red or "shared" not in set(c["throughput"].variant):
+        raise KeyError(f"shared runs through a RED link in {analysis.CONTROLLED_DIR}/{name}")
+    return "shared", (f"every subflow and the cross traffic through one {spec.rate_bps / 1e6:g} Mbit/s link whose RED "
+                      f"queue drops more as its average grows (up to {spec.red:.0%} at its upper threshold)")
+
+
+def shared_mobile(t: dict, name: str) -> tuple[str, str]:
+    if "shared_mobility" not in set(t["controlled"][name]["throughput"].variant):
+        raise KeyError(f"the shared_mobility runs in {analysis.CONTROLLED_DIR}/{name}")
+    return "shared_mobility", "the shared bottleneck with the mobility events"
 
 
 CROSS_HALF = ("the cross-traffic level: the report's 15 UDP clients loaded its links otherwise than the lab's two "
@@ -177,8 +217,8 @@ def gain_controls(algo: str) -> tuple[Control, ...]:
             Control("cross-1.5", CROSS_UP, moves("cross-1.5", "cross", algo, "static")),
             Control("shared-bottleneck", SHARED, moves("shared-bottleneck", "shared", algo, "static")),
             Control("report-alpha", REPORT_ALPHA,
-                    untried("no variant of the BPF programs with the report's a = 1/√n")),
-            Control("load-loss", LOAD_LOSS, untried("no emulated medium whose loss grows with the offered load")))
+                    not_yet("report-alpha", moves("report-alpha", report_rule, algo, "static", f"{algo}_report"))),
+            Control("load-loss", LOAD_LOSS, not_yet("load-loss", moves("load-loss", red_medium, algo, "static"))))
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -207,12 +247,13 @@ CLAIMS: tuple[Claim, ...] = (
           f"static variant: mean of fully coupled − {1 - COUPLED_MARGIN:g} × uncoupled in the same run above zero "
           f"(paired; the kit reads 'as much' as within {COUPLED_MARGIN:.0%})",
           coupled_close("static"),
-          (Control("shared-bottleneck", SHARED, moves("shared-bottleneck", "shared", "coupled", "static")),)),
+          (Control("shared-bottleneck", SHARED, moves("shared-bottleneck", "shared", "coupled", "static")),
+           Control("load-loss", LOAD_LOSS, not_yet("load-loss", moves("load-loss", red_medium, "coupled", "static"))))),
     Claim("coupled-mobility", "With mobility, fully coupled carries nearly as much as uncoupled",
           paper_value("coupled", "mobility"), MOBILITY_TABLE,
           f"mobility variant: mean of fully coupled − {1 - COUPLED_MARGIN:g} × uncoupled in the same run above zero "
           f"(paired; within {COUPLED_MARGIN:.0%})",
           coupled_close("mobility"),
-          (Control("shared-mobility", SHARED, untried("the shared variant with mobility events (the shared-bottleneck "
-                                                      "run has none, so it changes two causes at once here)")),)),
+          (Control("shared-mobility", SHARED,
+                   not_yet("shared-mobility", moves("shared-mobility", shared_mobile, "coupled", "mobility"))),)),
 )

@@ -138,7 +138,7 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
             applied: list[dict] = []
 
             def on_start(t0: float) -> None:  # mobility is timed from the transfer's start
-                if variant == "mobility":
+                if variant in MOBILE:
                     timers.extend(_schedule_mobility(net, params, duration, t0, applied))
 
             try:
@@ -176,7 +176,7 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
             cc.save_raw(rec.raw, rd.file(lab2_analysis.CC_EVENTS_RAW))
         rd.summary["cc_events"] = {"recorded": len(rec.raw), "dropped": rec.dropped}
     rd.summary["sender_start_s"] = round(net.sender_start_s, 3)  # what start_time allowed per process
-    if variant == "mobility":  # when each change really began and ended (s after the transfer's start)
+    if variant in MOBILE:  # when each change really began and ended (s after the transfer's start)
         rd.summary["mobility_applied"] = sorted(applied, key=lambda m: m["begun_s"])
     rd.summary.update({"algo": algo.key, "cc": algo.name, "variant": variant, "rep": rep, "detail": detail,
                        **r.summary(), "subflow_ccs": sorted({s["cc"] for s in established}),
@@ -232,7 +232,11 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
 
 # ---------------------------------------------------------------- the lab
 
-VARIANTS = ("static", "mobility", "shared")
+VARIANTS = ("static", "mobility", "shared", "shared_mobility")
+# the variants with [[mobility]]'s events; on the shared bottleneck (shared_mobility, a control) each
+# event sets its path's own rate and delay behind the shared link, as on the separate paths
+MOBILE = ("mobility", "shared_mobility")
+SHARED = ("shared", "shared_mobility")  # on shared_topology
 
 
 def points(params: dict, sweep=None) -> list[Point]:
@@ -247,13 +251,13 @@ def points(params: dict, sweep=None) -> list[Point]:
     for shared in (False, True):
         for rep in range(1, int(params["repetitions"]) + 1):
             for variant in params["variants"]:
-                if (variant == "shared") != shared:
+                if (variant in SHARED) != shared:
                     continue
                 for algo in algos:
                     out.append(Point(key(rep, variant, algo), {
                         "algo": algo.key, "variant": variant, "rep": rep, "detail": rep == 1,
                         "duration_s": params["duration_s"], "cross": params.get("cross"),
-                        "mobility": params.get("mobility") if variant == "mobility" else None,
+                        "mobility": params.get("mobility") if variant in MOBILE else None,
                         "shared_bottleneck": params["shared_bottleneck"] if shared else None},
                         topology=shared_topology if shared else None))
     for rep in range(1, int(params["fairness"]["repetitions"]) + 1):

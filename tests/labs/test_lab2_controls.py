@@ -4,7 +4,6 @@ the paths behind the shared link), and the claims ledger, which says "not measur
 set's runs are kept beside the reference and decides them from what the runs read back once they are."""
 
 import json
-import shutil
 import time
 
 import pandas as pd
@@ -126,3 +125,14 @@ def test_the_controls_are_not_measured_until_their_runs_are_kept(tmp_path):
     assert "mlab_rlia" in control("lia-static-gain", "report-alpha")["note"]
     assert control("lia-static-gain", "report-alpha")["status"] == claims.UNMEASURED
     assert control("coupled-static", "load-loss")["status"] == claims.UNMEASURED
+
+
+def test_the_reports_controlled_section_names_the_red_queue():
+    from mptcplab.labs.lab2 import analysis
+
+    t = ledger.tables(REF)
+    shared = t["controlled"]["shared-bottleneck"]
+    red = json.loads(json.dumps(shared["manifest"]))
+    red["network"]["bottleneck"]["link"] = RED
+    assert "RED" not in analysis.mechanisms(shared, t["parameters"])["shared"][1]
+    assert "with a RED queue (up to 50%" in analysis.mechanisms({**shared, "manifest": red}, t["parameters"])["shared"][1]

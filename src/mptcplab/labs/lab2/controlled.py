@@ -71,9 +71,12 @@ def mechanisms(c: dict, ref_params: dict) -> dict[str, tuple[str, str]]:
     variants = set(c["throughput"].variant) if not c["throughput"].empty else set()
     if "shared" in variants:
         link = ((c["manifest"].get("network") or {}).get("bottleneck") or {}).get("link")
-        mbps = LinkSpec.parse(link).rate_bps / 1e6 if link else None
+        spec = LinkSpec.parse(link) if link else None
+        mbps = spec.rate_bps / 1e6 if spec else None
         found["shared"] = ("shared", "all subflows and the cross traffic through "
-                                     + (f"one {mbps:g} Mbit/s link" if mbps else "one link"))
+                                     + (f"one {mbps:g} Mbit/s link" if mbps else "one link")
+                                     + (f" with a RED queue (up to {spec.red:.0%} dropped at its upper threshold)"
+                                        if spec and spec.red else ""))
     change = cross_change(ref_params.get("cross"), (c["manifest"].get("parameters") or {}).get("cross"))
     if change:
         found.update({v: ("cross", change) for v in variants - {"shared"}})

@@ -9,6 +9,8 @@ first bytes reached the student's report), a FIFO (once hung the batch for ever)
 a notebook of a lab the kit does not have and random bytes (once made the batch refuse to start).
 Each is its own 0 row with its reason, the correct ones keep full marks, every gradebook is
 written. Links and the FIFO are made at test time (`make_bad_submissions.place_unreadable`).
+Among the correct ones, a renamed copy whose first cell opens its new name: the two fixture labs
+share every word, so only the kit's notebook metadata can place it (it once got "its lab cannot be told").
 """
 
 import csv
@@ -58,7 +60,11 @@ def mixed(labs):
     for name, stem in (("alice", "99-fixture"), ("bob", "99-fixture"), ("carol", "98-fixture"),
                        ("gradebook.csv", "99-fixture")):  # a correct notebook under a name the grader writes
         nbformat.write(labs[stem][1], subs / f"{name}.ipynb")
-    foreign = nbformat.writes(labs["99-fixture"][1]).replace("99-fixture.ipynb", "07-no-such-lab.ipynb")
+    renamed = nbformat.from_dict(labs["98-fixture"][1])  # Otter opens the file its first cell names
+    renamed.cells[0].source = renamed.cells[0].source.replace("98-fixture.ipynb", "dave-lab98-final.ipynb")
+    assert 'otter.Notebook("dave-lab98-final.ipynb")' in renamed.cells[0].source
+    nbformat.write(renamed, subs / "dave-lab98-final.ipynb")
+    foreign = nbformat.writes(labs["99-fixture"][1]).replace("99-fixture", "07-no-such-lab")  # metadata and first cell
     (subs / "foreign.ipynb").write_text(foreign)
     secret = tmp / "root-only"
     secret.write_text(SECRET)
@@ -67,7 +73,7 @@ def mixed(labs):
     reasons["foreign.ipynb"] = "it names lab 07-no-such-lab, which this kit does not have"
     reasons["gradebook.csv.ipynb"] = "its name gives the student id gradebook.csv, the name of a file the grader writes"
     found, skipped = files.collect([subs])
-    assert len(found) == 12 and not skipped
+    assert len(found) == 13 and not skipped
     opt = batch.Options(cell_timeout=60, workers=2, limits=sandbox.Limits(wall_s=240, cpu_s=240, tree_memory_mb=2048, disk_mb=256))
     summary = intake.grade_all(found, tmp / "out", opt, solutions=labs["solutions"], build=labs["build"])
     rows = {}
@@ -85,9 +91,13 @@ def test_every_file_is_its_own_row_and_every_gradebook_is_written(mixed):
 
 
 def test_correct_notebooks_keep_full_marks(mixed):
-    for name in ("alice.ipynb", "bob.ipynb", "carol.ipynb"):
+    for name in ("alice.ipynb", "bob.ipynb", "carol.ipynb", "dave-lab98-final.ipynb"):
         row = mixed["rows"][name]
         assert (row["total"], row["possible"], row["status"], row["problems"]) == ("3", "3", "ok", "0"), row
+    dave = mixed["rows"]["dave-lab98-final.ipynb"]
+    assert dave["lab"] == "98-fixture"
+    report = (dave["dir"] / dave["student"] / "report.md").read_text()
+    assert "Otter" not in report and "first cell" not in report and "1st cell" not in report, report
 
 
 def test_each_bad_file_is_a_zero_row_with_its_reason(mixed):

@@ -22,6 +22,7 @@ from ..run.lab import REPO_ROOT
 SOLUTIONS = REPO_ROOT / "solutions"
 NOTEBOOKS = REPO_ROOT / "notebooks"
 ASSIGN_DIR = REPO_ROOT / "build" / "assign"
+KIT_METADATA = "mptcplab"  # notebook metadata of every student notebook: {"notebook": its master's stem}
 
 
 def masters(solutions: Path = SOLUTIONS) -> list[Path]:
@@ -53,7 +54,17 @@ def otter_assign(master: Path, dest: Path, *, run_tests: bool = True) -> Path:
     if proc.returncode != 0 or not student.exists():
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
         raise UsageError(f"otter assign failed for {master}:\n{tail}")
+    stamp(student, master.stem)
     return student
+
+
+def stamp(notebook: Path, stem: str) -> None:
+    """Name the notebook's lab in its metadata (`KIT_METADATA`), where `intake` looks first."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    nb.metadata[KIT_METADATA] = {"notebook": stem}
+    nbformat.write(nb, notebook)
 
 
 @dataclass
@@ -115,7 +126,7 @@ def normalized(path: Path) -> dict:
     cells = [{"cell_type": c["cell_type"], "source": "".join(c.get("source", "")),
               "metadata": {k: v for k, v in c.get("metadata", {}).items() if k not in ("execution", "collapsed")}}
              for c in nb.get("cells", [])]
-    return {"cells": cells, "otter": nb.get("metadata", {}).get("otter")}
+    return {"cells": cells, "otter": nb.get("metadata", {}).get("otter"), KIT_METADATA: nb.get("metadata", {}).get(KIT_METADATA)}
 
 
 def filled_student_notebook(student: Path, solution: Path):

@@ -1,17 +1,17 @@
 """A batch as handed in: which lab each submission belongs to, graded lab by lab, and every file a row.
 
-The lab is read from the file's bytes (`files.read_submission`: never through a link): Otter's
-first cell names it (`otter.Notebook("01-send-buffer.ipynb")`). A student who works in a renamed
-copy must edit that cell (Otter opens the file it names), so a notebook whose first cell names no
-lab is placed by its text: the lab whose master shares most of its markdown cells (the questions'
-wording, which students do not edit), when that lab shares at least `MATCH_MIN` of them and over
-twice as many as any other (each shipped notebook shares all of its markdown with its own master
-and none with another's). A file the grader refuses to read
-(a link, a FIFO, a directory named `*.ipynb`, a hard link) is sorted by its name's `NN-` prefix if
-it has one. What cannot be placed never stops the batch: in a batch of one lab it joins that lab
-(garbage is then graded as unreadable, a refused file as refused) and a file naming a lab the kit
-does not have is a 0 row there with the reason; in a batch of several labs (each in a folder of
-its own) every file of unknown lab is a 0 row with its reason in `unknown-lab/gradebook.csv`.
+The lab is read from the file's bytes (`files.read_submission`: never through a link), whatever the
+file is called: first the notebook metadata the kit writes into every notebook it hands out
+(`autograder.KIT_METADATA`, kept by Jupyter through saves, renames and copies); for a notebook
+handed out before that field existed, Otter's first cell (`otter.Notebook("01-send-buffer.ipynb")`,
+which a student who renames the copy edits); failing both, its text: the lab whose master shares
+most of its markdown cells (the questions' wording, which students do not edit), when that lab
+shares at least `MATCH_MIN` of them and over twice as many as any other. A file the grader refuses
+to read (a link, a FIFO, a directory named `*.ipynb`, a hard link) is sorted by its name's `NN-`
+prefix if it has one. What cannot be placed never stops the batch: in a batch of one lab it joins
+that lab (garbage is then graded as unreadable, a refused file as refused) and a file naming a lab
+the kit does not have is a 0 row there with the reason; in a batch of several labs (each in a
+folder of its own) every file of unknown lab is a 0 row with its reason in `unknown-lab/gradebook.csv`.
 Every gradebook is written.
 """
 
@@ -48,12 +48,9 @@ def _master_markdown(master: Path, mtime_ns: int) -> frozenset[str]:  # read onc
     return frozenset(_markdown(json.loads(master.read_bytes())))
 
 
-def lab_by_text(data: bytes, solutions: Path = autograder.SOLUTIONS) -> str | None:
+def lab_by_text(nb: object, solutions: Path = autograder.SOLUTIONS) -> str | None:
     """The master a notebook's markdown cells come from (see the module's docstring), or None."""
-    try:
-        mine = _markdown(json.loads(data))
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return None
+    mine = _markdown(nb)
     shared = sorted(((len(mine & _master_markdown(m, m.stat().st_mtime_ns)), m.stem) for m in autograder.masters(solutions)),
                     reverse=True)
     if not shared or shared[0][0] < MATCH_MIN or (len(shared) > 1 and shared[1][0] * 2 >= shared[0][0]):
@@ -61,16 +58,26 @@ def lab_by_text(data: bytes, solutions: Path = autograder.SOLUTIONS) -> str | No
     return shared[0][1]
 
 
+def lab_named(nb: object) -> str | None:
+    """The lab the kit's notebook metadata names (`autograder.KIT_METADATA`), or None."""
+    meta = nb.get("metadata") if isinstance(nb, dict) else None
+    kit = meta.get(autograder.KIT_METADATA) if isinstance(meta, dict) else None
+    name = kit.get("notebook") if isinstance(kit, dict) else None
+    return name if isinstance(name, str) and re.fullmatch(r"\d\d-[\w-]+", name) else None
+
+
 def lab_of(path: Path, cap: int, solutions: Path = autograder.SOLUTIONS) -> tuple[str | None, str | None]:
     """(the lab a submission names, or whose text it is; why it cannot be read as a notebook or None)."""
     try:
         data = read_submission(path, cap)
-        m = OTTER_INIT.search(data)
-        if m:
-            return m[1].decode(), None
-        by_text = lab_by_text(data, solutions)
-        if by_text:
-            return by_text, None
+        try:
+            nb = json.loads(data)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            nb = None
+        otter = OTTER_INIT.search(data)
+        name = lab_named(nb) or (otter[1].decode() if otter else None) or lab_by_text(nb, solutions)
+        if name:
+            return name, None
         why = None
     except (Refused, Oversized) as exc:  # not read: its name is all there is
         why = exc.args[0] if isinstance(exc, Refused) else None
@@ -79,10 +86,10 @@ def lab_of(path: Path, cap: int, solutions: Path = autograder.SOLUTIONS) -> tupl
 
 
 def cannot_tell(solutions: Path = autograder.SOLUTIONS) -> str:
-    """Why a readable file has no lab, and what to restore."""
-    inits = " or ".join(f'`grader = otter.Notebook("{m.name}")`' for m in autograder.masters(solutions))
-    return ("its lab cannot be told: its first code cell names no lab's notebook and its text is no lab's; restore "
-            f"that cell as handed out, {inits} (the grader runs every copy under its lab's name, whatever the file is called)")
+    """Why a readable file has no lab, and how to grade it all the same."""
+    names = " or ".join(m.stem for m in autograder.masters(solutions))
+    return ("its lab cannot be told: it is no notebook the kit handed out (no `mptcplab` notebook metadata, no first "
+            f"cell opening {names}, no lab's text); grade it with --lab if it is one")
 
 
 def sort_by_lab(subs: list[Path], lab: str | None, cap: int, solutions: Path = autograder.SOLUTIONS
@@ -112,8 +119,9 @@ def sort_by_lab(subs: list[Path], lab: str | None, cap: int, solutions: Path = a
 
 
 def grade_all(subs: list[Path], out: Path, opt: batch.Options, lab: str | None = None, master: Path | None = None,
-              solutions: Path = autograder.SOLUTIONS, build: Path = autograder.ASSIGN_DIR) -> list[dict]:
-    """Grade a batch of any labs; one summary per gradebook written (lab, gradebook, graded, errors)."""
+              solutions: Path = autograder.SOLUTIONS, build: Path = autograder.ASSIGN_DIR, on_result=None) -> list[dict]:
+    """Grade a batch of any labs; one summary per gradebook written (lab, gradebook, graded, errors).
+    on_result(result): as `batch.grade_batch`, for every submission a lab's autograder runs."""
     if master:
         groups, unknown = {master.resolve(): list(subs)}, {}
     else:
@@ -124,7 +132,7 @@ def grade_all(subs: list[Path], out: Path, opt: batch.Options, lab: str | None =
         ag = autograder.autograder_for(m, build)
         dest = out / m.stem if spread else out
         extra = [] if spread else list(unknown)  # one lab: a file naming another is its own row there
-        results = batch.grade_batch(group + extra, ag, dest, opt, refuse={s: unknown[s] for s in extra})
+        results = batch.grade_batch(group + extra, ag, dest, opt, on_result, refuse={s: unknown[s] for s in extra})
         summary.append({"lab": m.stem, "gradebook": str(dest / batch.GRADEBOOK), "graded": len(results),
                         "grader_errors": sum(r["status"] == "grader-error" for r in results)})
     if unknown and (spread or not groups):

@@ -3,7 +3,8 @@
     python -I -m mptcplab.grading.execute NOTEBOOK --cell-timeout S --deadline S --max-output BYTES
 
 No test is present while student code runs: the sandbox holds no autograder, and the checks run
-later in a separate sandbox (`mptcplab.grading.checker`). Here the cells run one by one (errors do
+later in a separate sandbox (`mptcplab.grading.checker`); `import otter` gives the notebook a
+stand-in whose `grader.check` only says so (SETUP_SOURCE). Here the cells run one by one (errors do
 not stop the run, as in Otter); then each global value is pickled into its own file on a tmpfs of
 its own (not the student's /tmp), with a size cap per value, and this runner sends everything back to the
 grader over its own stdout, which nothing else in the sandbox holds:
@@ -146,7 +147,37 @@ def _mlab_setup(_dir, _fifo, _cap, _out_cap):
     from IPython import get_ipython
     get_ipython().events.register("post_run_cell", after_cell)
     _threading.Thread(target=wait_for_request, daemon=True, name="mlab-snapshot").start()
+    _sys.modules["otter"] = _otter_stand_in()
     return dump
+
+
+def _otter_stand_in():
+    # What `import otter` gives the notebook while it is graded. The checker runs every check
+    # afterwards in a sandbox of its own, so here `grader.check` would only repeat the public checks
+    # (they call the student's functions on the shipped data: seconds of CPU per notebook), and
+    # importing Otter itself costs ~2 s. It opens any file name: a renamed copy's first cell too.
+    import types
+
+    class Checked:
+        def __init__(self, question):
+            self.question = question
+
+        def __repr__(self):
+            return str(self.question) + ": checked by the grader after the notebook has run (see report.md)"
+
+    class Notebook:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def check(self, question=None, *args, **kwargs):
+            return Checked(question)
+
+        def __getattr__(self, name):  # check_all, export, ...: nothing to do while grading
+            return lambda *args, **kwargs: None
+
+    otter = types.ModuleType("otter", "Otter's stand-in while `mptcplab grade` runs the notebook")
+    otter.Notebook = Notebook
+    return otter
 
 import __main__
 __main__._mlab_dump = _mlab_setup(%r, %r, %d, %d)

@@ -186,18 +186,13 @@ def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) 
                         "were graded); show fewer or smaller figures")
     folded, hidden_keys = [], []
     hidden_names: set[str] = set()  # names that cells drawing a hidden answer key would have set
-    otter_renamed = 0
     for err in status.get("cell_errors", []):
         i = err["cell"]
         if i in timed and err["ename"] == "KeyboardInterrupt":
             continue
         src = sources[i - 1].strip() if 0 < i <= len(sources) else ""
         missing = re.match(r"name '(\w+)' is not defined", err.get("evalue") or "")
-        if err["ename"] == "FileNotFoundError" and "otter.Notebook(" in src:  # a copy renamed, cell 0 edited to match
-            otter_renamed = i
-        elif otter_renamed and err["ename"] == "NameError" and missing and missing[1] == "grader":
-            continue  # the check cells' `grader`, which that cell did not make: the checks run without it
-        elif err["ename"] == "AnswerKeyHidden" or (err["ename"] == "NameError" and missing and missing[1] in hidden_names):
+        if err["ename"] == "AnswerKeyHidden" or (err["ename"] == "NameError" and missing and missing[1] in hidden_names):
             hidden_keys.append(i)  # the kit's hidden function, or a cell that needed what it would have made
             hidden_names |= _names(src)
         elif src in template_cells or _is_follow_on(err):
@@ -210,10 +205,6 @@ def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) 
                                                                 f"{_cells(folded, sources)})" if folded else ""))
     elif folded:
         problems.append(f"still using an unanswered `...`: {_cells(folded, sources)}")
-    if otter_renamed:  # a note: the grader runs the notebook under the lab's own name
-        result.setdefault("notes", []).append(
-            f"{cell_name(otter_renamed, sources)} opens Otter with another file name than {ag.stem}.ipynb, the "
-            "name the grader runs your notebook under: it failed here, which changes no score (nothing to fix)")
     if hidden_keys:  # a note, not a problem: the student has nothing to fix
         result.setdefault("notes", []).append(
             "the kit's own answers are hidden while grading, so what shows them did not run here (expected; "

@@ -14,6 +14,9 @@ import pytest
 
 from mptcplab.grading import cgroup, identity, leftovers
 
+sys.path.insert(0, str(Path(__file__).parent / "bad_submissions"))
+from make_bad_submissions import TCP_HOG  # noqa: E402  (the crafted tcp_hog notebook's cell, run bare here)
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="UIDs, keyrings and cgroups need root")
 
 KEYS = r"""
@@ -90,37 +93,16 @@ def test_what_a_killed_grader_leaves_is_removed(tmp_path):
         pytest.fail("the killed grader's process outlived its cgroup")
 
 
-HOG = r"""
-import socket, sys
-listener = socket.create_server(("127.0.0.1", 0))
-queued = 0
-pairs = []
-for _ in range(64):
-    a = socket.create_connection(listener.getsockname())
-    b, _ = listener.accept()
-    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
-    b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-    a.setblocking(False)
-    pairs.append((a, b))
-    try:
-        while True:
-            queued += a.send(b"x" * 65536)
-    except BlockingIOError:
-        pass
-print(queued >> 20, flush=True)
-sys.stdin.read()
-"""
-
-
 @pytest.mark.skipif(not (cgroup.ROOT / "memory" / "cgroup.procs").exists() or (cgroup.ROOT / "cgroup.controllers").exists(),
                     reason="cgroup v1 memory hierarchy only (v2 charges socket buffers to memory.max by itself)")
 def test_tcp_buffers_count_against_the_submission_on_cgroup_v1():
     """Issue 40: on v1 one submission held 1,057 MiB of TCP buffers beyond its memory limit."""
     cg = cgroup.create(1024, 64, 16, "test")
     try:
-        hog = subprocess.Popen([sys.executable, "-c", HOG], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        hog = subprocess.Popen([sys.executable, "-c", TCP_HOG + "\nimport sys\nsys.stdin.read()  # hold them"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                preexec_fn=lambda: [open(p, "w").write("0") for p in cg.procs])
-        queued_mb = int(hog.stdout.readline())
+        queued_mb = int(hog.stdout.readline().split("queued MiB:")[1])
         # The kernel forces a few pages past the limit (a socket's minimum); without the limit the
         # same program queued 763 MiB here (2026-11-28), charged to no cgroup.
         assert cg.socket_peak() is not None and cg.socket_peak() <= 17 << 20, cg.socket_peak()

@@ -12,7 +12,9 @@ memory controller, else the v1 memory/pids/cpu hierarchies (hybrid hosts). The s
 by writing "0" (itself) to each `procs` file before it drops root (`sandbox.prepare`).
 
 Socket buffers: v2 charges them to the group's memory (memory.stat `sock`), so they count in
-memory.max. v1 charges TCP buffers only once memory.kmem.tcp.limit_in_bytes is set: without it a
+memory.max, unless the kernel was booted with `cgroup.memory=nosocket`, which `available()` refuses.
+Untested here: this project's machines (and CI) mount a hybrid hierarchy whose v2 part has no
+memory controller (it is bound to v1), so no test can create a v2 group with memory.max. v1 charges TCP buffers only once memory.kmem.tcp.limit_in_bytes is set: without it a
 submission held 1,057 MiB of TCP buffers beyond its 4,096 MiB limit, and another kept the host's TCP
 memory at its ceiling for 45 s. On v1 each group therefore gets a TCP limit of its own
 (`Limits.socket_mb`): past it the kernel refuses the group more buffer, as it does to a host at
@@ -156,9 +158,18 @@ def _v2_parent() -> Path | None:
     return parent
 
 
+def sockets_charged(cmdline: str) -> bool:
+    """Whether a v2 kernel booted with this command line charges socket buffers to memory.max."""
+    return not any(arg.startswith("cgroup.memory=") and "nosocket" in arg.partition("=")[2].split(",")
+                   for arg in cmdline.split())
+
+
 def available() -> str | None:
     """None when per-submission cgroups work here, else why not."""
     if _v2_parent() is not None:
+        if not sockets_charged(Path("/proc/cmdline").read_text()):
+            return ("the kernel was booted with cgroup.memory=nosocket: a submission's socket buffers would "
+                    "not count against its cgroup v2 memory limit (boot without it)")
         return None
     if all((ROOT / h / "cgroup.procs").exists() for h in ("memory", "pids")):
         if not (ROOT / "memory" / _own("memory").lstrip("/") / TCP_LIMIT).exists():

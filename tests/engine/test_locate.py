@@ -28,11 +28,11 @@ def repo(tmp_path, monkeypatch):
     return root
 
 
-def finished_sweep(out: Path, *, where="uml", kernel="6.12.117", quick=True, when=None) -> Path:
+def finished_sweep(out: Path, *, where="uml", kernel="6.12.117", quick=True, when=None, extra=()) -> Path:
     """A sweep with one run's manifest, concluded as `run`/`reproduce`/`merge` conclude one."""
     run = out / "wmem-1M-mptcp-r1"
     run.mkdir(parents=True)
-    argv = ["mptcplab", "run", "lab1"] + (["--quick"] if quick else [])
+    argv = ["mptcplab", "run", "lab1"] + (["--quick"] if quick else []) + list(extra)
     (run / "manifest.json").write_text(json.dumps({
         "command": argv, "platform": {"where": where, "kernel_release": kernel},
         "git": {"commit": "0123456789abcdef", "dirty": False}}))
@@ -65,6 +65,19 @@ def test_finds_any_out_dir_through_the_run_index(repo, tmp_path):
     out = finished_sweep(tmp_path / "elsewhere" / "my-lab1")
     assert loc.locate("lab1").path == out
     assert json.loads(loc.index_file().read_text().splitlines()[-1])["path"] == str(out)
+
+
+def test_a_run_made_with_set_is_named_as_such(repo, tmp_path):
+    """A control made with --set (walkthrough 2 of Lab 3: the machine's newest run was another's control,
+    announced as "YOUR results") is not the lab's plain run: the banner's first line says which values."""
+    plain = finished_sweep(repo / "results" / "lab1-quick", when=time.time() - 3600)
+    assert loc.banner(loc.locate("lab1")).startswith(f"Analysing YOUR results: {plain}")
+    control = finished_sweep(tmp_path / "controls" / "tso64_quick",
+                             extra=["--set", "repetitions=2", "--set=network.min_tso_segs=64", "--out", "x"])
+    got = loc.locate("lab1")
+    assert got.path == control and got.overrides == ("repetitions=2", "network.min_tso_segs=64")
+    assert loc.banner(got).splitlines()[0] == \
+        f"Analysing your newest lab1 run, made with --set repetitions=2 network.min_tso_segs=64: {control}"
 
 
 def test_an_unfinished_sweep_is_not_a_result(repo):

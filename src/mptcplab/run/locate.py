@@ -43,6 +43,7 @@ class Located:
     quick: bool | None = None
     commit: str = ""
     lab: str = ""  # the lab id it was located for
+    overrides: tuple[str, ...] = ()  # the run command's --set values: not the lab's plain run
 
 
 def env_name(lab_id: str) -> str:
@@ -146,7 +147,7 @@ def _facts(path: Path) -> dict:
         command = man.get("command") or []
         return {"place": plat.get("where") or "", "kernel": plat.get("kernel_release") or "",
                 "commit": f"{commit[:12]}{'+dirty' if git.get('dirty') else ''}" if commit else "",
-                "quick": ("--quick" in command) if command else None}
+                "quick": ("--quick" in command) if command else None, "overrides": _overrides(command)}
     try:
         with (path / "runs-manifest.csv").open() as f:
             rows = list(csv.DictReader(f))
@@ -157,6 +158,12 @@ def _facts(path: Path) -> dict:
         return {"place": last.get("where") or "", "kernel": last.get("kernel") or "",
                 "commit": last.get("commit") or ""}
     return {}
+
+
+def _overrides(command: list[str]) -> tuple[str, ...]:
+    """The `--set KEY=VALUE` values of a run's command line (either spelling argparse takes)."""
+    return tuple([v for flag, v in zip(command, command[1:]) if flag == "--set"]
+                 + [a.removeprefix("--set=") for a in command if a.startswith("--set=")])
 
 
 def _mtime(p: Path) -> float:
@@ -205,7 +212,11 @@ def banner(located: Located) -> str:
     point = (f"To analyse another run: set {env_name(located.lab)}=/path/to/its/results before starting "
              f"Jupyter, or run `sudo mptcplab run {located.lab} --quick`.")
     if not located.is_reference:
-        return "\n".join([f"Analysing YOUR results: {located.path}",
+        # a run whose parameters were changed (a control, a Going-further run) is not the lab's plain run: say so
+        which = ("your newest " if located.reason.startswith("your newest") else "your ") + f"{located.lab} run"
+        head = (f"Analysing {which}, made with --set {' '.join(located.overrides)}: {located.path}" if located.overrides
+                else f"Analysing YOUR results: {located.path}")
+        return "\n".join([head,
                           f"  {how}, {facts}" if facts else f"  {how}",
                           f"  chosen: {located.reason}.", f"  {point}"])
     bang = "!" * 78

@@ -9,6 +9,7 @@ shipped grids and the public draw pass nothing hidden. `unseen.held_out` draws w
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -59,7 +60,7 @@ def model1(n, p, rtt, T, b=1, *, printed=False, cap=True, small_w=True, w2=True,
 
 
 def model2(n, p_e, p_r, rtt, T, b=1, *, q1_cap_n=True, j_everywhere=False, j1_in_q1=False, cap=True, use_b=True,
-           swapped=False):
+           swapped=False, full_f=False):
     if swapped:
         p_e, p_r = p_r, p_e
     b = b if use_b else 1
@@ -68,7 +69,7 @@ def model2(n, p_e, p_r, rtt, T, b=1, *, q1_cap_n=True, j_everywhere=False, j1_in
     a = math.sqrt(p_e * b * j1 * (24 * n * n + p_e * b * j1 * (n * n - 4 * n * j1 + 4 * j1 * j1)))
     x = (j1 * p_e * b * (2 * j1 - n) + a) / (6 * n * n * p_e)
     w = n * x / (2 * b) * (1 + 3 * n / j1)
-    z = T * (1 + 32 * p_e * p_e) / (1 - p_e)
+    z = T * (models.f_poly(p_e) if full_f else 1 + 32 * p_e * p_e) / (1 - p_e)
     q1 = (j1 if j1_in_q1 else j) * n / w
     q1 = min(n, q1) if q1_cap_n else min(1, q1)
     q = min(n, q1 * z / (x * rtt)) if cap else q1 * z / (x * rtt)
@@ -114,6 +115,8 @@ def per_flow_rate(runs, flows, losses, *, what="right"):
             p[r.run] = count_loss_events(lost.t, r.rtt) / r.packets
         elif what == "flow_packets":
             p[r.run] = sum(count_loss_events(lost[lost.flow == f.flow].t, f.rtt) / f.packets for f in fl.itertuples())
+        elif what == "port_only":  # the walkthrough's: every run's losses on the flow's port
+            p[r.run] = sum(count_loss_events(losses[losses.flow == f.flow].t, f.rtt) for f in fl.itertuples()) / r.packets
         else:
             p[r.run] = sum(count_loss_events(lost[lost.flow == f.flow].t, r.rtt if what == "run_rtt" else f.rtt)
                            for f in fl.itertuples()) / r.packets
@@ -121,11 +124,13 @@ def per_flow_rate(runs, flows, losses, *, what="right"):
 
 
 def compare(runs, *, m1=model1, m2=model2, b="model_b", measured="pps", swap=False, err="right", all_runs=False):
+    """all_runs: True keeps the runs without a loss (NaN predictions), "computed" feeds them to the models too."""
     rows = []
     for r in (runs if all_runs else runs[runs.p > 0]).itertuples():
         bb, pps = getattr(r, b), getattr(r, measured)
-        v1 = m1(r.n, r.p_e if swap else r.p, r.rtt, r.T, bb) if r.p > 0 else np.nan
-        v2 = m2(r.n, r.p_e, r.p_r, r.rtt, r.T, bb) if r.p > 0 else np.nan
+        skip = r.p <= 0 and all_runs != "computed"  # p = 0: plain floats divide by zero in the models
+        v1 = np.nan if skip else m1(r.n, float(r.p_e if swap else r.p), r.rtt, r.T, bb)
+        v2 = np.nan if skip else m2(r.n, float(r.p_e), float(r.p_r), r.rtt, r.T, bb)
         e1, e2 = ((pps / v1 - 1, pps / v2 - 1) if err == "inverted" else
                   (100 * (v1 / pps - 1), 100 * (v2 / pps - 1)) if err == "percent" else (v1 / pps - 1, v2 / pps - 1))
         rows.append({"run": r.run, "measured": pps, "model1": v1, "model2": v2, "err1": e1, "err2": e2})
@@ -159,7 +164,8 @@ WRONG = {
            "per flow, not the aggregate": lambda n, p, rtt, T, b=1: model1(n, p, rtt, T, b) / n},
     "q2": {"q1 capped at 1": _partial(model2, q1_cap_n=False), "j for j1": _partial(model2, j_everywhere=True),
            "j1 in q1": _partial(model2, j1_in_q1=True), "q not capped": _partial(model2, cap=False),
-           "p_e and p_r swapped": _partial(model2, swapped=True), "b ignored": _partial(model2, use_b=False)},
+           "p_e and p_r swapped": _partial(model2, swapped=True), "b ignored": _partial(model2, use_b=False),
+           "z with the full f(p)": _partial(model2, full_f=True)},
     "q3": {"unsorted": _partial(count_loss_events, sort=False), "gap from the previous loss": _partial(count_loss_events, chain=True),
            "lost packets": _partial(count_loss_events, losses=True), "a float": _partial(count_loss_events, as_float=True),
            ">= for >": _partial(count_loss_events, inclusive=True)},
@@ -173,11 +179,13 @@ WRONG = {
     "q5": {"all the run's losses together": _partial(per_flow_rate, what="cumulative"),
            "the run's RTT": _partial(per_flow_rate, what="run_rtt"),
            "each flow's packets": _partial(per_flow_rate, what="flow_packets"),
+           "losses matched by port alone": _partial(per_flow_rate, what="port_only"),
            "the shipped column copied": lambda runs, flows, losses: runs.set_index("run").p},
     "q6": {"b, the measured ACK ratio": _partial(compare, b="b"), "p_e into model 1": _partial(compare, swap=True),
            "measured / model - 1": _partial(compare, err="inverted"), "errors in percent": _partial(compare, err="percent"),
            "goodput for measured": _partial(compare, measured="goodput_pps"),
            "runs without losses kept": _partial(compare, all_runs=True),
+           "runs without losses fed to the models": _partial(compare, all_runs="computed"),
            "a wrong model 1 (Q1)": _partial(compare, m1=_partial(model1, printed=True))},
     "q7": {"queued runs kept": _partial(in_scope, queued=False), "2 % left out": _partial(in_scope, strict=True),
            "runs without losses kept": _partial(in_scope, lossless=True), "p_r for loss": _partial(in_scope, column="p_r"),
@@ -224,34 +232,45 @@ def test_each_wrong_answer_fails_public_check_briefly_and_hidden_check(q, name, 
     msg = str(failed.value)
     assert 0 < len(msg.splitlines()) <= 6 and len(msg) <= 650, msg
     assert "def " not in msg and "expect(" not in msg and "Traceback" not in msg, msg
+    flat = " ".join(msg.split())
+    assert not re.search(r"(?<!\.)\.\.(?!\.)| \.(?!\.)| [,;:]|\b1 (runs|rows)\b", flat), flat  # "..", "runs .", "1 runs"
     for v in _shown_values(q):
         assert f"{v:.4g}" not in msg, (v, msg)
     with pytest.raises(Exception):
         hidden(q, WRONG[q][name], drawn)
 
 
-def test_public_hints_name_the_mistake(tables):
-    said = {}
-    for q, name in [("q1", "Algorithm 1 as printed"), ("q2", "q1 capped at 1"), ("q3", "unsorted"), ("q3", ">= for >"),
-                    ("q4", "packets for events"), ("q4", "events flow by flow"), ("q5", "the run's RTT"),
-                    ("q5", "each flow's packets"), ("q6", "b, the measured ACK ratio"), ("q6", "measured / model - 1"),
-                    ("q7", "queued runs kept"), ("q7", "2 % left out"), ("q7", "`queued` recomputed from the RTT")]:
-        with pytest.raises(CheckFailed) as failed:
-            public(q, WRONG[q][name], tables)
-        said[name] = " ".join(str(failed.value).split())
-    assert "Algorithm 1's q1 line as printed" in said["Algorithm 1 as printed"]
-    assert "capped q1 at 1" in said["q1 capped at 1"]
-    assert "sort them first" in said["unsorted"]
-    assert "not >=" in said[">= for >"]
-    assert "not lost packets" in said["packets for events"]
-    assert "each flow's events apart" in said["events flow by flow"]
-    assert "that flow's rtt" in said["the run's RTT"]
-    assert "not each flow's" in said["each flow's packets"]
-    assert "model_b" in said["b, the measured ACK ratio"]
-    assert "measured / model - 1" in said["measured / model - 1"]
-    assert "`queued` column" in said["queued runs kept"]
-    assert "`queued` column" in said["`queued` recomputed from the RTT"]
-    assert "exactly 2 %" in said["2 % left out"]
+HINTS = {  # (question, wrong answer) -> what its public message must say: the cause, not another one
+    ("q1", "Algorithm 1 as printed"): "Algorithm 1's q1 line as printed",
+    ("q1", "z with the full f(p)"): "keep z = T (1 + 32 p^2) / (1 - p)",
+    ("q2", "q1 capped at 1"): "capped q1 at 1",
+    ("q2", "z with the full f(p)"): "keep z = T (1 + 32 p^2) / (1 - p)",
+    ("q3", "unsorted"): "sort them first",
+    ("q3", ">= for >"): "not >=",
+    ("q4", "packets for events"): "not lost packets",
+    ("q4", "events flow by flow"): "each flow's events apart",
+    ("q5", "the run's RTT"): "that flow's rtt",
+    ("q5", "each flow's packets"): "not each flow's",
+    ("q5", "losses matched by port alone"): "losses matched to flows of another run: a port is unique only within a run",
+    ("q6", "b, the measured ACK ratio"): "model_b",
+    ("q6", "measured / model - 1"): "measured / model - 1",
+    ("q6", "runs without losses fed to the models"): "no loss (p = 0): the models divide by p",
+    ("q7", "queued runs kept"): "`queued` column",
+    ("q7", "2 % left out"): "exactly 2 %",
+    ("q7", "`queued` recomputed from the RTT"): "`queued` column",
+    ("q7", "p_r for loss"): "not the measured p_r",
+}
+
+
+@pytest.mark.parametrize("q,name", sorted(HINTS), ids=[f"{q}-{n}" for q, n in sorted(HINTS)])
+def test_public_hints_name_the_mistake(q, name, tables):
+    with pytest.raises(CheckFailed) as failed:
+        public(q, WRONG[q][name], tables)
+    said = " ".join(str(failed.value).split())
+    assert HINTS[q, name] in said, said
+    # and not the other causes the walkthrough of 28 Nov was shown for these
+    for other in ("capped at n", "j1 = min(j, n)", "compute, do not copy"):
+        assert other not in said, said
 
 
 def test_memorised_answers_pass_nothing_hidden(tables, drawn):
@@ -280,6 +299,9 @@ def test_held_out_draws_every_case_the_public_checks_try(tables):
     assert any(float(t["w"]) <= 3 for t in terms) and any(float(t["q"]) >= n for t, (n, *_) in zip(terms, a["grid1"]))
     assert any(p_r / p_e > n for n, p_e, p_r, *_ in a["grid2"])
     assert any(times != sorted(times) for times, _ in a["loss_cases"])
+    # a port names a flow within its run only: runs share ports, as the kernel's ephemeral ports do
+    assert not a["flows"].duplicated(["run", "flow"]).any() and (a["flows"].groupby("flow").run.nunique() > 1).any()
+    assert set(zip(a["losses"].run, a["losses"].flow)) <= set(zip(a["flows"].run, a["flows"].flow))
     assert any(any(t == min(times) + rtt for t in times) for times, rtt in a["loss_cases"] if times)
     scope = a["scope_runs"]
     assert scope.queued.any() and (scope["loss"] == 0.02).any() and (scope.p == 0).any()

@@ -26,8 +26,17 @@ RTOL = 1e-6
 
 def _say(*parts: str) -> str:
     """A message of at most six lines of ~100 characters."""
-    lines = textwrap.wrap(" ".join(parts), 100)
+    lines = textwrap.wrap(" ".join(p for p in parts if p), 100)
     return "\n".join(lines[:6])
+
+
+def _sentence(text: str) -> str:
+    """text ending in one full stop (a diagnosis may end in its own)."""
+    return text.rstrip().rstrip(".") + "."
+
+
+def _count(k: int, noun: str) -> str:
+    return f"{k} {noun}{'' if k == 1 else 's'}"
 
 
 def _public() -> np.random.Generator:
@@ -38,13 +47,17 @@ def _floats(values) -> np.ndarray:
     return np.array([v if isinstance(v, float) else np.nan for v in values])
 
 
-def _call(func, name: str, where: str, *args):
-    """The student's function on a check's inputs; what it raises, as a finding (its type only)."""
+def _call(func, name: str, where: str, *args, zero_p: int = 0):
+    """The student's function on a check's inputs; what it raises, as a finding (its type only).
+    zero_p: how many of the inputs' runs have no loss (p = 0), the likely cause of a division by zero."""
     try:
         return func(*args)
     except Exception as exc:
-        expect(False, _say(f"On {where}, {name} raised {type(exc).__name__}. The check's own tables have the",
-                           "columns of the question's inputs and none of the answers: compute, do not copy."))
+        cause = (f"{zero_p} of these runs {'has' if zero_p == 1 else 'have'} no loss (p = 0): the models divide by p, "
+                 "so keep only the runs with p > 0." if zero_p and isinstance(exc, (ZeroDivisionError, FloatingPointError))
+                 else "The check's own tables have the columns of the question's inputs and none of the answers: "
+                      "compute, do not copy.")
+        expect(False, _say(f"On {where}, {name} raised {type(exc).__name__}.", cause))
 
 
 def _grid_mismatch(values, want) -> int | None:
@@ -58,12 +71,12 @@ def _grid_mismatch(values, want) -> int | None:
 def _model_check(func, name: str, grid, problem, reference_of, draw, terms: str) -> None:
     values = nb3.values_on_grid(func, grid)
     msg = problem(values)
-    expect(msg is None, _say(f"{msg}." if msg else "", "Implement it and re-run its cell."
+    expect(msg is None, _say(_sentence(msg) if msg else "", "Implement it and re-run its cell."
                              if msg and "returned nothing" in msg else ""))
     for points in (grid, draw(_public())):
         values = nb3.values_on_grid(func, points)
         msg = nb3._first_problem(values, points, name)
-        expect(msg is None, _say(f"{msg}."))
+        expect(msg is None, _say(_sentence(msg) if msg else ""))
         at = _grid_mismatch(values, reference_of(points))
         expect(at is None, _say(f"{name}{points[at] if at is not None else ''} is not the model's value there",
                                 f"(more than {RTOL:g} relative from the kit's). Compare each line with {terms},",
@@ -154,7 +167,7 @@ def cumulative_rates_of(runs: pd.DataFrame, losses: pd.DataFrame) -> pd.DataFram
 
 def per_flow_rate_of(runs: pd.DataFrame, flows: pd.DataFrame, losses: pd.DataFrame) -> pd.DataFrame:
     """The kit's p per run (what Q5 asks), and the usual wrong ones beside it."""
-    by_run, by_flow = _times(losses, "run"), _times(losses, ["run", "flow"])
+    by_run, by_flow, by_port = _times(losses, "run"), _times(losses, ["run", "flow"]), _times(losses, "flow")
     flows_of = {run: list(g.itertuples()) for run, g in flows.groupby("run")}
     rows = {}
     for r in runs.itertuples():
@@ -163,8 +176,9 @@ def per_flow_rate_of(runs: pd.DataFrame, flows: pd.DataFrame, losses: pd.DataFra
         rows[r.run] = {"p": sum(ev) / r.packets,
                        "run_rtt": sum(_events(by_flow.get((r.run, f.flow)), r.rtt) for f in fl) / r.packets,
                        "flow_packets": sum(e / f.packets for e, f in zip(ev, fl) if f.packets > 0),
-                       "cumulative": _events(by_run.get(r.run), r.rtt) / r.packets}
-    return pd.DataFrame.from_dict(rows, orient="index", columns=["p", "run_rtt", "flow_packets", "cumulative"])
+                       "cumulative": _events(by_run.get(r.run), r.rtt) / r.packets,
+                       "port_only": sum(_events(by_port.get(f.flow), f.rtt) for f in fl) / r.packets}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=["p", "run_rtt", "flow_packets", "cumulative", "port_only"])
 
 
 def _table(got, name: str, runs: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
@@ -178,8 +192,9 @@ def _table(got, name: str, runs: pd.DataFrame, columns: tuple[str, ...]) -> pd.D
     missing, extra = set(runs.run) - set(got.index), set(got.index) - set(runs.run)
     expect(not missing and not extra,
            _say(f"{name} should have one row per run of the runs it is given, indexed by run;",
-                f"{len(missing)} runs are missing, {len(extra)} rows are not runs",
-                "(set the index to the run names: .set_index('run'))." if "run" in got.columns else "."))
+                f"{_count(len(missing), 'run')} {'is' if len(missing) == 1 else 'are'} missing,",
+                f"{_count(len(extra), 'row')} {'is not a run' if len(extra) == 1 else 'are not runs'}"
+                + (" (set the index to the run names: .set_index('run'))." if "run" in got.columns else ".")))
     for col in columns:
         v = pd.to_numeric(got[col], errors="coerce")
         expect(v.notna().all() and np.isfinite(v).all(),
@@ -208,7 +223,7 @@ def q4(cumulative_rates, runs, losses) -> None:
                 if _close(got.p_e, want.by_flow)[bad].all()
                 else "count the events of all the run's losses together, with the run's rtt from runs, over its packets")
         expect(not bad.any(), _say(f"On {where}, p_e is not the cumulative loss event rate for {int(bad.sum())} of",
-                                   f"{len(got)} runs. Hint: {hint}."))
+                                   f"{_count(len(got), 'run')}. Hint: {hint}."))
 
 
 def q5(per_flow_rate, runs, flows, losses) -> None:
@@ -220,13 +235,15 @@ def q5(per_flow_rate, runs, flows, losses) -> None:
         want = per_flow_rate_of(r, fl, lost).loc[list(got.index)]
         bad = ~_close(got.p, want.p)
         hint = next((h for col, h in (
+            ("port_only", "losses matched to flows of another run: a port is unique only within a run (match each "
+                          "loss on run and flow)"),
             ("cumulative", "you counted the run's losses together: count each flow's loss events separately"),
             ("run_rtt", "each flow's events are counted with that flow's rtt (from flows), not the run's"),
             ("flow_packets", "add the flows' events first, then divide by the run's packets (not each flow's)"))
             if _close(got.p, want[col])[bad].all()), "count each flow's events with that flow's rtt, add them, "
                                                      "divide by the run's packets")
         expect(not bad.any(), _say(f"On {where}, p is not the per-flow loss event rate for {int(bad.sum())} of",
-                                   f"{len(got)} runs. Hint: {hint}."))
+                                   f"{_count(len(got), 'run')}. Hint: {hint}."))
 
 
 # ---------------------------------------------------------------- Q6: the models on every run
@@ -252,14 +269,14 @@ def q6(compare, runs) -> None:
     """compare(runs): measured, model1, model2, err1, err2 per run with p > 0, on the notebook's runs and
     a public draw. Builds on Q1 and Q2 (it calls the student's models)."""
     for r, where in ((runs, "your runs"), (unseen.compare_runs(runs, _public()), "the check's own runs")):
-        got = _call(compare, "compare", where, r)
+        got = _call(compare, "compare", where, r, zero_p=int((r.p <= 0).sum()))
         expect(isinstance(got, pd.DataFrame) and set(COMPARE_COLUMNS) <= set(got.columns),
                _say(f"compare should return a DataFrame with the columns {', '.join(COMPARE_COLUMNS)};",
                     f"it returned {type(got).__name__}."))
         want = comparison_of(r)
         expect(set(got.index) == set(want.index),
                _say(f"On {where}, compare should have one row per run with p > 0, indexed by run; it has",
-                    f"{len(got)} rows for {len(want)} such runs (runs without a loss have no prediction)."))
+                    f"{_count(len(got), 'row')} for {_count(len(want), 'such run')} (runs without a loss have no prediction)."))
         got, w, on_b = got.loc[list(want.index)], want, comparison_of(r, b="b")
         expect(_close(got.measured, w.measured).all(),
                _say(f"On {where}, measured is not the run's pps (the packets the flows sent per second,",
@@ -270,7 +287,7 @@ def q6(compare, runs) -> None:
                     else "model 1 takes the per-flow p, not p_e" if col == "model1" and _close(got[col], w.swapped)[bad].all()
                     else f"if {other} passes, feed it this run's {inputs} and b = model_b")
             expect(not bad.any(), _say(f"On {where}, {col} is not model {col[-1]} of the run's inputs for",
-                                       f"{int(bad.sum())} of {len(got)} runs. Hint: {hint}."))
+                                       f"{int(bad.sum())} of {_count(len(got), 'run')}. Hint: {hint}."))
         for col in ("err1", "err2"):
             m = got[f"model{col[-1]}"]
             hint = ("that is measured / model - 1" if _close(got[col], got.measured / m - 1).all()
@@ -292,12 +309,19 @@ def q7(in_scope, runs) -> None:
                     f"it returned {type(got).__name__}" + (f" of {got.dtype}." if isinstance(got, pd.Series) else ".")))
         expect(set(got.index) == set(r.run) and len(got) == len(r),
                _say(f"On {where}, in_scope should have one entry per run, indexed by run; it has {len(got)} for",
-                    f"{len(r)} runs."))
+                    f"{_count(len(r), 'run')}."))
         want = set(analysis.graded_runs(r).run)
         chosen = set(got[got].index)
         rows = r.set_index("run")
         extra, missing = chosen - want, want - chosen
-        hint = ("leave out the runs the `queued` column marks, using the column as given (the check's own runs "
+        # `loss` replaced by p_r, and `<` for `<=`: on the shipped runs both can leave out the same runs
+        by_p_r = chosen == set(analysis.graded_runs(r.assign(loss=r.p_r)).run) != want
+        strict = chosen == set(analysis.graded_runs(r[~np.isclose(r["loss"], 0.02)]).run) != want
+        p_r_hint = ("the limit is on `loss` as given: for random-loss runs that is the configured netem loss, not the "
+                    "measured p_r (only DropTail's `loss` is its p_r)")
+        hint = (f"either {p_r_hint}; or a run at exactly 2 % loss is in (loss <= 0.02)" if by_p_r and strict
+                else p_r_hint if by_p_r
+                else "leave out the runs the `queued` column marks, using the column as given (the check's own runs "
                 "mark some whatever their RTT)" if extra and rows.loc[list(extra)].queued.astype(bool).any()
                 else "runs without a loss (p = 0) have nothing to compare" if extra and (rows.loc[list(extra)].p <= 0).any()
                 else "a run at exactly 2 % loss is in (loss <= 0.02)" if missing and np.isclose(rows.loc[list(missing)]["loss"], 0.02).any()
@@ -305,7 +329,8 @@ def q7(in_scope, runs) -> None:
                 if missing and (rows.loc[list(missing)].rtt > analysis.QUEUE_LIMIT * rows.loc[list(missing)].base_rtt).any()
                 else "the limit is on `loss` (configured netem loss, or p_r under DropTail), up to 0.02 inclusive")
         expect(not extra and not missing,
-               _say(f"On {where}, in_scope selects {len(extra)} runs too many and misses {len(missing)}.",
+               _say(f"On {where}, in_scope", " and ".join(([f"selects {_count(len(extra), 'run')} too many"] if extra else [])
+                                                           + ([f"misses {_count(len(missing), 'run')}"] if missing else [])) + ".",
                     f"Hint: {hint}."))
 
 

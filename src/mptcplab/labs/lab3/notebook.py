@@ -87,6 +87,23 @@ def _close(values, ref, rtol=1e-6) -> np.ndarray:
     return np.isclose(v, np.asarray(ref, dtype=float), rtol=rtol, atol=0)
 
 
+def _with_full_f(terms: dict, n, p, rtt, t0) -> float:
+    """B with the full f(p) of (23) in z, not the algorithms' 1 + 32 p^2 (a usual mistake); terms are
+    a model's (`per_flow_terms`, `cumulative_terms`, p = p_e for model 2)."""
+    x, q1 = float(terms["x"]), float(terms["q1"])
+    z = t0 * models.f_poly(p) / (1 - p)
+    q = min(n, q1 * z / (x * rtt))
+    return (1 - q / n) / (p * x * rtt) + q / (z * (1 - p))
+
+
+def _full_f_problem(values, ref, full) -> str | None:
+    differs = ~np.isclose(full, ref, rtol=1e-3)
+    if differs.any() and np.all(_close(values, full)[differs]):
+        return ("you used the full f(p) = 1 + p + 2p^2 + ... + 32p^6 of (23) in z: keep z = T (1 + 32 p^2) / (1 - p) "
+                "as the algorithms print it (the first decision made for you in Part A)")
+    return None
+
+
 def model1_reference():
     return [models.parallel_per_flow(n, p, rtt, T, b) for n, p, rtt, T, b in GRID1]
 
@@ -104,6 +121,9 @@ def model1_problem(values) -> str | None:
                 "the Appendix has 1 - (1 - (1-1/w)^3), which is the probability that the first three packets "
                 "get through; (26) needs sum_{k=0}^{2} A(k) = 1 - (1-1/w)^3, the probability that one of them is lost. "
                 "As printed, almost every loss would be a timeout.")
+    full = [_with_full_f(models.per_flow_terms(*pt), *pt[:4]) for pt in GRID1]  # pt: n, p, rtt, T, b
+    if (msg := _full_f_problem(values, ref, full)) is not None:
+        return msg
     sat = GRID1.index((8, 0.2, 0.06, 0.26, 1))
     floor = 8 / (0.26 * (1 + 32 * 0.2 ** 2))
     if not _close([values[sat]], [floor])[0]:
@@ -137,6 +157,9 @@ def model2_problem(values) -> str | None:
     if np.all(_close(values, cap1)[differs]):
         return ("you capped q1 at 1, as Algorithm 2 prints it. q1 = j n / w is E[nTO'], the number of flows that "
                 "time out in one loss event; equation (47) caps it at n (min(n pLost / E[W], n)), not at 1")
+    full = [_with_full_f(models.cumulative_terms(*pt), pt[0], pt[1], *pt[3:5]) for pt in GRID2]  # n, p_e, p_r, rtt, T, b
+    if (msg := _full_f_problem(values, ref, full)) is not None:
+        return msg
     bursty = GRID2.index((2, 0.02, 0.2, 0.06, 0.3, 1))
     if not _close([values[bursty]], [ref[bursty]])[0]:
         return (f"model2{GRID2[bursty]} = {values[bursty]:.4g}: here j = p_r / p_e = 10 is more than n = 2. "

@@ -10,8 +10,9 @@ The draws cover what the public checks cover, so a function that passes those pa
 it special-cases the shipped inputs: model points with few and many flows, low loss, a saturated
 aggregate (every flow in a timeout), windows below 3 (model 1), bursty loss with j > n (model 2);
 loss times that are unsorted, in bursts and alone; runs subsampled with a part of their losses
-dropped and their RTTs and packet counts rescaled; runs fed to the models with b = model_b of 1 or
-2; runs at exactly 2 % loss, above it, queued, or without a loss.
+dropped, their RTTs and packet counts rescaled and their flows' ports drawn from one small pool (a
+port names a flow only within its run); runs fed to the models with b = model_b of 1 or 2; runs at
+exactly 2 % loss, above it, queued, or without a loss.
 """
 
 from __future__ import annotations
@@ -94,9 +95,26 @@ def _runs_sample(runs: pd.DataFrame, rng, size: int) -> pd.DataFrame:
     return runs.iloc[np.sort(rng.choice(len(runs), size=min(size, len(runs)), replace=False))].reset_index(drop=True)
 
 
+def shared_ports(flows: pd.DataFrame, losses: pd.DataFrame, rng) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every flow's port (`flow`, in flows and losses alike) redrawn from one pool barely larger than a
+    run's flows, distinct within each run: most ports then name flows of several runs. A kernel reuses
+    its ephemeral ports from run to run too (the reference: 715 flows, 696 ports), so losses matched to
+    flows by port alone, not by run and port, must fail here whatever the sampled runs were."""
+    if flows.empty:
+        return flows, losses
+    pool = rng.choice(np.arange(32768, 61000), size=max(12, int(flows.groupby("run").size().max()) + 2), replace=False)
+    new = {}
+    for run, ports in flows.groupby("run", sort=False)["flow"]:
+        new.update({(run, old): int(port) for old, port in zip(ports, rng.choice(pool, len(ports), replace=False))})
+    flows = flows.assign(flow=[new[k] for k in zip(flows.run, flows.flow)])
+    losses = losses.assign(flow=[new.get(k, k[1]) for k in zip(losses.run, losses.flow)])
+    return flows, losses
+
+
 def rate_tables(t: dict, rng, size: int = 15) -> dict:
     """Q4 and Q5's tables: runs subsampled, about a third of their losses dropped (all of one run's), each run's and each
-    flow's RTT and each run's packet count rescaled at random, without any loss-rate column."""
+    flow's RTT and each run's packet count rescaled at random, the flows' ports redrawn so that runs share them
+    (`shared_ports`), without any loss-rate column."""
     runs = _runs_sample(t["runs"], rng, size)
     keep = set(runs.run)
     flows = t["flows"][t["flows"].run.isin(keep)].reset_index(drop=True)
@@ -105,6 +123,7 @@ def rate_tables(t: dict, rng, size: int = 15) -> dict:
     runs["rtt"] = runs["rtt"] * rng.uniform(0.6, 1.8, len(runs))
     flows["rtt"] = flows["rtt"] * rng.uniform(0.6, 1.8, len(flows))
     runs["packets"] = np.round(runs["packets"] * rng.uniform(0.8, 1.3, len(runs))).astype(int)
+    flows, losses = shared_ports(flows, losses, rng)
     drop = RATE_COLUMNS + PREDICTION_COLUMNS
     return {"runs": runs.drop(columns=[c for c in drop if c in runs]),
             "flows": flows.drop(columns=[c for c in drop if c in flows]), "losses": losses}

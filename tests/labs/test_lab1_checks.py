@@ -209,6 +209,34 @@ def test_public_checks_name_the_likely_mistake(tables, detail):
     assert "same group" in said["q18"] and "sort" in said["q19"]
 
 
+def test_q6_and_q17_messages_name_the_mistake_not_the_formula(tables, detail):
+    """A hint says what kind of mistake it is; it never spells out the rule to type in."""
+    c = cases(tables, detail)
+    wrong = {**c["q6"][1], "a quarter of the duration": lambda w, d: w["duration_s"].sum() / (d / 4)}
+    said = {}
+    for q, name, fn in [("q6", n, f) for n, f in wrong.items()] + [("q17", n, f) for n, f in c["q17"][1].items()]:
+        with pytest.raises(CheckFailed) as failed:
+            public(q, fn, c[q][2])
+        said[q, name] = str(failed.value).replace("\n", " ")
+    for message in said.values():
+        assert not re.search(r"add up|divide (it )?by the transfer|\(2B\)|\] = B\b", message), message
+    assert "above 1" in said["q6", "a quarter of the duration"] and "seconds" in said["q6", "seconds"]
+    assert "SO_SNDBUF" in said["q17", "SO_SNDBUF's slow subflow at B"]
+
+
+def test_the_control_runs_table_takes_the_students_blocked_share(tables):
+    """Q12's table is built with the student's Q6 (the kit's blocked share is hidden when graded):
+    the right function gives the kit's column, an unanswered one (None) or a broken one leaves it NaN."""
+    details = la.load_details(REF)
+    kit = la.wait_table(details, tables["sweep"])
+    assert la.wait_table(details, tables["sweep"], share=unseen.blocked_share)["blocked_share"].tolist() == \
+        kit["blocked_share"].tolist()
+    for unanswered in (lambda w, d: None, lambda w, d: 1 / 0):
+        t = la.wait_table(details, tables["sweep"], share=unanswered)
+        assert t["blocked_share"].isna().all() and t["utilisation"].notna().all()
+        la.fig_waits_compare(details, tables["sweep"], share=unanswered)
+
+
 def test_public_messages_hold_no_graded_value(tables, detail):
     """Q3/Q4/Q6's answers on the reference run (what a student could paste back) appear in no message."""
     graded = {str(v) for v in (*unseen.bytes_per_path(detail.packets).astype(int), unseen.dsn_span(detail.packets))}

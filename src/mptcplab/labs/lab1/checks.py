@@ -303,13 +303,17 @@ def _q6_problem(fn, waits: pd.DataFrame, duration: float) -> str | None:
     total = waits["duration_s"].sum()
     hint = _first_match(float(got), {
         "that is a percentage: return the fraction, between 0 and 1": 100 * want,
-        "that is the mean wait: add up the waits, then divide by the transfer's duration": waits["duration_s"].mean(),
-        "that divides the number of waits by the duration: add up their lengths (duration_s)": len(waits) / duration,
-        "that divides by 10 s: use the duration you are given (the transfer's)": total / 10,
-        "that is the blocked time in seconds: divide it by the transfer's duration": total,
+        "that is one typical wait, not the time blocked over the whole transfer": waits["duration_s"].mean(),
+        "that counts the waits: a wait's length matters, not only that it happened": len(waits) / duration,
+        "did you divide by the right duration? Use the one you are given": total / 10,
+        "that is a time in seconds, not a share of the transfer (between 0 and 1)": total,
         "that is the share of time not blocked": 1 - want,
     }, lambda a, b: _close(a, b, 1e-9, 1e-12))
-    return hint or "add up duration_s over the waits and divide by the transfer's duration"
+    if hint:
+        return hint
+    if float(got) > 1:
+        return "your share is above 1: did you divide by the right duration?"
+    return "your share is not the part of the transfer spent blocked: which column says how long each wait lasted?"
 
 
 def q6(blocked_share, detail=None) -> None:
@@ -427,10 +431,13 @@ def _q17_problem(fn, cases) -> str | None:
             continue
         total = unseen.mptcp_sndbuf(method, b, n)
         hints = {total: "that is the whole buffer: subtract what the slow subflow may keep unacknowledged",
-                 total - b: "with SO_SNDBUF the slow subflow's own buffer is doubled too (2B), not B",
-                 total - 2 * b: "with tcp_wmem = B B B the slow subflow's own buffer autotunes to tcp_wmem[2] = B"}
+                 total - b: "the slow subflow's own buffer is not what you set: what does SO_SNDBUF do to it "
+                            "(the guide's section 2)?",
+                 total - 2 * b: "the slow subflow's own buffer is not what you took: what does it autotune to "
+                                "with tcp_wmem = B B B?"}
         return (f"with {'tcp_wmem = B B B' if method == 'wmem' else 'SO_SNDBUF = B'} (B = {b:,} B, {n} subflow(s)): "
-                + hints.get(g, "the connection's buffer (your mptcp_sndbuf) minus the slow subflow's own sk_sndbuf"))
+                + hints.get(g, "what the slow subflow keeps is not what your answer takes away from the connection's "
+                               "buffer: which buffer bounds the slow subflow alone?"))
     return None
 
 

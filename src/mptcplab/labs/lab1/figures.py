@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -235,12 +236,13 @@ def fig10(d: Detail, window: tuple[float, float] | None = None) -> go.Figure:
     return fig
 
 
-def fig_waits_compare(details: list[Detail], sweep: pd.DataFrame | None = None, width: float = 1.0) -> go.Figure:
+def fig_waits_compare(details: list[Detail], sweep: pd.DataFrame | None = None, width: float = 1.0,
+                      share: Callable[[pd.DataFrame, float], float] | None = None) -> go.Figure:
     """The degraded run's send-buffer waits against the control runs': (a) when the sender was
-    blocked, in the same `width`-second window of each run; (b) the share of the time blocked, with
-    goodput and how full the paths were."""
+    blocked, in the same `width`-second window of each run; (b) the share of the time blocked (by
+    `share`, as `wait_table`'s), with goodput and how full the paths were."""
     empty = pd.DataFrame(columns=["method", "buffer_bytes", "config", "goodput_transfer_mbps"])
-    table = wait_table(details, sweep if sweep is not None else empty)
+    table = wait_table(details, sweep if sweep is not None else empty, share)
     fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.12,
                         subplot_titles=[f"(a) blocked in sk_stream_wait_memory, {width:g} s of each run",
                                         "(b) share of the run blocked"])
@@ -255,9 +257,10 @@ def fig_waits_compare(details: list[Detail], sweep: pd.DataFrame | None = None, 
         fig.add_trace(go.Scatter(x=x or [None], y=y or [None], mode="lines", fill="toself", name=d.label,
                                  line=dict(color=colors[i % len(colors)], width=1), legendgroup=d.label), 1, 1)
         r = table.iloc[i]
-        fig.add_trace(go.Bar(y=[i], x=[100 * r["blocked_share"]], orientation="h", showlegend=False,
+        blocked = "?" if np.isnan(r["blocked_share"]) else f"{r['blocked_share']:.0%}"
+        fig.add_trace(go.Bar(y=[i], x=[100 * np.nan_to_num(r["blocked_share"])], orientation="h", showlegend=False,
                              marker_color=colors[i % len(colors)], legendgroup=d.label,
-                             text=[f"{r['blocked_share']:.0%}: {r['waits']} waits, median "
+                             text=[f"{blocked}: {r['waits']} waits, median "
                                    f"{r['median_wait_ms']:.1f} ms; {r['goodput_transfer_mbps']:.0f} Mbit/s = "
                                    f"{r['utilisation']:.0%} of its path(s)"],
                              textposition="inside", insidetextanchor="start"), 1, 2)

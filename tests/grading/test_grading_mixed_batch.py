@@ -98,6 +98,11 @@ def test_correct_notebooks_keep_full_marks(mixed):
     assert dave["lab"] == "98-fixture"
     report = (dave["dir"] / dave["student"] / "report.md").read_text()
     assert "Otter" not in report and "first cell" not in report and "1st cell" not in report, report
+    # Otter's stand-in while grading (execute.SETUP_SOURCE): any file name opens, checks run afterwards
+    executed = nbformat.read(dave["dir"] / dave["student"] / "executed.ipynb", 4)
+    outputs = [str(o) for c in executed.cells if c.cell_type == "code" for o in c.outputs]
+    assert not any("Error" in o for o in outputs), outputs
+    assert any("checked by the grader after the notebook has run" in o for o in outputs), outputs
 
 
 def test_each_bad_file_is_a_zero_row_with_its_reason(mixed):

@@ -56,6 +56,16 @@ def test_attribute_walks_and_code_are_refused(module, name, tmp_path):
     assert "v" not in env and "not plain data" in skipped["v"] and not marker.exists()
 
 
+def test_only_the_values_the_checks_read_are_unpickled(tmp_path):
+    """The checker rebuilds the names its checks read (a notebook's Plotly figures cost seconds to
+    unpickle); an unread value is never unpickled, so not even a malicious one runs anything."""
+    marker = tmp_path / "ran"
+    dump = {"values": {"x": pickle.dumps(3, protocol=4), "fig": _walk("builtins", "eval", f"open('{marker}', 'w')")},
+            "refs": {"np": ["module", "numpy", ""]}}
+    env, skipped = checker.rebuild(dump, names={"x"})
+    assert env == {"x": 3} and not skipped and not marker.exists()
+
+
 def test_modules_rebind_only_to_themselves():
     env, skipped = checker.rebuild({"refs": {"np": ["module", "numpy", ""], "os": ["module", "os", ""],
                                             "f": ["object", "builtins", "eval"]},

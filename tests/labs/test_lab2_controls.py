@@ -103,6 +103,9 @@ def test_the_controls_are_not_measured_until_their_runs_are_kept(tmp_path):
     shared = t["controlled"]["shared-bottleneck"]
     red_manifest = json.loads(json.dumps(shared["manifest"]))
     red_manifest["network"]["bottleneck"]["link"] = RED
+    red_manifest["network"]["qdiscs"] = [  # as `tc qdisc show` lists what the kit installs with the switch
+        "qdisc tbf 1: dev ifb-shared root refcnt 2 rate 5Mbit burst 3028b lat 116ms",
+        "qdisc red 10: dev ifb-shared parent 1:1 limit 75700b min 12112b max 37850b "]
     mobile = shared["throughput"].assign(variant="shared_mobility")
     t["controlled"].update({
         "report-alpha": {"throughput": rule, "fairness": pd.DataFrame(), "manifest": {}},
@@ -120,7 +123,8 @@ def test_the_controls_are_not_measured_until_their_runs_are_kept(tmp_path):
         assert k["status"] != claims.UNMEASURED and words in k["note"], k
     # runs that do not show the change are no evidence of it
     t["controlled"]["report-alpha"]["throughput"] = rule.assign(cc="mlab_lia")
-    t["controlled"]["load-loss"] = shared
+    t["controlled"]["load-loss"] = {**shared, "manifest": {**red_manifest, "network": {
+        **red_manifest["network"], "qdiscs": shared["manifest"]["network"]["qdiscs"]}}}  # configured, not listed
     by = {c["id"]: c for c in claims.evaluate(ledger.CLAIMS, t)}
     assert "mlab_rlia" in control("lia-static-gain", "report-alpha")["note"]
     assert control("lia-static-gain", "report-alpha")["status"] == claims.UNMEASURED

@@ -184,12 +184,15 @@ def report_rule(t: dict, name: str) -> tuple[str, str]:
 
 
 def red_medium(t: dict, name: str) -> tuple[str, str]:
-    """The shared variant on a link whose queue is RED (the network's bottleneck as each run recorded it)."""
+    """The shared variant on a link whose queue is RED: the network's bottleneck as configured, and a RED
+    qdisc among those the kernel listed when the network was built (the manifest's `qdiscs`)."""
     c = t["controlled"][name]
-    link = ((c["manifest"].get("network") or {}).get("bottleneck") or {}).get("link")
+    network = c["manifest"].get("network") or {}
+    link = (network.get("bottleneck") or {}).get("link")
     spec = LinkSpec.parse(link) if link else None
-    if spec is None or not spec.red or "shared" not in set(c["throughput"].variant):
-        raise KeyError(f"shared runs through a RED link in {analysis.CONTROLLED_DIR}/{name}")
+    listed = any(q.startswith("qdisc red ") for q in network.get("qdiscs") or [])
+    if spec is None or not spec.red or not listed or "shared" not in set(c["throughput"].variant):
+        raise KeyError(f"shared runs through a RED link (configured and listed by tc) in {analysis.CONTROLLED_DIR}/{name}")
     return "shared", (f"every subflow and the cross traffic through one {spec.rate_bps / 1e6:g} Mbit/s link whose RED "
                       f"queue drops more as its average grows (up to {spec.red:.0%} at its upper threshold)")
 

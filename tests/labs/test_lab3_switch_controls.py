@@ -45,7 +45,7 @@ def test_the_range_control_compares_few_and_many_flows_and_feeds_the_high_loss_c
     ctrl = runs(n, loss, [30.0, 120.0, 600.0, 900.0, 15.0, 60.0, 300.0, 450.0])
     t = {"runs": runs([1, 2], [0.01, 0.02], [200.0, 400.0]), "controls": {ledger.RANGE: {"runs": ctrl}}}
     v = ledger.more_flows_moves_gap(t)
-    assert v.numbers["runs"] == [4, 4] and "n 1-4" in v.note and "n 20-30" in v.note
+    assert v.numbers["pairs"] == 4 and "n 1-4" in v.note and "4 pairs at the same loss" in v.note
     # the reference here has no run above 2% loss: the claim is judged on the control's eight
     assert len(ledger.random_runs(ledger.with_range(t), la.GRADED_MAX_LOSS)) == 8
     high = next(c for c in ledger.CLAIMS if c.id == "model1-high-loss")

@@ -448,11 +448,10 @@ def guest_capabilities() -> set[str]:
     def measure() -> dict:
         say, accel = log.get(), accelerator()
         key = f"vm/capabilities/{accel}"
-        what = (f"measuring what kernel {release(kimg)} offers (once per kernel; cached): booting it in a VM "
-                f"under {accel_label(accel)}")
-        if eta.last_took(key) is None:
-            what += f" (no earlier measurement here to time it by; expect a boot of {BOOT[accel]}, then the probe)"
-        with eta.step(say, what, key):
+        say.info("measuring what the VM's kernel offers, once per kernel (cached): it boots under %s, then "
+                 "probes itself%s", accel_label(accel), "" if eta.last_took(key) is not None else
+                 f"; no earlier probe here to time it by: expect a boot of {BOOT[accel]}, then seconds")
+        with eta.step(say, f"VM probe of kernel {release(kimg)}", key):
             out = _Started(say, time.monotonic())
             try:
                 rc = boot([sys.executable, "-c", PROBE], stream=out, kimg=kimg, accel=accel)

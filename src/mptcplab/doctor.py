@@ -106,10 +106,13 @@ def checks() -> list[Check]:
     return out
 
 
-# Said first: the checks of this kernel take seconds; measuring a guest place the first time takes minutes.
+# Said first: the checks of this kernel take seconds; measuring a guest place the first time takes
+# minutes. Measured 2026-11-28 on the kit's 2-core machine under a load of 15-20 (other work): the VM's
+# first probe under TCG took 11m54s (its kernel up after 10m23s); a boot alone takes 20-40 s when idle.
 AHEAD = ("mptcplab doctor: this kernel and its tools first (seconds), then the places to run and where each "
-         "lab would run. A guest place not measured here yet is measured now, once: the VM boots its kernel "
-         "(a few minutes under software emulation; it says how long as it goes), then the result is cached.")
+         "lab would run. A guest place not measured here yet is measured now, once (cached after): the VM "
+         "boots its kernel, which under software emulation takes about a minute on an idle host and over "
+         "ten on a loaded one; it says what it is doing every 30 s.")
 
 
 def report(emit: Callable[[str], None] = lambda line: None) -> tuple[str, bool]:

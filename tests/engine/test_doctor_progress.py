@@ -66,7 +66,7 @@ def test_doctor_says_up_front_what_takes_long_and_prints_each_line_when_known(mo
     monkeypatch.setattr(doctor.overview, "lines", places_probed)
     text, _ = doctor.report(emit=emitted.append)
     assert emitted == text.split("\n")
-    assert "minutes" in doctor.AHEAD and "cached" in doctor.AHEAD
+    assert "cached" in doctor.AHEAD and "every 30 s" in doctor.AHEAD and "loaded" in doctor.AHEAD
 
 
 def test_each_kernel_feature_names_the_labs_that_need_it():

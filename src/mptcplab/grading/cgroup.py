@@ -15,8 +15,9 @@ Socket buffers: v2 charges them to the group's memory (memory.stat `sock`), so t
 memory.max, unless the kernel was booted with `cgroup.memory=nosocket`, which `available()` refuses.
 Untested here: this project's machines (and CI) mount a hybrid hierarchy whose v2 part has no
 memory controller (it is bound to v1), so no test can create a v2 group with memory.max.
-v1 charges TCP buffers only once memory.kmem.tcp.limit_in_bytes is set: without it a submission held 1,057 MiB of TCP buffers beyond its 4,096 MiB limit, and another kept the host's TCP
-memory at its ceiling for 45 s. On v1 each group therefore gets a TCP limit of its own
+v1 charges TCP buffers only once memory.kmem.tcp.limit_in_bytes is set: without it a submission
+held 1,057 MiB of TCP buffers beyond its 4,096 MiB limit, and another kept the host's TCP memory at
+its ceiling for 45 s. On v1 each group therefore gets a TCP limit of its own
 (`Limits.socket_mb`): past it the kernel refuses the group more buffer, as it does to a host at
 its tcp_mem ceiling, and neighbours keep theirs. No socket reaches beyond loopback anyway (the
 sandbox's network namespace holds only lo).

@@ -98,8 +98,9 @@ def _runs_sample(runs: pd.DataFrame, rng, size: int) -> pd.DataFrame:
 def shared_ports(flows: pd.DataFrame, losses: pd.DataFrame, rng) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every flow's port (`flow`, in flows and losses alike) redrawn from one pool barely larger than a
     run's flows, distinct within each run: most ports then name flows of several runs. A kernel reuses
-    its ephemeral ports from run to run too (the reference: 715 flows, 696 ports), so losses matched to
-    flows by port alone, not by run and port, must fail here whatever the sampled runs were."""
+    its ephemeral ports from run to run too (the reference: 715 flows, 696 ports), but a sample of a few
+    runs may have no port in common; here losses matched to flows by port alone, not by run and port,
+    take in other runs' losses on almost every run, whichever runs were sampled."""
     if flows.empty:
         return flows, losses
     pool = rng.choice(np.arange(32768, 61000), size=max(12, int(flows.groupby("run").size().max()) + 2), replace=False)

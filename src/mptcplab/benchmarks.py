@@ -325,6 +325,7 @@ def grading(root: Path) -> str:
             rows.append((r["date"], f"| {r['date']} | `{f.name}`{', ' + r['version'] if r.get('version') else ''} | "
                                     f"{r['count']} | {r['workers']} on {r['cores']} cores | {r['wall_s']:.0f} s | "
                                     f"**{r['notebooks_per_min']}** | {r['cpu_s_per_notebook']} | "
+                                    f"{r['cores'] * 60 / r['cpu_s_per_notebook']:.1f} | "
                                     f"{load.get('mean', '-')} / {load.get('max', '-')} |"))
         versions = sorted({r["version"] for r in batches if r.get("version")})
         for v in versions if len(versions) > 1 else []:
@@ -335,7 +336,7 @@ def grading(root: Path) -> str:
     if not rows:
         return ""
     text = ("| date | benchmark | notebooks | workers | wall | notebooks a minute | CPU s per notebook | "
-            "host load (1 min) mean / max |\n|---|---|---|---|---|---|---|---|\n"
+            "at most, CPU-bound on its idle cores | host load (1 min) mean / max |\n|---|---|---|---|---|---|---|---|---|\n"
             + "\n".join(row for _, row in sorted(rows)) + "\n")
     if totals:
         text += ("\nVersions compared in alternating rounds, all rounds together:\n\n"

@@ -22,11 +22,15 @@ def test_the_reference_verdicts_are_those_committed(judged):
     committed = {c["id"]: c["status"] for c in claims.load(REF)["claims"]}
     assert {k: c["status"] for k, c in judged.items()} == committed
     assert judged["fig16"]["status"] == claims.FAILS
-    assert judged["fig16"]["cause"].startswith("cause measured by reno_recovery")
-    assert "part of the divergence" in judged["fig16"]["cause"]  # Reno-like recovery narrows the gap, no more
-    assert judged["model2-random"]["status"] == claims.HOLDS and judged["model2-random"]["family"] == 12
-    fed = next(c for c in judged["fig16"]["causes"] if c["control"] == "timeout_share")
-    assert fed["status"] == claims.HOLDS and "part of the divergence" in fed["note"]  # narrows the gap, no more
+    # over 14 comparisons (tso2_quick and n30_loss10 added), Holm leaves reno_recovery's narrowing of
+    # Fig. 16's gap unresolved; feeding the measured timeout share still narrows it, no more
+    assert judged["fig16"]["cause"].startswith("cause measured by timeout_share")
+    assert "part of the divergence" in judged["fig16"]["cause"]
+    assert judged["model2-random"]["status"] == claims.HOLDS and judged["model2-random"]["family"] == 14
+    causes = {c["control"]: c for c in judged["fig16"]["causes"]}
+    assert causes["timeout_share"]["status"] == claims.HOLDS and "part of the divergence" in causes["timeout_share"]["note"]
+    assert causes["tso2_quick"]["status"] == causes["n30_loss10"]["status"] == claims.UNRESOLVED
+    assert judged["model1-high-loss"]["numbers"]["runs"] == 30  # the reference's 20 and n30_loss10's 10
 
 
 def test_a_run_without_high_loss_or_controls_says_what_it_lacks(tmp_path):

@@ -100,6 +100,19 @@ def cumulative_rates(runs, losses):
 def per_flow_rate(runs, flows, losses):
     return runs.set_index("run")["p"]
 """
+# Q5 as a student wrote it (walkthrough 2 of Lab 3): each flow's losses found by port alone, so the
+# losses of another run that used the same port count too. It once earned Q5's points; on draws whose
+# runs share ports it must earn none, and the rest of the solution keeps its own.
+PORT_ONLY = """
+def per_flow_rate(runs, flows, losses):
+    p = {}
+    for _, r in runs.iterrows():
+        events = 0
+        for _, f in flows[flows.run == r.run].iterrows():
+            events += count_loss_events(losses.loc[losses.flow == f.flow, "t"].tolist(), f.rtt)
+        p[r.run] = events / r.packets
+    return pd.Series(p, name="p").rename_axis("run")
+"""
 # Functions named as the checks call them, each raising whatever it is given, so that every
 # failure message is built.
 EXFILTRATE = SHADOW + """
@@ -169,6 +182,7 @@ def build(unfilled, solution) -> dict[str, nbformat.NotebookNode]:
         "poison_solution": with_cells(solution, POISON_AFTER, "end"),
         "shape_only": with_cells(unfilled, SHAPE_ONLY, "end"),
         "shipped_data": with_cells(unfilled, SHIPPED, "end"),
+        "port_only": with_cells(solution, PORT_ONLY, "end"),
         "exfiltrate": with_cells(unfilled, EXFILTRATE, "end"),
         "fill_tmp": with_cells(solution, FILL_TMP, "end"),
         "kernel_oom": with_cells(solution, KERNEL_OOM, "end"),

@@ -6,6 +6,8 @@
   answered by empty frames, zero frames of the right shape, the shipped table as Q4's answer, and
   functions that raise whatever a check hands them: an unfilled notebook scores 0 under each, a
   solution that does the same after its answers keeps 20/20.
+- A wrong answer that once scored: the solution with Q5's losses matched to flows by port alone
+  (ports repeat across runs) keeps 18/20, Q5 0, and its report names the cause.
 - No hidden reference value (Q1/Q2 reference grid values, Q4's held-out answers, the kit's Q5
   predictions and errors) appears in any student report, as a number in any rounding.
 - Reports a student can act on: a correct notebook's report lists no problem and its gradebook
@@ -39,6 +41,7 @@ OTHERS = {
     "shadow_unfilled": 0, "shadow_solution": 20,  # builtins redefined: nothing gained, nothing lost
     "poison_unfilled": 0, "poison_solution": 20,  # reference tables emptied: checks use the kit's own
     "shape_only": 0, "shipped_data": 0,  # no points without the work
+    "port_only": 18,  # the solution with Q5's losses matched by port alone: Q5's 2 points lost, the rest kept
     "exfiltrate": 0,
     "fill_tmp": 20, "kernel_oom": 20,  # values computed before are kept
     "oversized": 0,
@@ -98,6 +101,13 @@ def test_crafted_answers_score_what_the_work_earns(lab3):
         assert res[sid]["score"] == pytest.approx(want), (sid, {q["question"]: q["score"] for q in res[sid]["questions"]},
                                                          res[sid]["problems"])
         assert res[sid]["status"] != "grader-error", (sid, res[sid]["internal"])
+
+
+def test_losses_matched_by_port_alone_score_0_on_q5(lab3):
+    """Walkthrough 2: a port is unique only within a run; the draws reuse ports across runs."""
+    q5 = next(q for q in lab3["results"]["port_only"]["questions"] if q["question"] == "q5")
+    assert q5["score"] == 0 and q5["possible"] == 2, q5
+    assert "a port is unique only within a run" in " ".join(_report(lab3, "port_only").split())
 
 
 def test_an_unfilled_notebook_scores_0_under_every_attack(lab3):

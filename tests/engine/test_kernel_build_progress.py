@@ -55,3 +55,14 @@ def test_in_a_log_each_redraw_is_its_own_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "\r" not in err, repr(err)
     assert err.splitlines()[-1].startswith("[uml build] compiling: 100%"), err
+
+
+def test_a_known_total_skips_the_dry_run_and_an_unknown_one_counts_without_eta(tmp_path, capsys):
+    make = str(_fake_make(tmp_path))
+    # The box kernel's last count: the bar's total (no dry run, which would have said 2).
+    assert kernel_build.make_with_progress([make, "-j2"], quiet=False, desc="[box]", what="box kernel", total=10) == 3
+    assert "3/10 [" in capsys.readouterr().err
+    # No count yet: the bar counts what was made and promises no ETA.
+    assert kernel_build.make_with_progress([make, "-j2"], quiet=False, desc="[box]", what="box kernel", total=None) == 3
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "3obj" in last and "/" not in last.split("]")[1].split("[")[0], last

@@ -32,7 +32,6 @@ from pathlib import Path
 from .kernel_build import find_source, make_with_progress
 from ..core import log, paths, process
 from ..core.errors import EnvironmentProblem
-from ..core.state import TRACKER
 
 _log = log.get("box kernel")
 FRAGMENT = paths.data("vagrant/box/kernel.config")
@@ -97,40 +96,48 @@ def build(arch: str | None = None, jobs: int | None = None, quiet: bool = False)
     _need_tools(arch)
     tarball, version = find_source()
     jobs = jobs or os.cpu_count() or 2
-    work = Path(tempfile.mkdtemp(prefix="build-", dir=_mkdir(paths.cache_dir("box-kernel"))))
-    item = TRACKER.add("dir", path=str(work))
+    # The build tree is kept until the kernel is cached: a build stopped half way (a session's end,
+    # a ^C) goes on from where it stopped next time, since every input is in the cache key.
+    work = final.with_name(final.name + ".build")
     say = (lambda *_: None) if quiet else _log.info
     kbuild_arch, cross, image = ARCHES[arch]
-    make = ["make", "-C", "", f"ARCH={kbuild_arch}"] + ([f"CROSS_COMPILE={cross}"] if arch != host_arch() else [])
-    try:
-        t0 = time.monotonic()
+    src = work / "linux"
+    make = ["make", "-C", str(src), f"ARCH={kbuild_arch}"] + ([f"CROSS_COMPILE={cross}"] if arch != host_arch() else [])
+    t0 = time.monotonic()
+    resumed = (work / "configured").exists()
+    if not resumed:
+        shutil.rmtree(work, ignore_errors=True)
+        _mkdir(work)
         say(f"extracting {tarball.name} ({version})")
         with tarfile.open(tarball) as tar:
             tar.extractall(work, filter="fully_trusted")
-        src = next(p for p in work.iterdir() if p.is_dir())
-        make[2] = str(src)
+        next(p for p in work.iterdir() if p.is_dir()).rename(src)
         say(f"patching: {PATCH.name}")
         process.run(["patch", "-p1", "--forward", "--batch", "-d", str(src), "-i", str(PATCH)])
         _configure(src, make, arch, say)
-        say(f"compiling with {jobs} jobs (no modules)")
-        make_with_progress(make + [f"-j{jobs}", "all"], quiet, f"[box kernel {arch}] compiling", f"box kernel ({arch})")
-        say("packaging: make bindeb-pkg")
-        process.run(make + [f"-j{jobs}", "bindeb-pkg", f"KDEB_PKGVERSION={_deb_version(version)}"] , timeout=3600)
-        debs = [p for p in work.glob("linux-image-*.deb") if "-dbg_" not in p.name]
-        if len(debs) != 1:
-            raise EnvironmentProblem(f"box kernel: expected one linux-image .deb, found {[p.name for p in debs]}")
-        _mkdir(final.parent)
-        staging = Path(tempfile.mkdtemp(prefix="stage-", dir=final.parent))
-        shutil.copy2(debs[0], staging / debs[0].name)
-        shutil.copy2(src / image, staging / "image")
-        shutil.copy2(src / ".config", staging / "config")
-        (staging / "SOURCE").write_text(f"{tarball}\n{version}\n{debian_config(arch)}\n")
-        staging.rename(final)  # atomic: a half-built kernel is never in the cache
-        say(f"done in {time.monotonic() - t0:.0f} s: {final}")
-        return final
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        TRACKER.discard(item)
+        (work / "configured").touch()
+    else:
+        say(f"resuming the build stopped in {work}")
+    say(f"compiling with {jobs} jobs (no modules)")
+    counted = _mkdir(paths.cache_dir("box-kernel")) / f"objects-{arch}"  # the last build's count: the bar's total
+    made = make_with_progress(make + [f"-j{jobs}", "all"], quiet, f"[box kernel {arch}] compiling",
+                              f"box kernel ({arch})", total=int(counted.read_text()) if counted.exists() else None)
+    if not resumed:  # a resumed build counts only what was left
+        counted.write_text(f"{made}\n")
+    say("packaging: make bindeb-pkg")
+    process.run(make + [f"-j{jobs}", "bindeb-pkg", f"KDEB_PKGVERSION={_deb_version(version)}"], timeout=3600)
+    debs = [p for p in work.glob("linux-image-*.deb") if "-dbg_" not in p.name]
+    if len(debs) != 1:
+        raise EnvironmentProblem(f"box kernel: expected one linux-image .deb, found {[p.name for p in debs]}")
+    staging = Path(tempfile.mkdtemp(prefix="stage-", dir=final.parent))
+    shutil.copy2(debs[0], staging / debs[0].name)
+    shutil.copy2(src / image, staging / "image")
+    shutil.copy2(src / ".config", staging / "config")
+    (staging / "SOURCE").write_text(f"{tarball}\n{version}\n{debian_config(arch)}\n")
+    staging.rename(final)  # atomic: a half-built kernel is never in the cache
+    shutil.rmtree(work, ignore_errors=True)
+    say(f"done in {time.monotonic() - t0:.0f} s: {final}")
+    return final
 
 
 def _configure(src: Path, make: list[str], arch: str, say) -> None:

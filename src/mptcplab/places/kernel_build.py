@@ -57,21 +57,24 @@ class _LogLines:
         self.out.flush()
 
 
-def make_with_progress(argv: list[str], quiet: bool, desc: str, what: str) -> None:
-    """Run make, showing the objects compiled out of the total, and an ETA.
+def make_with_progress(argv: list[str], quiet: bool, desc: str, what: str, total: int | None | str = "dry run") -> int:
+    """Run make, showing the objects compiled out of the total, and an ETA; returns how many it made.
 
-    The total is kbuild's own: a dry run (`make -n`, seconds) of the same target lists every object
-    this config builds (1109 for the kit's UML config of linux-source-6.12). It ends in an error where
-    the final link needs the objects it did not make, so the few link steps after that point come
-    on top (the total grows to match: the build makes 1118).
+    The total is `total` where the caller knows it (the box kernel: its last build's count; None:
+    unknown, so no ETA), else (`"dry run"`) kbuild's own: a dry run (`make -n`, seconds) of the same target lists every object this config
+    builds (1109 for the kit's UML config of linux-source-6.12). It ends in an error where the final
+    link needs the objects it did not make, so the few link steps after that point come on top (the
+    total grows to match: the build makes 1118). For x86's `all` that dry run stops after 4 objects
+    (it needs files the build generates first), hence the box kernel's own count.
     """
     from tqdm import tqdm
 
-    # One job: parallel sub-makes write their long command lines into the pipe in blocks that
-    # interleave, which cut 2-17 of them at -j2 here; serially the count is the same every time.
-    serial = [a for a in argv if not a.startswith("-j")]
-    dry = subprocess.run(serial + ["-n"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    total = len(OBJECT_LINE.findall(dry.stdout)) or None
+    if total == "dry run":
+        # One job: parallel sub-makes write their long command lines into the pipe in blocks that
+        # interleave, which cut 2-17 of them at -j2 here; serially the count is the same every time.
+        serial = [a for a in argv if not a.startswith("-j")]
+        dry = subprocess.run(serial + ["-n"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        total = len(OBJECT_LINE.findall(dry.stdout)) or None
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tail: list[str] = []
     # In a log (CI, nohup) a bar redrawn every 2 s is one endless line: redraw once a minute there.
@@ -86,5 +89,7 @@ def make_with_progress(argv: list[str], quiet: bool, desc: str, what: str) -> No
                 if total and bar.n >= bar.total:
                     bar.total = bar.n + 1
                 bar.update(1)
+        made = bar.n
     if child.wait() != 0:
         raise EnvironmentProblem(f"{what} build failed:\n" + "".join(tail))
+    return made

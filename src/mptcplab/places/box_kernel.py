@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .kernel_build import find_source, make_with_progress
+from .kernel_build import enable_options, find_source, make_with_progress
 from ..core import log, paths, process
 from ..core.errors import EnvironmentProblem
 
@@ -149,15 +149,8 @@ def _configure(src: Path, make: list[str], arch: str, say) -> None:
     config = re.sub(r'^CONFIG_SYSTEM_(TRUSTED|REVOCATION)_KEYS=.*$', r'CONFIG_SYSTEM_\1_KEYS=""', config, flags=re.M)
     config = re.sub(r"^(CONFIG_\w+)=m$", r"# \1 is not set", config, flags=re.M)
     (src / ".config").write_text(config)
-    opts = options()
-    process.run([str(src / "scripts" / "config"), "--file", str(src / ".config"),
-                 "--set-str", "LOCALVERSION", LOCALVERSION, "--disable", "LOCALVERSION_AUTO"]
-                + [a for o in opts for a in ("--enable", o)])
-    process.run(make + ["olddefconfig"])
-    done = (src / ".config").read_text()
-    lost = [o for o in opts if f"CONFIG_{o}=y" not in done]
-    if lost:
-        raise EnvironmentProblem(f"box kernel config dropped {', '.join(lost)} (dependencies missing?)")
+    enable_options(src, make, options(), "box kernel",
+                   ["--set-str", "LOCALVERSION", LOCALVERSION, "--disable", "LOCALVERSION_AUTO"])
 
 
 def _deb_version(source_version: str) -> str:

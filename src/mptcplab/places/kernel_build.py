@@ -57,6 +57,18 @@ class _LogLines:
         self.out.flush()
 
 
+def enable_options(src: Path, make: list[str], options: list[str], what: str, extra: list[str] = ()) -> None:
+    """Build `options` in (=y) on top of src/.config (with `scripts/config` arguments `extra`), let
+    kconfig settle the rest, and refuse a config that dropped any (a dependency missing)."""
+    process.run([str(src / "scripts" / "config"), "--file", str(src / ".config"), *extra]
+                + [a for o in options for a in ("--enable", o)])
+    process.run(make + ["olddefconfig"])
+    config = (src / ".config").read_text()
+    lost = [o for o in options if f"CONFIG_{o}=y" not in config]
+    if lost:
+        raise EnvironmentProblem(f"{what} config dropped {', '.join(lost)} (dependencies missing?)")
+
+
 def make_with_progress(argv: list[str], quiet: bool, desc: str, what: str, total: int | None | str = "dry run") -> int:
     """Run make, showing the objects compiled out of the total, and an ETA; returns how many it made.
 

@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 from . import guest
-from .kernel_build import find_source, make_with_progress
+from .kernel_build import enable_options, find_source, make_with_progress
 from ..core import log, paths, process
 from ..core.errors import EnvironmentProblem
 from ..core.paths import PREFIX
@@ -94,14 +94,7 @@ def build(jobs: int | None = None, quiet: bool = False) -> Path:
         make = ["make", "-C", str(src), "ARCH=um"]
         say("configuring: defconfig + vagrant/uml/mptcplab.config")
         process.run(make + ["defconfig"])
-        opts = config_options()
-        process.run([str(src / "scripts" / "config"), "--file", str(src / ".config")]
-               + [a for o in opts for a in ("--enable", o)])
-        process.run(make + ["olddefconfig"])
-        config = (src / ".config").read_text()
-        lost = [o for o in opts if f"CONFIG_{o}=y" not in config]
-        if lost:
-            raise EnvironmentProblem(f"UML kernel config dropped {', '.join(lost)} (dependencies missing?)")
+        enable_options(src, make, config_options(), "UML kernel")
         say(f"compiling with {jobs} jobs")
         make_with_progress(make + [f"-j{jobs}", "linux"], quiet, "[uml build] compiling", "UML kernel")
         _mkdir(final.parent)

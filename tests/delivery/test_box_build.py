@@ -164,7 +164,7 @@ def test_box_scripts_are_shellcheck_clean():
 
 @pytest.mark.parametrize("args,message", [
     (["--arch", "riscv64"], "--arch riscv64: choose amd64 or arm64"),
-    (["--stage", "disk"], "--stage disk: choose rootfs, image, boxes or all"),
+    (["--stage", "disk"], "--stage disk: choose kernel, rootfs, image, boxes or all"),
     (["--version", "latest"], "--version latest: Vagrant wants digits and dots"),
 ])
 def test_build_refuses_bad_arguments_by_name(args, message):

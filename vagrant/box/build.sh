@@ -109,7 +109,7 @@ stage_rootfs() {
   if [ "$BOX_KERNEL" = kit ]; then
     # The kit's kernel, installed beside Debian's and GRUB's default: named by its menu title,
     # which unlike an entry id does not contain the disk's UUID (made only by the image stage).
-    deb=$(ls "$OUT/kernel-$ARCH"/linux-image-*.deb 2>/dev/null | head -1)
+    deb=$(find "$OUT/kernel-$ARCH" -maxdepth 1 -name 'linux-image-*.deb' 2>/dev/null | head -1)
     [ -n "$deb" ] || die "no kit kernel in $OUT/kernel-$ARCH: run --stage kernel first (or MPTCPLAB_BOX_KERNEL=debian)"
     release=$(dpkg-deb -f "$deb" Package | sed 's/^linux-image-//')
     # shellcheck disable=SC2016  # $1 is the new root, expanded by mmdebstrap's hook shell

@@ -107,7 +107,7 @@ def build(arch: str | None = None, jobs: int | None = None, quiet: bool = False)
     resumed = (work / "configured").exists()
     if not resumed:
         shutil.rmtree(work, ignore_errors=True)
-        _mkdir(work)
+        work.mkdir(parents=True)
         say(f"extracting {tarball.name} ({version})")
         with tarfile.open(tarball) as tar:
             tar.extractall(work, filter="fully_trusted")
@@ -119,7 +119,7 @@ def build(arch: str | None = None, jobs: int | None = None, quiet: bool = False)
     else:
         say(f"resuming the build stopped in {work}")
     say(f"compiling with {jobs} jobs (no modules)")
-    counted = _mkdir(paths.cache_dir("box-kernel")) / f"objects-{arch}"  # the last build's count: the bar's total
+    counted = work.parent / f"objects-{arch}"  # the last build's count: the bar's total
     made = make_with_progress(make + [f"-j{jobs}", "all"], quiet, f"[box kernel {arch}] compiling",
                               f"box kernel ({arch})", total=int(counted.read_text()) if counted.exists() else None)
     if not resumed:  # a resumed build counts only what was left
@@ -156,8 +156,3 @@ def _configure(src: Path, make: list[str], arch: str, say) -> None:
 def _deb_version(source_version: str) -> str:
     """The package's version: the source's, marked as the kit's build (6.12.117-1~deb12u1+mptcplab1)."""
     return re.sub(r"[^A-Za-z0-9.+~-]", "", source_version) + "+mptcplab1"
-
-
-def _mkdir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path

@@ -221,3 +221,32 @@ def test_a_short_slow_end_is_the_last_interval_not_a_tail_to_cut():
     assert r.tail_start(d["t_end"]) == d["t_end"]
     assert r.goodput_steady_mbps(1.0) == pytest.approx(4.70, abs=0.01)
     assert physics.judge_link("p1", r.goodput_steady_mbps(1.0) * 1e6, 5e6, 0.9).ok
+
+
+def test_a_window_starts_where_the_receiver_holds_no_out_of_order_data():
+    """The setup check's single TCP on Lab 2's 60 ms path in the VM (CI, 2026-11-28, the receiver's
+    samples): slow start ended in 113 drops, and the repair released held bytes at up to 6.9 Mbit/s
+    until about 2 s in. Judged from 1.0 s the window read 4.97 Mbit/s of a 5 Mbit/s link (ceiling
+    4.78); stall_start found no stall before 1.0 s to go back to. That run did not record its
+    sender's SACKed count; here the sender reports held segments until 1.97 s, then none, and the
+    window starts there."""
+    import json
+    from pathlib import Path
+
+    from mptcplab.measure.traffic import BulkResult
+
+    d = json.loads((Path(__file__).parent / "fixtures" / "goodput" / "vm-lab2-p3-slow-start-repair.json").read_text())
+    without = BulkResult("kit", "tcp", 4.0, d["t0"], d["t_end"], [], None, samples=d["samples"])
+    assert without.goodput_steady_mbps(1.0) == pytest.approx(4.97, abs=0.01)  # the refusal
+    assert without.clean_start(d["t0"] + 1.0) == d["t0"] + 1.0  # no sender's count: the window as before
+    t0 = d["t0"]
+    sacked = [[t0 + k * 0.05, 40 if 0.2 <= k * 0.05 < 1.97 else 0] for k in range(76)]
+    r = BulkResult("kit", "tcp", 4.0, t0, d["t_end"], [], None, samples=d["samples"], sacked=[sacked])
+    assert r.clean_start(t0 + 1.0) == pytest.approx(t0 + 2.0)  # the first sample from 1.97 s on
+    assert r.goodput_steady_mbps(1.0) == pytest.approx(4.73, abs=0.01)
+    assert physics.judge_link("p3", r.goodput_steady_mbps(1.0) * 1e6, 5e6, 0.9).ok
+    # clean at the nominal start: the window keeps it; several flows: every one must be clean
+    assert r.clean_start(t0 + 0.1) == pytest.approx(t0 + 0.1)
+    two = BulkResult("kit", "tcp", 4.0, t0, d["t_end"], [], None, samples=d["samples"],
+                     sacked=[sacked, [[t0 + 2.5, 0], [t0 + 2.2, 3]][::-1]])
+    assert two.clean_start(t0 + 1.0) == pytest.approx(t0 + 2.5)

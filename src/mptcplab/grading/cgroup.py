@@ -124,7 +124,7 @@ class Cgroup:
     def remove(self) -> None:
         self.kill()
         for d in self.dirs:
-            for _ in range(50):
+            for _ in range(200):  # up to 10 s: a killed hog freeing GiBs under load takes seconds to leave
                 try:
                     d.rmdir()
                     break
@@ -132,6 +132,7 @@ class Cgroup:
                     break
                 except OSError:  # processes still exiting
                     time.sleep(0.05)
+            # still there: the next grade's leftovers.clean() removes it
 
 
 def _enable(parent: Path, controllers: list[str]) -> None:

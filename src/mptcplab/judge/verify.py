@@ -61,11 +61,14 @@ def check_paths(net, rd, src: str, dst: str, tcp_seconds: float = 3.0, rtt_toler
             row["tcp_side_by_side"] = len(paths)
             # The receiver's samples behind the steady reading (a few KB): a reading above the link is
             # then traceable to the samples it came from.
-            rd.write_json(f"verify-tcp-{p.name}-samples.json", {"t0": r.t0, "t_end": r.t_end, "samples": r.samples})
-            # Steady state: after slow start (physics.steady_after_s).
+            rd.write_json(f"verify-tcp-{p.name}-samples.json",
+                          {"t0": r.t0, "t_end": r.t_end, "samples": r.samples, "sacked": r.sacked})
+            # Steady state: after slow start (physics.steady_after_s), from the first moment the
+            # receiver held no out-of-order data (BulkResult.clean_start).
             warmup = physics.steady_after_s(tcp_seconds, p.rtt_s)
             row["tcp_goodput_steady_mbps"] = round(r.goodput_steady_mbps(warmup), 2)
             row["steady_after_s"] = round(warmup, 3)
+            row["steady_clean_from_s"] = round(r.clean_start(r.t0 + warmup) - r.t0, 3)
             row["reader_backlog_max"] = r.reader_backlog_max()  # bytes received but not yet read (a late reader)
             emu = qdisc_window(q.tables[port_facing(p.name)], (r.t0 + warmup, r.t_end), bracket=True)
             row["emulator_wire_mbps"], row["emulator_wire_mbps_min"] = emu["wire_mbps"], emu["wire_mbps_min"]

@@ -59,6 +59,20 @@ def mptcp_info(sock: socket.socket) -> dict | None:
 # mptcp_info (Linux >= 6.5), both __u64.
 TCPI_BYTES_RECEIVED = 128
 MPTCPI_BYTES_RECEIVED = 64
+# tcpi_sacked (__u32): segments the receiver reported holding out of order (SACKed, beyond a hole).
+TCPI_SACKED = 28
+SACKED_EVERY_S = 0.05  # how often the sender samples it
+
+
+def tcp_sacked(sock: socket.socket) -> int | None:
+    """Segments this TCP sender knows the receiver holds out of order, by the kernel's count; None
+    if it cannot say. Zero means the receiver's in-order count is every byte that crossed the link
+    (as of the last ACK): see measure.traffic.BulkResult.clean_start."""
+    try:
+        raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    except OSError:
+        return None
+    return struct.unpack_from("=I", raw, TCPI_SACKED)[0] if len(raw) >= TCPI_SACKED + 4 else None
 
 
 def kernel_bytes_received(sock: socket.socket) -> int | None:
@@ -175,8 +189,14 @@ def send(connect: str, port: int, proto: str, flows: int, duration: float, sndbu
 
     def pump(i: int, s: socket.socket) -> None:
         sent, info_mid, error = 0, None, None
+        # [epoch s, tcpi_sacked] every SACKED_EVERY_S: where the receiver held no out-of-order data
+        # (plain TCP only: an MPTCP socket's TCP_INFO is not one connection's).
+        sacked, next_sample = [], 0.0
         try:
-            while time.time() < stop_at:
+            while (now := time.time()) < stop_at:
+                if proto == "tcp" and now >= next_sample and (n := tcp_sacked(s)) is not None:
+                    sacked.append([now, n])
+                    next_sample = now + SACKED_EVERY_S
                 sent += s.send(payload)  # blocking: waits in sk_stream_wait_memory() when the buffer is full
                 if info_mid is None and time.time() > start + duration / 2:
                     info_mid = mptcp_info(s)  # mid-transfer: all subflows are up
@@ -187,7 +207,7 @@ def send(connect: str, port: int, proto: str, flows: int, duration: float, sndbu
         results[i] = {"flow": i, "local": "%s:%d" % s.getsockname(), "bytes_written": sent,
                       "sndbuf": s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF), "cc": cc_now,
                       "protocol": s.getsockopt(socket.SOL_SOCKET, socket.SO_PROTOCOL),
-                      "mptcp": info_end or info_mid, "mptcp_mid": info_mid, "error": error}
+                      "mptcp": info_end or info_mid, "mptcp_mid": info_mid, "sacked": sacked, "error": error}
         with contextlib.suppress(OSError):
             s.shutdown(socket.SHUT_WR)
         s.close()

@@ -57,24 +57,13 @@ STEPS+=(merge complete scaled-uml scaled-vm export)
 
 done_mark() { echo "$REF/.done-$1"; }
 
-# The kit at the pinned commit: a worktree with a copy of this checkout's venv pointed at it
-# (the guest runs the host's interpreter, so PYTHONPATH would not reach it).
+# The kit at the pinned commit (scripts/pinned-kit.sh: a worktree with its own copy of the venv).
 kit() {
-    local commit
     if [[ ! -e $STASH/commit ]]; then
         [[ -z $(git status --porcelain --untracked-files=no) ]] || { echo "lab1 reference: commit first (the runs record the commit they ran at)" >&2; exit 2; }
         mkdir -p "$STASH"; git rev-parse HEAD > "$STASH/commit"
     fi
-    commit=$(cat "$STASH/commit")
-    if [[ ! -e $WT/.venv/bin/mptcplab ]]; then
-        git worktree add --detach "$WT" "$commit" >&2
-        cp -a "$CHECKOUT/.venv" "$WT/.venv"
-        echo "$WT/src" > "$(echo "$WT"/.venv/lib/python3*/site-packages)/__editable__.mptcplab-0.1.0.pth"
-        grep -l "^#!$CHECKOUT/.venv" "$WT"/.venv/bin/* 2>/dev/null | while read -r f; do
-            sed -i "1s|^#!$CHECKOUT/.venv|#!$WT/.venv|" "$f"; done
-    fi
-    [[ $(git -C "$WT" rev-parse HEAD) == "$commit" ]] || { echo "lab1 reference: $WT is not at the pinned $commit" >&2; exit 2; }
-    echo "$WT/.venv/bin/mptcplab"
+    scripts/pinned-kit.sh "$(cat "$STASH/commit")" "$WT"
 }
 
 # A measuring step's results into the checkout (sweep runs: manifest and summary; detailed runs

@@ -612,13 +612,16 @@ def test_q16_q17_grade_the_buffers_derived_against_what_the_kernel_gave_the_runs
 
 
 def test_q18_q19_grade_the_computation_whatever_the_runs_measured():
-    """Whether minrtt held at 1 MiB fell below TCP or not, the model answers pass; the wrong ones (TCP
+    """Whether minrtt held at 1 MiB fell below TCP or not, the model answers pass, on Part D's runs (a
+    quick run's: the tcp_wmem point alone) and on Going further's (every group, Q19); the wrong ones (TCP
     pooled, the sign, the buffers' difference, the tso rows kept, unsorted, ...) are test_lab1_checks.py's."""
     questions = _master()
     for held_minrtt, below in ((120.0, []), (60.0, [("held", "minrtt")])):
-        env = _answer(questions, "q18", {"paper_runs": _paper_runs(held_minrtt)})
-        env = _answer(questions, "q19", env)
-        assert env["below_tcp"](env["starved"]) == below
+        full = _paper_runs(held_minrtt)
+        env = _answer(questions, "q18", {"paper_runs": full.query("group == 'schedulers'")})
+        assert set(env["starved"].index.get_level_values("group")) == {"schedulers"}
+        env = _answer(questions, "q19", {**env, "full_runs": full})
+        assert env["below_tcp"](env["full_starved"]) == below
         for q in ("q18", "q19"):
             _public_check(questions, q, env)
 

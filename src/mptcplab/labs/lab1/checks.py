@@ -6,8 +6,8 @@ graded: `grading.reference.kit`), and on failure says in a few lines what kind o
 expected, what came back, and the likely mistake, recognised by recomputing the usual wrong
 answers (median for mean, bits for bytes, the other path, ...). It never prints a value the
 graded check compares against. The graded checks call the same function on `held_out`'s inputs
-(`lab1.unseen`) and compare with the kit's answers, computed outside the student's reach. Q3, Q4 and
-Q7 are optional (the notebook's *Going further*): public checks only, no points.
+(`lab1.unseen`) and compare with the kit's answers, computed outside the student's reach. Q3, Q4, Q7,
+Q17 and Q19 are optional (the notebook's *Going further*): public checks only, no points.
 """
 
 from __future__ import annotations
@@ -365,7 +365,7 @@ def q7(dss_row) -> None:
     expect(problem is None, f"On two made-up packets' fields: {problem}.")
 
 
-# ---------------------------------------------------------------- Q16, Q17: the buffers upstream gives
+# ---------------------------------------------------------------- Q16 (and the optional Q17): the buffers upstream gives
 
 TOY_BUFFERS = [("wmem", 1 << 20, 2), ("sndbuf", 512 * 1024, 2), ("wmem", 256 * 1024, 3), ("sndbuf", 96 * 1024, 1)]
 
@@ -447,12 +447,7 @@ def q17(left_for_fast) -> None:
     expect(problem is None, f"On made-up settings: {problem}.")
 
 
-def graded_q17(left_for_fast) -> None:
-    inputs, want = _graded("q17")
-    assert [int(left_for_fast(*b)) for b in inputs["buffers"]] == want, "left_for_fast on unseen settings"
-
-
-# ---------------------------------------------------------------- Q18, Q19: starvation at the paper's point
+# ---------------------------------------------------------------- Q18 (and the optional Q19): starvation at the paper's point
 
 def _toy_paper_runs() -> pd.DataFrame:
     """Two groups with different TCP baselines, a scheduler that did not run (NaN), a tso control row."""
@@ -576,9 +571,3 @@ def q19(below_tcp) -> None:
     """below_tcp(starvation_table) -> sorted (group, scheduler) pairs with vs_tcp < 0."""
     problem = _q19_problem(below_tcp, _toy_starvation())
     expect(problem is None, f"On a made-up starvation table of 5 rows: {problem}.")
-
-
-def graded_q19(below_tcp) -> None:
-    inputs, want = _graded("q19")
-    got = below_tcp(inputs["starvation"])
-    assert isinstance(got, list) and [tuple(x) for x in got] == want, "below_tcp on an unseen table"

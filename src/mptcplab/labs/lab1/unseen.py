@@ -6,8 +6,9 @@ point's goodput rescaled (so the degraded buffers move; one buffer per method ti
 tcp-fast), made-up send-buffer waits over a transfer of another length, buffer settings the lab
 never ran, and the paper's point with its goodputs and bytes in flight rescaled. `answers(inputs)`
 computes what each question asks on them; it is an answer key (hidden while a submission runs), as
-are the helpers it calls. The optional questions (Q3, Q4, Q7: bytes_per_path, dsn_span, dss_row)
-earn no points and have no draw; their functions here are the public checks' answers.
+are the helpers it calls. The optional questions (Q3, Q4, Q7, Q17, Q19: bytes_per_path, dsn_span, dss_row,
+left_for_fast, below_tcp) earn no points and have no draw; their functions here are the public checks'
+answers.
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ PAPER_COLUMNS = ["group", "run", "method", "buffer_bytes", "config", "scheduler"
 
 
 def held_out(tables: dict, rng: np.random.Generator) -> dict:
-    """{"sweep", "mean_tput", "waits", "duration_s", "buffers", "paper_runs", "starvation"}: one input
-    per graded question (the kit's `load` gives `tables`)."""
+    """{"sweep", "mean_tput", "waits", "duration_s", "buffers", "paper_runs"}: one input per graded
+    question (the kit's `load` gives `tables`)."""
     sweep = _sweep(tables["sweep"], rng)
     paper_runs = _paper_runs(tables["paper_runs"], rng)
     waits, duration = _waits(rng)
     return {"sweep": sweep, "mean_tput": _tied(mean_goodput(sweep), rng), "waits": waits, "duration_s": duration,
-            "buffers": _buffers(rng), "paper_runs": paper_runs,
-            "starvation": _starvation_table(starvation(paper_runs), rng)}
+            "buffers": _buffers(rng), "paper_runs": paper_runs}
 
 
 def _sweep(sweep: pd.DataFrame, rng) -> pd.DataFrame:
@@ -89,17 +89,6 @@ def _paper_runs(runs: pd.DataFrame, rng) -> pd.DataFrame:
     ghost = r[(r["group"] == "schedulers") & (r["config"] == "mptcp")].head(2).copy()
     ghost["scheduler"], ghost["goodput_transfer_mbps"] = "blest", np.nan
     return pd.concat([r, ghost]).sample(frac=1, random_state=rng).reset_index(drop=True)
-
-
-def _starvation_table(table: pd.DataFrame, rng) -> pd.DataFrame:
-    """Q19's input: a starvation table whose vs_tcp is redrawn, its rows in reverse order with the first
-    two below TCP (listed as they come, they are unsorted), one above and one exactly at it (not
-    below), so that any other rule than `vs_tcp < 0`, sorted, picks other rows or another order."""
-    t = table.sort_index(ascending=False).copy()
-    vs = rng.normal(0, 30, len(t))
-    vs[:4] = [-abs(vs[0]) - 1, -abs(vs[1]) - 1, abs(vs[2]) + 1, 0.0][:len(t)]
-    t["vs_tcp"] = vs
-    return t
 
 
 # ---------------------------------------------------------------- the answers (answer keys)
@@ -161,9 +150,7 @@ def answers(inputs: dict) -> dict:
         "q2": {m: degraded_buffers(inputs["mean_tput"], m) for m in ("wmem", "sndbuf")},
         "q6": blocked_share(inputs["waits"], inputs["duration_s"]),
         "q16": [mptcp_sndbuf(*b) for b in inputs["buffers"]],
-        "q17": [left_for_fast(*b) for b in inputs["buffers"]],
         "q18": starvation(inputs["paper_runs"]),
-        "q19": below_tcp(inputs["starvation"]),
     }
 
 

@@ -45,7 +45,8 @@ class BulkResult:
     intervals: "object"  # pandas DataFrame: time, flow, bytes, mbps (bins labelled by their start)
     extra: dict = field(default_factory=dict)
     interval: float = 0.1  # seconds per bin of `intervals`
-    # per flow: [[epoch s, bytes the kernel had received by then, bytes the reader had read], ...]
+    # per flow: [[epoch s, bytes the kernel had received by then, bytes the reader had read, epoch s after
+    #   the count was read (bulk.timed_count)], ...]
     samples: list = field(default_factory=list)
     # per flow (plain TCP): [[epoch s, segments the sender knew the receiver held out of order], ...]
     sacked: list = field(default_factory=list)

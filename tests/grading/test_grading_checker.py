@@ -72,6 +72,26 @@ def test_student_functions_run_in_a_separate_process():
         oracle.close()
 
 
+def test_a_call_that_does_not_return_is_the_last(monkeypatch):
+    """A runaway function costs one call's time limit, not one per call left: its late reply would
+    otherwise be read as the next call's."""
+    import time
+
+    monkeypatch.setattr(checker, "CALL_TIMEOUT_S", 1)
+    oracle = checker.Oracle(_student_funcs("def slow(x):\n    import time\n    time.sleep(3)\n    return x\n"
+                                           "def fast(x):\n    return x + 1\n"))
+    try:
+        with pytest.raises(checker.StudentCallError, match=r"^slow\(\) did not return within 1 s$"):
+            oracle.proxy("slow")(1)
+        started = time.monotonic()
+        time.sleep(2.5)  # the late reply has arrived: never taken for fast()'s
+        with pytest.raises(checker.StudentCallError, match=r"^fast\(\) was not called: slow\(\) had not returned"):
+            oracle.proxy("fast")(1)
+        assert time.monotonic() - started < 3
+    finally:
+        oracle.close()
+
+
 def test_a_student_function_cannot_smuggle_code_back():
     funcs = _student_funcs("import os\nclass E:\n    def __reduce__(self):\n        return (os.system, ('echo pwned',))\n"
                            "def evil():\n    return E()\n")

@@ -123,3 +123,76 @@ def test_a_kernel_that_charges_no_socket_memory_to_v2_is_told_by_its_command_lin
     assert cgroup.sockets_charged("cgroup.memory=nokmem")
     assert not cgroup.sockets_charged("ro cgroup.memory=nokmem,nosocket quiet")
     assert not cgroup.sockets_charged("cgroup.memory=nosocket")
+
+
+ORACLE_PROBE = '''
+def probe():
+    import os
+    from mptcplab.labs.lab3 import models
+    try:
+        key = "real " + str(models.parallel_per_flow(2, 0.01, 0.1, 1.0))
+    except Exception as exc:
+        key = type(exc).__name__
+    fds = {f: os.readlink("/proc/self/fd/" + f) for f in os.listdir("/proc/self/fd") if os.path.exists("/proc/self/fd/" + f)}
+    return {"key": key, "pids": sorted(p for p in os.listdir("/proc") if p.isdigit()), "tmp": os.listdir("/tmp"),
+            "stdin": os.read(0, 100).decode(), "fds": sorted(v for v in fds.values() if v != "/dev/null"), "uid": os.getuid()}
+'''
+ORACLE_CHECK = '''OK_FORMAT = False
+from otter.test_files import test_case
+name = "q1"
+
+@test_case(points=1)
+def both_views(probe):
+    import os
+    from mptcplab.labs.lab3 import models
+    open("/tmp/checker-was-here", "w").close()
+    seen = probe()
+    seen["checker_key"] = "real" if models.parallel_per_flow(2, 0.01, 0.1, 1.0) > 0 else "?"
+    seen["checker_uid"] = os.getuid()
+    assert False, repr(seen)
+'''
+
+
+def test_the_oracle_beside_the_checker_sees_the_keys_redacted_and_nothing_of_the_checker(tmp_path):
+    """The student's functions run in the checker's sandbox (one sandbox start, the modules both need
+    imported once) but in namespaces of their own: the answer keys redacted as the kernel saw them
+    where the checker's view has the real ones, alone in a PID namespace, a /tmp of their own, and no
+    descriptor of the checker's (stdin, where the tests and the grader's draws arrive)."""
+    import ast
+    import json
+    import dill
+
+    from mptcplab.grading import answer_keys, sandbox
+    from mptcplab.grading.batch import VALUES_INSIDE
+
+    if sandbox.available():
+        pytest.skip(sandbox.available())
+    os.chmod(tmp_path, 0o755)
+    keys = tmp_path / "keys"
+    keys.mkdir(mode=0o755)
+    hidden, skipped = answer_keys.redacted_files(keys), answer_keys.skipped(keys)
+    values = tmp_path / "values"
+    values.mkdir(mode=0o755)
+    ns = {"__name__": "__main__"}
+    exec(ORACLE_PROBE, ns)
+    (values / "1.pkl").write_bytes(dill.dumps(ns["probe"], recurse=True))
+    (values / "index.json").write_text(json.dumps({"values": {}, "funcs": {"probe": "1.pkl"}}))
+    ours, theirs = socket.socketpair()
+    with identity.lease() as uid:
+        spec = sandbox.Spec(readonly={VALUES_INSIDE: str(values), **skipped}, uid=uid, oracle_fd=theirs.fileno(),
+                            oracle_values=VALUES_INSIDE, oracle_readonly={k: v for k, v in hidden.items() if skipped.get(k) != v},
+                            limits=sandbox.Limits(wall_s=120))
+        proc = subprocess.Popen(sandbox.command(spec, [sys.executable, "-I", "-m", "mptcplab.grading.checker", VALUES_INSIDE,
+                                                       "--oracle-fd", str(ours.fileno())]),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                pass_fds=(ours.fileno(), theirs.fileno()))
+        ours.close()
+        theirs.close()
+        out, err = proc.communicate(json.dumps({"tests": {"q1": ORACLE_CHECK}, "drawn": ""}).encode(), timeout=150)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    (case,) = json.loads(out)["questions"][0]["cases"]
+    seen = ast.literal_eval(case["message"].removeprefix("AssertionError: "))
+    assert seen["checker_key"] == "real" and seen["key"] == "AnswerKeyHidden", seen
+    assert seen["pids"] == ["1"] and seen["tmp"] == [] and seen["stdin"] == "", seen
+    assert len(seen["fds"]) == 1 and seen["fds"][0].startswith("socket:"), seen["fds"]
+    assert seen["uid"] == seen["checker_uid"] == uid

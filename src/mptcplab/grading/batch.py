@@ -155,10 +155,13 @@ def read_frames(stream, values_fd: int, value_cap: int, total_cap: int, notebook
     return got
 
 
-def run_sandboxed(cmd: list[str], stdin: bytes | None, on_stdout, wall_s: int, pass_fds=()) -> tuple[int, str]:
-    """Run a sandbox command; stdout goes to on_stdout(stream), stderr keeps its last 8 KiB."""
+def run_sandboxed(cmd: list[str], stdin: bytes | None, on_stdout, wall_s: int, pass_fds=(), started=None) -> tuple[int, str]:
+    """Run a sandbox command; stdout goes to on_stdout(stream), stderr keeps its last 8 KiB.
+    started(), if given, once the sandbox holds pass_fds (e.g. to close the grader's copies)."""
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=pass_fds)
+    if started:
+        started()
     err = Tail(proc.stderr)
     if stdin is not None:
         def feed():
@@ -271,25 +274,30 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
         qfile = json.dumps({"tests": tests, "drawn": opt.drawn}).encode()
         check_spec = sandbox.Spec(readonly={VALUES_INSIDE: str(values), **skipped}, cwd="/", cgroup_procs=cg.procs, uid=uid,
                                   limits=sandbox.Limits(**{**opt.limits.__dict__, "wall_s": opt.check_timeout}))
+        argv = [sys.executable, "-I", "-m", "mptcplab.grading.checker", VALUES_INSIDE]
         box: dict = {}
-        # The student's functions answer the checker from a sandbox of their own, which shows the
-        # answer keys redacted as the kernel saw them (the checker's shows the real ones).
-        ours, theirs = socket.socketpair()
-        oracle = subprocess.Popen(
-            sandbox.command(replace(check_spec, readonly={**hidden_keys, VALUES_INSIDE: str(values)}),
-                            [sys.executable, "-I", "-m", "mptcplab.grading.checker", "--serve", str(theirs.fileno()),
-                             VALUES_INSIDE]),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(theirs.fileno(),))
-        theirs.close()
+        ours = theirs = None
+
+        def close_ends():  # the grader's copies: the checker sees EOF when the oracle ends
+            for end in (ours, theirs):
+                if end is not None:
+                    end.close()
+
+        if got.get("funcs"):
+            # The student's functions answer the checker from the oracle, forked in the checker's
+            # sandbox into namespaces of its own, where the answer keys are redacted as the kernel
+            # saw them (the checker's view shows the real ones): `sandbox.fork_oracle`.
+            ours, theirs = socket.socketpair()
+            check_spec = replace(check_spec, oracle_fd=theirs.fileno(), oracle_values=VALUES_INSIDE,
+                                 oracle_readonly={k: v for k, v in hidden_keys.items() if check_spec.readonly.get(k) != v})
+            argv += ["--oracle-fd", str(ours.fileno())]
         try:
-            crc, cerr = run_sandboxed(sandbox.command(check_spec, [sys.executable, "-I", "-m", "mptcplab.grading.checker",
-                                                                   VALUES_INSIDE, "--oracle-fd", str(ours.fileno())]),
-                                      qfile, lambda s: box.update(raw=_read_capped(s, 16 << 20)), opt.check_timeout,
-                                      pass_fds=(ours.fileno(),))
+            crc, cerr = run_sandboxed(sandbox.command(check_spec, argv), qfile, lambda s: box.update(raw=_read_capped(s, 16 << 20)),
+                                      opt.check_timeout, pass_fds=(ours.fileno(), theirs.fileno()) if ours else (),
+                                      started=close_ends)
         finally:
-            ours.close()
+            close_ends()
             cg.kill()
-            oracle.wait()
         result["execution"]["seconds_execute"] = round(t_exec, 1)
         result["execution"]["seconds_check"] = round(time.monotonic() - started - t_exec, 1)
         try:

@@ -10,10 +10,11 @@ writes, and nothing on its sys.path is writable in its sandbox: a notebook that 
 tests arrive on stdin, never as a file. Results go to stdout as JSON.
 
 Functions the student defined (e.g. "write the CS218 increase rule") are called through an
-*oracle*: `python -m mptcplab.grading.checker --serve FD VALUES`, run by the grader in a sandbox of
-its own that shows the lab's answer keys redacted, as the notebook's kernel saw them (this
-checker's sandbox shows the real ones: its tests may call them). It alone loads the student's code
-and answers calls over a socket with pickled data. Student code therefore never shares a process,
+*oracle* (`serve`), forked in this checker's sandbox into namespaces of its own
+(`sandbox.fork_oracle`: mount, PID, network, IPC, UTS), whose view shows the lab's answer keys
+redacted, as the notebook's kernel saw them (this checker's view shows the real ones: its tests
+may call them). It alone loads the student's code and answers calls over a socket with pickled
+data; a call that does not return within CALL_TIMEOUT_S is the last one made. Student code therefore never shares a process,
 a PID namespace or a view of the kit with the tests: it sees only the arguments a test passes
 (unseen inputs among them), and can return values, not verdicts. The tests, and the grader's
 draws of unseen inputs and their answers (`reference.provide`), arrive on stdin.
@@ -195,6 +196,7 @@ class Oracle:
         else:
             self.sock, self.names = sock, sorted(names)
         self.sock.settimeout(CALL_TIMEOUT_S)
+        self.stuck = ""  # a function that did not return: the oracle is busy with it for good
 
     @classmethod
     def over(cls, fd: int, names) -> "Oracle":
@@ -203,10 +205,13 @@ class Oracle:
 
     def proxy(self, name: str):
         def call(*args, **kwargs):
+            if self.stuck:  # its late reply would be read as this call's: no call after a runaway
+                raise StudentCallError(f"{name}() was not called: {self.stuck}() had not returned within {CALL_TIMEOUT_S} s")
             try:
                 _send(self.sock, pickle.dumps((name, args, kwargs), protocol=4))
                 kind, *rest = DataUnpickler(io.BytesIO(_recv(self.sock))).load()
             except TimeoutError:
+                self.stuck = name
                 raise StudentCallError(f"{name}() did not return within {CALL_TIMEOUT_S} s") from None
             except (OSError, EOFError, struct.error, pickle.UnpicklingError):
                 raise StudentCallError(f"{name}() stopped or returned something that is not plain data "
@@ -400,7 +405,8 @@ def load_values(values_dir: str) -> dict:
 
 
 def serve(fd: int, values_dir: str) -> int:
-    """The oracle, in its own sandbox: the student's functions, answering the checker on socket fd."""
+    """The oracle, in namespaces of its own (`sandbox.fork_oracle`): the student's functions,
+    answering the checker on socket fd."""
     try:
         funcs = load_values(values_dir)["funcs"]
     except Exception:
@@ -424,11 +430,9 @@ def _otter_tests_only() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """checker VALUES [--oracle-fd FD] (request JSON on stdin: tests, and the grader's draws), or
-    checker --serve FD VALUES (the oracle)."""
+    """checker VALUES [--oracle-fd FD] (request JSON on stdin: tests, and the grader's draws); the
+    oracle at the other end of FD is `serve`, forked by the sandbox (`sandbox.fork_oracle`)."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--serve"]:
-        return serve(int(argv[1]), argv[2])
     _not_dumpable()
     _otter_tests_only()
     try:

@@ -21,7 +21,13 @@ Layers, all from the stock kernel and util-linux (no Docker needed):
   seconds, file size, processes, open files) and execs the command with Python in isolated
   mode (-I: no current directory or user site on sys.path, PYTHON* variables ignored), from a
   working directory the user cannot write;
-- the caller wraps it all in `timeout -s KILL`, so a hung submission cannot outlive its budget.
+- the caller wraps it all in `timeout -s KILL`, so a hung submission cannot outlive its budget;
+- the checker's sandbox also holds the *oracle*, which runs the student's functions for the checks
+  (`Spec.oracle_fd`): forked while still root, after both halves' common modules are imported
+  (numpy, pandas, dill: ~1 s of CPU each time a process imports them), into namespaces of its own
+  (mount, PID, network, IPC, UTS), where it binds the answer keys' redacted copies over the real
+  ones, mounts its own /tmp, /dev/shm and /proc and drops to the submission's UID like the rest;
+  the checker then runs in the sandbox's first process (`python -I -m` as its command says).
 
 Why not bubblewrap: it would replace only the mounts below (it sets neither cgroups nor rlimits),
 which are a few util-linux calls already tested here; nsjail (which does all of it) is not
@@ -32,10 +38,12 @@ packaged for Debian 12.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
 import resource
+import runpy
 import shutil
 import signal
 import site
@@ -48,6 +56,13 @@ from . import identity
 from ..run.lab import REPO_ROOT
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# <linux/sched.h>, <linux/mount.h>
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x4000000, 0x8000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+# Imported before the oracle is forked, so the checker and the oracle share them: every module here
+# is the same file in both views (none is an answer key; `fork_oracle` checks).
+SHARED_MODULES = ("numpy", "pandas", "dill")
 
 
 @dataclass
@@ -73,6 +88,9 @@ class Spec:
     uid: int = 65534  # the submission's own (identity.lease()); also its GID
     limits: Limits = field(default_factory=Limits)
     repo: str = str(REPO_ROOT)
+    oracle_fd: int | None = None  # a socket: the oracle (module docstring) serves the student's functions on it
+    oracle_values: str = ""  # the saved values (inside) whose functions it serves
+    oracle_readonly: dict[str, str] = field(default_factory=dict)  # binds only the oracle sees (redacted keys)
 
 
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")  # read-only, as on the host
@@ -139,6 +157,7 @@ def prepare(spec: Spec) -> None:
     # Held by file descriptor: the tmpfs for the new root is mounted over /tmp, which may hold
     # the checkout or the submission (CI clones into /tmp).
     fds = {inside: os.open(src, os.O_PATH) for inside, src in shown.items()}
+    oracle_fds = {Path(inside): os.open(src, os.O_PATH) for inside, src in spec.oracle_readonly.items()}
     sub_fd = os.open(spec.submission, os.O_RDONLY | os.O_NOFOLLOW) if spec.submission else None
     _sh("mount", "--make-rprivate", "/")
     root = Path("/tmp")
@@ -177,13 +196,45 @@ def prepare(spec: Spec) -> None:
         (root / "dev" / dev).touch()
         _sh("mount", "--bind", f"/dev/{dev}", str(root / "dev" / dev))
     (root / "dev" / "fd").symlink_to("/proc/self/fd")
+    staged = _stage(root, oracle_fds)
     for sub, fstype in (("proc", "proc"), ("sys", "sysfs")):
         (root / sub).mkdir()
         _sh("mount", "-t", fstype, "-o", "nosuid,nodev,noexec" + (",ro" if sub == "sys" else ""), fstype, str(root / sub))
     _sh("mount", "-o", "remount,ro,bind", str(root))  # the top of the new root: nobody writes there
     os.chroot(root)
     _sh("ip", "link", "set", "lo", "up")
+    if spec.oracle_fd is not None:
+        fork_oracle(spec, staged)
+    drop(spec)
 
+
+STAGE = Path("/.oracle")  # in the new root, root's alone (0700): what the oracle binds over the checker's view
+
+
+def _stage(root: Path, fds: dict[Path, int]) -> dict[Path, Path]:
+    """Bind each of the oracle's own files under STAGE, from descriptors opened before the new root
+    hid their hosts (the oracle, in a mount namespace of its own, can bind only from mounts of its
+    namespace's copy); {path inside: its staged copy}."""
+    if not fds:
+        return {}
+    stage = root / STAGE.relative_to("/")
+    stage.mkdir(mode=0o700)
+    staged = {}
+    for i, (inside, fd) in enumerate(sorted(fds.items())):
+        target = stage / str(i)
+        target.mkdir() if os.path.isdir(f"/proc/self/fd/{fd}") else target.touch()
+        _mount(f"/proc/self/fd/{fd}", str(target), None, MS_BIND)
+        _mount("none", str(target), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(fd)
+        staged[inside] = STAGE / str(i)
+    return staged
+
+
+def drop(spec: Spec) -> None:
+    """Still root, inside the new root: rlimits, then the submission's UID, its own session
+    keyring, death with the parent, the working directory and a clean environment."""
+    lim = spec.limits
+    uid = gid = spec.uid
     mb = 1024 * 1024
     for res, value in ((resource.RLIMIT_AS, lim.memory_mb * mb), (resource.RLIMIT_CPU, lim.cpu_s),
                        (resource.RLIMIT_FSIZE, lim.file_mb * mb), (resource.RLIMIT_NPROC, lim.nproc),
@@ -204,6 +255,65 @@ def prepare(spec: Spec) -> None:
     })
 
 
+def _libc_call(name: str, *args) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if getattr(libc, name)(*args) != 0:
+        raise OSError(ctypes.get_errno(), f"{name}{args}")
+
+
+def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    _libc_call("mount", source.encode(), target.encode(), fstype.encode() if fstype else None, ctypes.c_ulong(flags),
+               data.encode() if data else None)
+
+
+def fork_oracle(spec: Spec, binds: dict[Path, Path]) -> None:
+    """Start the oracle (module docstring) as a child of this process, which goes on as the checker.
+    `binds`: path inside -> the staged file or folder the oracle sees there instead (`_stage`).
+    The oracle holds only its socket: not this process's stdin (the checker's tests and the grader's
+    draws arrive there), nor its stdout or stderr."""
+    import importlib
+
+    for name in SHARED_MODULES:
+        importlib.import_module(name)
+    covered = {str(p) for p in binds}
+    exposed = sorted(m.__name__ for m in list(sys.modules.values())
+                     if any(str(getattr(m, "__file__", None) or "").startswith(c) for c in covered))
+    if exposed:  # the oracle would hold the real code of an answer key
+        raise RuntimeError(f"modules the oracle must see redacted are loaded before its fork: {exposed}")
+    if os.fork():  # the checker's side
+        os.close(spec.oracle_fd)
+        return
+    try:
+        for fd in [int(f) for f in os.listdir("/proc/self/fd")]:  # nothing of the checker's: stdin, its socket
+            if fd != spec.oracle_fd:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        _libc_call("unshare", CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+        if os.fork():  # PID 1 of the new PID namespace is this process's child
+            os._exit(os.waitstatus_to_exitcode(os.waitpid(-1, 0)[1]) & 0xFF)
+        _libc_call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        _mount("none", "/", None, MS_REC | MS_PRIVATE)
+        for inside, source in sorted(binds.items(), key=lambda kv: len(kv[0].parts)):
+            _mount(str(source), str(inside), None, MS_BIND)
+            _mount("none", str(inside), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+            _libc_call("umount2", str(source).encode(), MNT_DETACH)
+        for where, size in (("/tmp", spec.limits.disk_mb), ("/dev/shm", 64)):  # not the checker's
+            _mount("mlab-tmp", where, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size}m,mode=1777")
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)  # this PID namespace's processes only
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        if null > 2:
+            os.close(null)
+        drop(spec)
+        sys.dont_write_bytecode = True
+        from .checker import serve
+
+        os._exit(serve(spec.oracle_fd, spec.oracle_values))
+    except BaseException:  # noqa: BLE001 - the checker sees the oracle stop, and says so per call
+        os._exit(1)
+
+
 def _die_with_parent() -> None:
     """`unshare --kill-child` asks the kernel to SIGKILL this process (PID 1 of the sandbox, so the
     whole sandbox with it) when unshare dies, but a change of credentials clears that request
@@ -222,6 +332,13 @@ def main(argv: list[str]) -> None:
     raw = json.loads(spec_json)
     spec = Spec(**{**raw, "limits": Limits(**raw["limits"])})
     prepare(spec)
+    if spec.oracle_fd is not None:  # the checker, in this process: the modules imported for the oracle serve it too
+        if cmd[1:4] != ["-I", "-m", "mptcplab.grading.checker"]:
+            raise SystemExit(f"an oracle runs beside the checker only, not {cmd[:4]}")
+        sys.dont_write_bytecode = True
+        sys.argv = [cmd[3], *cmd[4:]]
+        runpy.run_module(cmd[3], run_name="__main__", alter_sys=True)
+        return
     os.execvp(cmd[0], cmd)
 
 

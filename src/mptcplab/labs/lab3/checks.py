@@ -168,7 +168,9 @@ def cumulative_rates_of(runs: pd.DataFrame, losses: pd.DataFrame) -> pd.DataFram
 def per_flow_rate_of(runs: pd.DataFrame, flows: pd.DataFrame, losses: pd.DataFrame) -> pd.DataFrame:
     """The kit's p per run (what Q5 asks), and the usual wrong ones beside it."""
     by_run, by_flow, by_port = _times(losses, "run"), _times(losses, ["run", "flow"]), _times(losses, "flow")
-    flows_of = {run: list(g.itertuples()) for run, g in flows.groupby("run")}
+    flows_of: dict = {}
+    for f in flows.itertuples():  # one pass: itertuples per groupby group cost ~0.4 s a check
+        flows_of.setdefault(f.run, []).append(f)
     rows = {}
     for r in runs.itertuples():
         fl = flows_of.get(r.run, [])

@@ -43,8 +43,9 @@ def columns() -> dict[Path, tuple[str, ...]]:
 # Optional imports nothing in grading needs, covered by an empty directory in the sandboxes (then
 # they fail to import and their importer carries on without them): jsonschema imports
 # rfc3987_syntax for IRI formats if it is installed, and building its grammar costs ~3 s of CPU in
-# every process that imports nbformat or otter (runner, kernel, checker).
-SKIPPED = ("rfc3987_syntax",)
+# every process that imports nbformat or otter (runner, kernel, checker); ipykernel imports
+# debugpy for its debugger, ~0.25 s of each kernel's start (nobody attaches a debugger to a graded kernel).
+SKIPPED = ("rfc3987_syntax", "debugpy")
 
 PRELUDE = '''class AnswerKeyHidden(RuntimeError):
     """Raised by kit functions that compute graded answers, while a submission is graded."""

@@ -108,7 +108,7 @@ def test_reports_say_what_happened(graded):
 
 def test_gradebook_lists_everyone(graded):
     rows = (graded["out"] / "gradebook.csv").read_text().splitlines()
-    assert rows[0].startswith("student,lab,q1,q2,total,possible")
+    assert rows[0].startswith("student,lab,q1,q2,automatic_total,automatic_possible")
     assert len(rows) == 1 + len(EXPECTED)
     assert {r.split(",")[0] for r in rows[1:]} >= {"dup_a", "dup_a-2"}
 

@@ -93,7 +93,8 @@ def test_every_file_is_its_own_row_and_every_gradebook_is_written(mixed):
 def test_correct_notebooks_keep_full_marks(mixed):
     for name in ("alice.ipynb", "bob.ipynb", "carol.ipynb", "dave-lab98-final.ipynb"):
         row = mixed["rows"][name]
-        assert (row["total"], row["possible"], row["status"], row["problems"]) == ("3", "3", "ok", "0"), row
+        assert (row["automatic_total"], row["automatic_possible"], row["status"], row["problems"]) == \
+            ("3", "3", "ok", "0"), row
     dave = mixed["rows"]["dave-lab98-final.ipynb"]
     assert dave["lab"] == "98-fixture"
     report = (dave["dir"] / dave["student"] / "report.md").read_text()
@@ -108,7 +109,7 @@ def test_correct_notebooks_keep_full_marks(mixed):
 def test_each_bad_file_is_a_zero_row_with_its_reason(mixed):
     for name, why in mixed["reasons"].items():
         row = mixed["rows"][name]
-        assert row["total"] == "0" and row["status"] == "not graded" and why in row["not_graded"], (name, row)
+        assert row["automatic_total"] == "0" and row["status"] == "not graded" and why in row["not_graded"], (name, row)
         report = (row["dir"] / row["student"] / "report.md").read_text()
         assert why in report and "Score: 0" in report, report
     # Sorted by what each file names: a link named for no lab, garbage and a foreign lab in unknown-lab/.

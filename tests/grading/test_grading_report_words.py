@@ -1,14 +1,16 @@
-"""What a student reads in report.md, and where a renamed copy goes, without a sandbox (fast):
-the 2026-11-28 walkthroughs' findings (questions in the notebook's order, the written answers the
-instructor still grades, cells named as JupyterLab shows them, a renamed copy whose first cell was edited)."""
+"""What a student reads in report.md, what the gradebook holds, and where a renamed copy goes, without
+a sandbox (fast): the 2026-11-28 walkthroughs' findings (questions in the notebook's order, the written
+answers the instructor still grades, quoted with their points, optional questions left unanswered as a
+note, cells named as JupyterLab shows them, a renamed copy whose first cell was edited)."""
 
+import csv
 import json
 from pathlib import Path
 from types import SimpleNamespace
 
 import nbformat
 
-from mptcplab.grading import autograder, intake, report
+from mptcplab.grading import autograder, batch, intake, report
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -38,7 +40,10 @@ def test_the_score_says_which_written_answers_the_instructor_grades(tmp_path):
     written = autograder.Autograder(master, tmp_path / "x.zip").written()
     assert written == {"q12": 2.0, "q5": 1.0}
     text = _report(tmp_path, _result(written=written))
-    assert "Your 2 written answers (q5, q12: 3 points) are graded by your instructor, not here." in text
+    assert "**Score: 5 / 5 automatic points (100%)**" in text
+    assert ("The score and its percentage are of the automatically checked questions only. Your 2 written answers "
+            "(q5, q12: 3 points, quoted below) are graded by your instructor, not here.") in text
+    assert "Not quoted: your notebook could not be read here" in text  # no text was read (e.g. it did not run)
     assert "written answers" not in _report(tmp_path, _result(written={}))
 
 
@@ -93,3 +98,79 @@ def test_a_renamed_copy_is_placed_by_the_kits_metadata_else_by_its_text(tmp_path
     groups, unknown = intake.sort_by_lab([stranger], None, 1 << 26)
     assert not groups and unknown[stranger].startswith("its lab cannot be told")
     assert "grade it with --lab" in unknown[stranger]
+
+
+def _code(src: str, answer: bool = False):
+    return nbformat.v4.new_code_cell(src, metadata={"tags": ["otter_answer_cell"]} if answer else {})
+
+
+def _md(src: str, answer: bool = False):
+    return nbformat.v4.new_markdown_cell(src, metadata={"tags": ["otter_answer_cell"]} if answer else {})
+
+
+BLANK = "_Type your answer here, replacing this text._"
+# As Otter hands them out: a required function (q2) whose cell loops over `name` at the top, optional
+# ones (q3, q7; q7's comprehension also uses `name`), two written questions between Otter's markers.
+HANDED = [_code('import otter\ngrader = otter.Notebook("lab.ipynb")'),
+          _code("def f2(x):\n    ...\n\n\nfor method, name in ((1, 2),):\n    print(f2(method))", answer=True),
+          _code('grader.check("q2")'),
+          _md("<!-- BEGIN QUESTION -->\n\n**Q12** Why?"), _md(BLANK, answer=True),
+          _md("<!-- END QUESTION -->\n\n<!-- BEGIN QUESTION -->\n\n**Q14** And why?"), _md(BLANK, answer=True),
+          _md("<!-- END QUESTION -->"),
+          _code("def f3(x):\n    ...\n\n\nper_path = f3(1)", answer=True), _code('grader.check("q3")'),
+          _code("def f7(x):\n    ...\n\n\nrows = [f7({name: 1 for name in 'ab'}) for _ in range(2)]", answer=True),
+          _code('grader.check("q7")')]
+
+
+def _graded(tmp_path, replace: dict[int, str]) -> dict:
+    handed = tmp_path / "student" / "lab.ipynb"
+    handed.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=HANDED), handed)
+    cells = [{"cell_type": c.cell_type, "source": replace.get(i, c.source)} for i, c in enumerate(HANDED)]
+    ag = SimpleNamespace(stem="lab", student_notebook=handed)
+    qs = [{"question": q, "score": 0.0, "possible": p, "cases": []} for q, p in (("q2", 2.0), ("q3", 0.0), ("q7", 0.0))]
+    result = {"lab": "lab", "student": "ann", "questions": qs, "score": 0.0, "possible": 2.0, "problems": [],
+              "internal": [], "status": "ok", "written": {"q12": 2.0, "q14": 2.0}}
+    report.apply_template(result, ag, json.dumps({"cells": cells}).encode(), {"executed": True, "env_saved": True},
+                          SimpleNamespace())
+    return result
+
+
+def test_unanswered_optional_questions_are_a_note_and_written_answers_are_quoted(tmp_path):
+    """Walkthrough 4: a complete required path read `problems` for the optional q3, q4, q17, q19 left
+    unanswered, and q7 (its comprehension's `name`, bound at the top of Q2's cell) read as answered."""
+    r = _graded(tmp_path, {1: "def f2(x):\n    return [x]\n\n\nfor method, name in ((1, 2),):\n    print(f2(method))",
+                           4: "MPTCP waits for the slow path.\nSecond line."})
+    assert r["problems"] == [] and r["notes"] == ["optional question(s) q3, q7 (0 points) not answered: nothing to fix"]
+    assert [q["question"] for q in r["questions"] if q.get("unanswered")] == ["q3", "q7"]
+    assert r["written_answers"] == {"q12": "MPTCP waits for the slow path.\nSecond line.", "q14": None}
+    report.write(r, tmp_path / "out", {})
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "| q7 | 0 / 0 | optional (0 points): not answered |" in text
+    assert "## Your written answers (graded by your instructor: 4 points)" in text
+    assert "**q12** (2 points)\n\n> MPTCP waits for the slow path.\n> Second line.\n" in text
+    assert "**q14** (2 points): not answered" in text
+    assert "- note: optional question(s) q3, q7 (0 points) not answered: nothing to fix" in text
+
+    r = _graded(tmp_path, {})  # the required q2 unanswered: a problem; nothing written
+    assert r["problems"] == ["question(s) q2 not answered yet"]
+    assert r["written_answers"] == {"q12": None, "q14": None}
+    r = _graded(tmp_path, {5: "**Q14** (the markers deleted)"})
+    assert r["written_answers"] == {}
+    report.write(r, tmp_path / "out", {})
+    assert "Not quoted: they could not be told apart" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_the_gradebook_says_its_points_are_the_automatic_ones_and_leaves_the_written_ones_to_mark(tmp_path):
+    rows = [{"student": s, "lab": "lab", "questions": [{"question": q, "score": sc} for q, sc in (("q2", 2.0), ("q10", 1.0))],
+             "score": 3.0, "possible": 4.0, "status": st, "problems": pr, "submission": f"{s}.ipynb",
+             "written": {"q14": 2.0, "q5": 1.0}} for s, st, pr in (("ann", "ok", []), ("bob", "problems", ["x"]))]
+    batch.write_gradebook(rows, ["q10", "q2"], tmp_path / "gradebook.csv")
+    got = list(csv.DictReader(open(tmp_path / "gradebook.csv")))
+    assert list(got[0]) == ["student", "lab", "q2", "q10", "automatic_total", "automatic_possible", "automatic_percent",
+                            "q5", "q14", "written_possible", "status", "problems", "submission", "not_graded"]
+    assert {k: got[0][k] for k in ("automatic_total", "automatic_possible", "automatic_percent", "q5", "q14",
+                                   "written_possible")} == {"automatic_total": "3", "automatic_possible": "4",
+                                                            "automatic_percent": "75.0", "q5": "", "q14": "",
+                                                            "written_possible": "3"}
+    assert (got[1]["status"], got[1]["problems"]) == ("problems", "1")

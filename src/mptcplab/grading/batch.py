@@ -341,17 +341,24 @@ def grade_one(submission: Path, sid: str, ag: Autograder, tests: dict[str, str],
 
 
 def write_gradebook(results: list[dict], questions: list[str], path: Path) -> None:
-    """One row per submission; `not_graded`: why a submission was not run (its own row, 0 points)."""
+    """One row per submission: the checked questions' scores and their automatic total, possible and
+    percent; then one empty column per written question (`manual: true`, each student's text in their
+    report.md) for the instructor's marks, and the points they carry; `not_graded`: why a submission
+    was not run (its own row, 0 points)."""
+    questions = sorted(questions, key=report.natural)
+    written = sorted({q: p for r in results for q, p in (r.get("written") or {}).items()}.items(),
+                     key=lambda qp: report.natural(qp[0]))
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["student", "lab", *questions, "total", "possible", "percent", "status", "problems", "submission",
-                    "not_graded"])
+        w.writerow(["student", "lab", *questions, "automatic_total", "automatic_possible", "automatic_percent",
+                    *[q for q, _ in written], "written_possible", "status", "problems", "submission", "not_graded"])
         for r in results:
             per = {q["question"]: q["score"] for q in r["questions"]}
             pct = round(100 * r["score"] / r["possible"], 1) if r["possible"] else 0
             why = r["problems"][0] if r["status"] == "not graded" else ""
             w.writerow([r["student"], r["lab"], *[f"{per.get(q, 0):g}" for q in questions], f"{r['score']:g}",
-                        f"{r['possible']:g}", pct, r["status"], len(r["problems"]), r["submission"], why])
+                        f"{r['possible']:g}", pct, *[""] * len(written), f"{sum(p for _, p in written):g}",
+                        r["status"], len(r["problems"]), r["submission"], why])
 
 
 def grade_batch(submissions: list[Path], ag: Autograder, out: Path, opt: Options | None = None,
@@ -386,8 +393,8 @@ def grade_batch(submissions: list[Path], ag: Autograder, out: Path, opt: Options
                           refuse.get(submissions[i]))
             with lock:
                 done[0] += 1
-                print(f"[{done[0]}/{len(submissions)}] {ids[i]}: {r['score']:g}/{r['possible']:g} {r['status']} "
-                      f"({r['seconds']} s)", file=sys.stderr, flush=True)
+                print(f"[{done[0]}/{len(submissions)}] {ids[i]}: {r['score']:g}/{r['possible']:g} automatic points, "
+                      f"{r['status']} ({r['seconds']} s)", file=sys.stderr, flush=True)
                 if on_result:
                     on_result(r)
             return r

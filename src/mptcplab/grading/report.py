@@ -1,12 +1,12 @@
 """What a student reads (report.md) and what the instructor keeps (report.json).
 
 A student's report says what they can act on: the score per question, each failing *public*
-check's message, how many hidden checks failed (never their text), which written answers (and
-how many points) the instructor still grades, and what went wrong while the notebook ran, in
+check's message, how many hidden checks failed (never their text), the written answers as handed
+in with their points, which the instructor grades, and what went wrong while the notebook ran, in
 words, each cell named as JupyterLab shows it (its place from the top, its first line, the check
 below it). Machinery paths, tracebacks and runner internals go to report.json only. A question whose answer cells are still the handed-out `...` scores nothing
 (even if a check happens to hold on shipped data) and its follow-on errors are folded into
-"not answered yet".
+"not answered yet"; an optional one (0 points) left so is a note, not a problem.
 """
 
 from __future__ import annotations
@@ -44,20 +44,42 @@ def template_answers(student_nb: Path) -> dict[str, list[str]]:
     return out
 
 
+class _ModuleNames(ast.NodeVisitor):
+    """The names a cell binds in the notebook's namespace: not a function's locals nor a
+    comprehension's variables (Lab 1's Q7 cell loops over `name` inside a comprehension, as Q2's
+    cell does at the top: answering Q2 once made Q7 read as answered)."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def visit_FunctionDef(self, node):  # its name, not its body
+        self.names.add(node.name)
+        for d in node.decorator_list:
+            self.visit(d)
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
+
+    def visit_Lambda(self, node):
+        pass
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Store):
+            self.names.add(node.id)
+
+
 def _names(src: str) -> set[str]:
-    """Names an answer cell defines (assignment targets, functions); for a cell that does not parse,
-    the names its lines start to assign or define (a syntax error is still an answer)."""
+    """Names an answer cell defines in the notebook (module-level assignments, functions, classes);
+    for a cell that does not parse, the names its unindented lines start to assign or define (a
+    syntax error is still an answer)."""
     try:
         tree = ast.parse(src)
     except SyntaxError:
-        return {m[1] or m[2] for m in re.finditer(r"^\s*(?:def\s+(\w+)|(\w+)\s*=[^=])", src, re.M)}
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-    return {n for n in names if not n.startswith("_")}
+        return {m[1] or m[2] for m in re.finditer(r"^(?:def\s+(\w+)|(\w+)\s*=[^=])", src, re.M)}
+    v = _ModuleNames()
+    v.visit(tree)
+    return {n for n in v.names if not n.startswith("_")}
 
 
 def unanswered(template: dict[str, list[str]], sources: list[str]) -> set[str]:
@@ -74,6 +96,40 @@ def unanswered(template: dict[str, list[str]], sources: list[str]) -> set[str]:
         if (names and not names & defined) or (not names and all(c in stripped for c in cells)):
             out.add(q)
     return out
+
+
+BEGIN_WRITTEN, END_WRITTEN = "<!-- BEGIN QUESTION -->", "<!-- END QUESTION -->"
+ANSWER_CAP = 20_000  # characters of one written answer kept (report.md quotes fewer)
+
+
+def written_blocks(sources: list[str]) -> list[str]:
+    """The text between each `<!-- BEGIN QUESTION -->` and the next `<!-- END QUESTION -->`. Otter
+    keeps these markers around each written (`manual`) question, in the master's order, in cells a
+    student cannot edit or delete; the cell that opens one is the question, not the answer."""
+    blocks: list[str] = []
+    current: list[str] | None = None
+    for src in sources:
+        if END_WRITTEN in src and current is not None:
+            blocks.append("\n\n".join(current).strip())
+            current = None
+        if BEGIN_WRITTEN in src:
+            current = []
+        elif current is not None:
+            current.append(src.strip())
+    if current is not None:
+        blocks.append("\n\n".join(current).strip())
+    return blocks
+
+
+def written_answers(names: list[str], sources: list[str], handed: list[str]) -> dict[str, str | None]:
+    """question -> the student's text for each written question (`names`, in the master's order);
+    None where it still reads as handed out. {} when the notebook's written questions cannot be
+    told apart (their markers gone: the instructor reads the notebook itself)."""
+    got, blank = written_blocks(sources), written_blocks(handed)
+    if len(got) != len(names):
+        return {}
+    return {q: None if not text or (k < len(blank) and text == blank[k]) else text[:ANSWER_CAP]
+            for k, (q, text) in enumerate(zip(names, got))}
 
 
 # ---------------------------------------------------------------- words a student can act on
@@ -129,17 +185,26 @@ def _is_follow_on(err: dict) -> bool:
     return "ellipsis" in (err.get("evalue") or "").lower()
 
 
+def _sources(notebook: bytes | None) -> list[str]:
+    """Every cell's source, in order ([] for no notebook or one that is not JSON)."""
+    if not notebook:
+        return []
+    try:
+        nb = json.loads(notebook)
+    except ValueError:
+        return []
+    return ["".join(c.get("source", "")) if isinstance(c.get("source"), list) else str(c.get("source", ""))
+            for c in nb.get("cells", []) if isinstance(c, dict)]
+
+
 def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) -> None:
-    """Turn the runner's status into the problems a student reads, and zero the unanswered questions."""
-    sources: list[str] = []
-    if notebook:
-        try:
-            nb = json.loads(notebook)
-            sources = ["".join(c.get("source", "")) if isinstance(c.get("source"), list) else str(c.get("source", ""))
-                       for c in nb.get("cells", []) if isinstance(c, dict)]
-        except ValueError:
-            pass
-    template = template_answers(ag.student_notebook) if ag.student_notebook.exists() else {}
+    """Turn the runner's status into the problems a student reads, zero the unanswered questions,
+    and keep the text of the written answers (`result["written"]`) for the instructor."""
+    sources = _sources(notebook)
+    handed = ag.student_notebook.read_bytes() if ag.student_notebook.exists() else None
+    if result.get("written") and sources:
+        result["written_answers"] = written_answers(list(result["written"]), sources, _sources(handed))
+    template = template_answers(ag.student_notebook) if handed else {}
     todo = unanswered(template, sources) if (sources or not status.get("executed")) else set(template)
     if not sources:
         todo = set(template)  # nothing ran: nothing was answered
@@ -199,12 +264,22 @@ def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) 
             folded.append(i)
         else:
             problems.append(f"{cell_name(i, sources)} raised {plain(err['ename'], 80)}: {plain(err['evalue'])}")
-    if todo:
-        qs = ", ".join(sorted(todo, key=natural))
+    # An optional question (0 points) left unanswered is a note, not a problem: nothing is missing.
+    optional = {q["question"] for q in result["questions"] if not q["possible"]}
+    of_optional = {s for q in todo & optional for s in template.get(q, [])}
+    later = [i for i in folded if 0 < i <= len(sources) and sources[i - 1].strip() in of_optional]
+    folded = [i for i in folded if i not in later]
+    if todo - optional:
+        qs = ", ".join(sorted(todo - optional, key=natural))
         problems.append(f"question(s) {qs} not answered yet" + (f" (stopped at the unanswered `...`: "
                                                                 f"{_cells(folded, sources)})" if folded else ""))
     elif folded:
         problems.append(f"still using an unanswered `...`: {_cells(folded, sources)}")
+    if todo & optional:
+        qs = ", ".join(sorted(todo & optional, key=natural))
+        result.setdefault("notes", []).append(
+            f"optional question(s) {qs} (0 points) not answered: nothing to fix"
+            + (f"; their cells still hold the handed-out `...`: {_cells(later, sources)}" if later else ""))
     if hidden_keys:  # a note, not a problem: the student has nothing to fix
         result.setdefault("notes", []).append(
             "the kit's own answers are hidden while grading, so what shows them did not run here (expected; "
@@ -243,32 +318,56 @@ def _explain(message: str) -> str:
     return plain(message.removeprefix("AssertionError: "), 500)
 
 
+def _written_lines(written: dict[str, float], answers: dict[str, str | None] | None, quote: int = 4000) -> list[str]:
+    """The written answers as handed in, each with its points, for the instructor to mark and the
+    student to see what was read."""
+    total = sum(written.values())
+    lines = ["", f"## Your written answers (graded by your instructor: {_pts(total)} point{'' if total == 1 else 's'})", ""]
+    if not answers:
+        why = ("they could not be told apart in your notebook (the cells around them were changed)" if answers == {}
+               else "your notebook could not be read here")
+        return lines + [f"Not quoted: {why}; your instructor reads them in your notebook."]
+    for q in sorted(written, key=natural):
+        pts, text = written[q], answers.get(q)
+        head = f"**{q}** ({_pts(pts)} point{'' if pts == 1 else 's'})"
+        if text is None:
+            lines += [f"{head}: not answered", ""]
+            continue
+        cut = text[:quote] + ("…" if len(text) > quote else "")
+        lines += [head, "", *[f"> {ln}".rstrip() for ln in cut.splitlines()], ""]
+    return lines[:-1]
+
+
 def write(r: dict, dest: Path, tests: dict[str, str]) -> None:
     secret = hidden_lines(tests)
     write_text(dest, "report.json", json.dumps(r, indent=1, default=str))
     pct = 100 * r["score"] / r["possible"] if r["possible"] else 0
-    lines = [f"# {r['lab']}: grade for {r['student']}", "",
-             f"**Score: {_pts(r['score'])} / {_pts(r['possible'])} ({pct:.0f}%)**", ""]
     written = r.get("written") or {}
+    lines = [f"# {r['lab']}: grade for {r['student']}", "",
+             f"**Score: {_pts(r['score'])} / {_pts(r['possible'])}{' automatic points' if written else ''} ({pct:.0f}%)**", ""]
     if written:  # the score above is the checks' part only: say so where the percentage is read
         qs, total = sorted(written, key=natural), sum(written.values())
-        lines += [f"The score is for the checked questions only. Your {len(qs)} written answer{'' if len(qs) == 1 else 's'} "
-                  f"({', '.join(qs)}: {_pts(total)} point{'' if total == 1 else 's'}) are graded by your instructor, not here.", ""]
+        lines += [f"The score and its percentage are of the automatically checked questions only. Your {len(qs)} written "
+                  f"answer{'' if len(qs) == 1 else 's'} ({', '.join(qs)}: {_pts(total)} point{'' if total == 1 else 's'}, "
+                  "quoted below) are graded by your instructor, not here.", ""]
     lines += ["| question | score | feedback |", "|---|---|---|"]
     for q in sorted(r["questions"], key=lambda q: natural(q["question"])):
+        optional = "optional (0 points): " if not q["possible"] else ""
         if q.get("not_graded"):
             text = "not graded: see below"
         elif q.get("unanswered"):
-            text = "not answered yet"
+            text = f"{optional}not answered" + ("" if optional else " yet")
         else:
             public_fail = list(dict.fromkeys(_explain(c["message"]) for c in q["cases"] if not c["passed"] and not c["hidden"]))
             hidden_fail = sum(1 for c in q["cases"] if not c["passed"] and c["hidden"])
             notes = [_safe(n, secret) for n in public_fail[:3]] + ([f"{hidden_fail} hidden check(s) failed"] if hidden_fail else [])
-            text = "; ".join(notes) or "all checks passed"
+            text = optional + ("; ".join(notes) or "all checks passed")
         text = text.replace("|", "\\|").replace("\n", " ")
         lines.append(f"| {q['question']} | {_pts(q['score'])} / {_pts(q['possible'])} | {text} |")
     if not r["questions"]:
         lines.append("| (none) | 0 | no check could be run |")
+    if written:
+        lines += _written_lines(written, r.get("written_answers"))
     lines += ["", "## What happened when your notebook ran", ""]
     lines += [f"- {_safe(plain(p, 600), secret)}" for p in r["problems"]] or ["- it ran to the end without errors"]
     lines += [f"- note: {plain(n, 600)}" for n in r.get("notes", [])]

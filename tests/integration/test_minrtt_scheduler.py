@@ -42,6 +42,8 @@ def test_each_scheduler_selected_and_recorded(runs):
         assert manifest["network"]["sysctls"]["snd"]["net.mptcp.scheduler"] == applied
         if rp is not None:
             assert summary["minrtt_rp_applied"] == rp
+        else:  # RP steers minrtt only: not recorded under another scheduler
+            assert "minrtt_rp_applied" not in summary
         assert summary["subflows"] == 2 and 0 < summary["goodput_transfer_mbps"] <= 40
 
 

@@ -250,6 +250,28 @@ def test_paper_point_table_gives_each_scheduler_its_mean_and_ci():
     assert "## The paper's 1 MiB held: SO_SNDBUF 1 MiB" in text and text.count("comparisons;") == 2
 
 
+def test_a_quick_runs_verdicts_say_why_none_is_corrected_and_rp_shows_only_under_minrtt(tmp_path):
+    """Walkthrough 4: a quick run (one run per side) read "Holm-corrected over this table's 0
+    comparisons" above three rows, and its `default` run showed minrtt_rp_applied 1 (what the
+    network's switch held: RP steers the minrtt scheduler only)."""
+    import pandas as pd
+    from mptcplab.labs.lab1 import paper_point as la
+
+    rows = [("paper-1M-mptcp-default-r1", "mptcp", "default", "default", "1", 167.0),
+            ("paper-1M-mptcp-minrtt+rp-r1", "mptcp", "minrtt+rp", "minrtt", "1", 165.0),
+            ("paper-1M-tcp-fast-r1", "tcp-fast", None, None, None, 95.0)]
+    pd.DataFrame(rows, columns=["run", "config", "scheduler", "scheduler_applied", "minrtt_rp_applied",
+                                "goodput_transfer_mbps"]).assign(
+        group="schedulers", buffer_bytes=1 << 20, min_tso_segs="64", rp_opp_retrans=0, rp_penalised=0,
+        mptcp_retrans=0).to_csv(tmp_path / "paper-point.csv", index=False)
+    runs = la.load_paper_point(tmp_path)
+    assert runs.set_index("run")["minrtt_rp_applied"].isna().to_dict() == {
+        "paper-1M-mptcp-default-r1": True, "paper-1M-mptcp-minrtt+rp-r1": False, "paper-1M-tcp-fast-r1": True}
+    text = la.paper_point_markdown(runs)
+    assert "none of this table's 3 comparisons has two runs or more per side, so none has an interval" in text
+    assert "over this table's 0" not in text and text.count("| too few runs |") == 3
+
+
 def test_paper_point_export_is_compact_with_provenance_and_checked(tmp_path):
     """The compact paper point: rows, one provenance row per run, one manifest; `mptcplab check`
     judges its single-path rows against physics, and the reference finds it in paper-point/."""

@@ -432,17 +432,20 @@ def test_mptcp_bounds_and_the_buffer_needed():
     sweep = pd.DataFrame(rows)
     t = la.mptcp_bounds(sweep, manifest).set_index(["method", "buffer_bytes"])
     small = t.loc[("wmem", 65536)]
-    assert small["s_per_rtt"] == pytest.approx(196608 * 8 / 0.08 / 1e6)
+    assert small["s_per_rtt_mbps"] == pytest.approx(196608 * 8 / 0.08 / 1e6)
     assert small["where"] == "between S/RTT_slow and 2S/RTT_slow"
     # subflows: the fast one fills its link, the slow one carries at most (64K + 64K) / 80 ms
-    assert small["subflow_bound"] == pytest.approx((95.64 + 13.1072) * 1.01, rel=1e-3)
+    assert small["subflow_bound_mbps"] == pytest.approx((95.64 + 13.1072) * 1.01, rel=1e-3)
     assert t.loc[("sndbuf", 65536)]["where"] == "below S/RTT_slow"  # 2B = 128K per subflow, S = 128K
     assert not t["above_subflow_bound"].any()
     lo, hi = la.buffer_needed(manifest)
     assert hi == pytest.approx(2 * lo) and hi == pytest.approx(100e6 * 1448 / 1514 / 8 * 0.08)
     assert la.crossing(sweep) == {"sndbuf": None, "wmem": float(3 << 20)}
     text = la.describe_mptcp_bounds(sweep, manifest)
-    assert "0.48 MB (T = RTT_slow / 2) to 0.96 MB (T = RTT_slow)" in text and "wmem: MPTCP stays above" in text
+    # bytes, as the table's S (walkthrough 4: MB beside a table in bytes), and where the crossing lies
+    assert "478,203 bytes (T = RTT_slow / 2) to 956,407 bytes (T = RTT_slow)" in text
+    assert ("wmem: MPTCP stays above single-path TCP on the fast path from S = 3,145,728 bytes, not at 196,608 bytes "
+            "(this sweep's next smaller S)") in text
 
 
 def _detail_copy(dest: Path, name: str, summary: dict, waits: list[tuple[float, float]]):
@@ -563,7 +566,12 @@ def test_q2_accepts_an_empty_region_and_says_how_to_find_one(capsys):
                            "goodput_transfer_mbps": m} for b in (262144, 1048576)
                           for c, m in (("tcp-fast", 95.0), ("tcp-slow", 12.0), ("mptcp", 120.0))])
     env = _answer(questions, "q2", _answer(questions, "q1", {"sweep": sweep}))
-    assert env["degraded"] == [] and "smallest buffer may be too large" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert env["degraded"] == [] and "smallest buffer may be too large" in said
+    # the data is named as the cause only where the figure shows no region (walkthrough 4: a wrong
+    # function's [] read as the sweep's fault)
+    assert ("if the figure above shades buffers in its tcp_wmem panel, the check below says what your function "
+            "missed") in said
     _public_check(questions, "q2", env)
     right = env["degraded_buffers"]
     smallest = lambda t, m: right(t, m) or [int(t.loc[m].index.min())]  # noqa: E731 (right on a made-up table)

@@ -188,19 +188,20 @@ def slow_path_bound_curve(sweep: pd.DataFrame, manifest: dict, method: str) -> p
 
 
 def mptcp_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:
-    """MPTCP at each method and buffer against what its send buffers allow (the notebook's Q10).
+    """MPTCP at each method and buffer against what its send buffers allow (the notebook's Q14).
 
     S is the MPTCP socket's send buffer (`sndbuf_effective`). Every byte stays in it until the
     connection-level DATA_ACK covers it, and that is cumulative: a byte sent on the fast subflow
     after a chunk on the slow one is released only when that chunk has arrived and its DATA_ACK
     is back. If the slow subflow always holds the oldest data, the buffer turns over once per
     `T` = one slow one-way delay plus the DATA_ACK's way back: RTT_slow when it returns on the slow
-    subflow, about RTT_slow / 2 when it returns on the fast one. So `s_per_rtt` = S / RTT_slow and
-    `s_per_half_rtt` = 2 S / RTT_slow bracket what that pattern delivers; neither is a bound (bytes
+    subflow, about RTT_slow / 2 when it returns on the fast one. So `s_per_rtt_mbps` = S / RTT_slow and
+    `s_per_half_rtt_mbps` = 2 S / RTT_slow bracket what that pattern delivers; neither is a bound (bytes
     sent while the slow subflow holds nothing are released at once). The hard bound is each
-    subflow's own window: `subflow_bound` = sum over paths of min(link, (subflow sk_sndbuf + 64 KiB)
+    subflow's own window: `subflow_bound_mbps` = sum over paths of min(link, (subflow sk_sndbuf + 64 KiB)
     / RTT_path), with the subflows' sk_sndbuf from ss when the run recorded it (else B for tcp_wmem,
-    2B for SO_SNDBUF, which the MPTCP socket copies to its subflows)."""
+    2B for SO_SNDBUF, which the MPTCP socket copies to its subflows). S and the buffers are in bytes,
+    the rates in Mbit/s (`_mbps`)."""
     paths = paths_of(manifest)
     rtt_slow = max((p["rtt_s"] for p in paths.values()), default=0.0)
     m = sweep[sweep["config"] == "mptcp"]
@@ -216,15 +217,15 @@ def mptcp_bounds(sweep: pd.DataFrame, manifest: dict) -> pd.DataFrame:
         rows.append({"method": method, "buffer_bytes": int(b), "S": S,
                      "goodput_transfer_mbps": g["goodput_transfer_mbps"].mean(),
                      "goodput_transfer_mbps_max": g["goodput_transfer_mbps"].max(), "n": len(g),
-                     "s_per_rtt": S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
-                     "s_per_half_rtt": 2 * S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
-                     "subflow_bound": physics.allowed(total) / 1e6 if paths else np.nan})
+                     "s_per_rtt_mbps": S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
+                     "s_per_half_rtt_mbps": 2 * S * 8 / rtt_slow / 1e6 if rtt_slow else np.nan,
+                     "subflow_bound_mbps": physics.allowed(total) / 1e6 if paths else np.nan})
     out = pd.DataFrame(rows, columns=["method", "buffer_bytes", "S", "goodput_transfer_mbps",
-                                      "goodput_transfer_mbps_max", "n", "s_per_rtt",
-                                      "s_per_half_rtt", "subflow_bound"])
-    out["above_subflow_bound"] = out["goodput_transfer_mbps_max"] > out["subflow_bound"]
-    out["where"] = np.select([out["goodput_transfer_mbps"] < out["s_per_rtt"],
-                              out["goodput_transfer_mbps"] <= out["s_per_half_rtt"]],
+                                      "goodput_transfer_mbps_max", "n", "s_per_rtt_mbps",
+                                      "s_per_half_rtt_mbps", "subflow_bound_mbps"])
+    out["above_subflow_bound"] = out["goodput_transfer_mbps_max"] > out["subflow_bound_mbps"]
+    out["where"] = np.select([out["goodput_transfer_mbps"] < out["s_per_rtt_mbps"],
+                              out["goodput_transfer_mbps"] <= out["s_per_half_rtt_mbps"]],
                              ["below S/RTT_slow", "between S/RTT_slow and 2S/RTT_slow"], "above 2S/RTT_slow")
     return out
 
@@ -253,8 +254,9 @@ def crossing(sweep: pd.DataFrame) -> dict[str, float | None]:
 
 
 def describe_mptcp_bounds(sweep: pd.DataFrame, manifest: dict) -> str:
-    """The numbers Q7 needs, from this run: where MPTCP falls against S/RTT_slow and 2S/RTT_slow,
-    whether any run broke the subflows' bound, the buffer S needed and where MPTCP crossed TCP."""
+    """The numbers Q14 needs, from this run: where MPTCP falls against S/RTT_slow and 2S/RTT_slow,
+    whether any run broke the subflows' bound, the buffer S needed and where MPTCP crossed TCP,
+    between which two of the sweep's S (in bytes, as the table's S)."""
     t = mptcp_bounds(sweep, manifest)
     if t.empty:
         return "No MPTCP runs in this sweep."
@@ -266,11 +268,14 @@ def describe_mptcp_bounds(sweep: pd.DataFrame, manifest: dict) -> str:
     bad = t[t["above_subflow_bound"]]
     lines.append("  above the sum of the subflows' window bounds (physics): "
                  + (", ".join(f"{m} {_kib(b)}" for m, b in zip(bad["method"], bad["buffer_bytes"])) or "none"))
-    lines.append(f"S for which S / T equals the fast path alone: {lo / 1e6:.2f} MB (T = RTT_slow / 2) to "
-                 f"{hi / 1e6:.2f} MB (T = RTT_slow)")
+    lines.append(f"S for which S / T equals the fast path alone: {lo:,.0f} bytes (T = RTT_slow / 2) to "
+                 f"{hi:,.0f} bytes (T = RTT_slow)")
     for method, s in crossing(sweep).items():
+        below = t.loc[(t["method"] == method) & (t["S"] < (s or 0)), "S"]
         lines.append(f"  measured, {method}: MPTCP stays above single-path TCP on the fast path from S = "
-                     + (f"{s / 1e6:.2f} MB" if s else "(never in this sweep)"))
+                     + (f"{s:,.0f} bytes" if s else "(never in this sweep)")
+                     + (f", not at {below.max():,.0f} bytes (this sweep's next smaller S): it crossed in between"
+                        if len(below) else ""))
     return "\n".join(lines)
 
 

@@ -402,7 +402,9 @@ def _measure_paper_point(net, rd, point: Point, params: dict) -> str:
                        "min_tso_segs": net.sysctl("snd", "net.ipv4.tcp_min_tso_segs")})
     if v.get("config") == "mptcp":
         rd.summary["scheduler_applied"] = net.sysctl("snd", "net.mptcp.scheduler")
-        rd.summary["minrtt_rp_applied"] = net.sysctl("snd", "net.mptcp.minrtt_rp")
+        if rd.summary["scheduler_applied"] == "minrtt":  # RP steers minrtt only; under another scheduler
+            # the switch holds what the network's last minrtt run left (one network carries a sweep)
+            rd.summary["minrtt_rp_applied"] = net.sysctl("snd", "net.mptcp.minrtt_rp")
         line += f"  [{v.get('scheduler')}: opp. retrans {rd.summary.get('rp_opp_retrans', 0)}, " \
                 f"penalised {rd.summary.get('rp_penalised', 0)}]"
     return line

@@ -46,14 +46,23 @@ def load_paper_point(path: Path | str) -> pd.DataFrame:
     path = Path(path)
     for compact in (path / "paper-point.csv", path / COMPACT_DIR / "paper-point.csv"):
         if compact.exists():
-            return pd.read_csv(compact, dtype={"min_tso_segs": str, "minrtt_rp_applied": str})
+            return _rp_under_minrtt(pd.read_csv(compact, dtype={"min_tso_segs": str, "minrtt_rp_applied": str}))
     table = Sweep(path).summaries() if path.exists() else pd.DataFrame()
     if table.empty or "part" not in table:
         return pd.DataFrame(columns=["group", *PAPER_POINT_COLUMNS])
     keep = (table["part"] == "paper_point") & (table["detail"].isna() if "detail" in table else True)
     out = table.loc[keep, [c for c in PAPER_POINT_COLUMNS if c in table]].copy()
     out.insert(0, "group", [_group(r) for r in out["run"]])
-    return out.sort_values("run").reset_index(drop=True)
+    return _rp_under_minrtt(out.sort_values("run").reset_index(drop=True))
+
+
+def _rp_under_minrtt(runs: pd.DataFrame) -> pd.DataFrame:
+    """`minrtt_rp_applied` only where the minrtt scheduler ran: RP acts there alone, and runs recorded
+    before the kit stopped recording it elsewhere kept, under `default`, whatever the network's last
+    minrtt run had left (the reference's `default` runs read 1, the per-namespace default, or 0)."""
+    if {"minrtt_rp_applied", "scheduler_applied"} <= set(runs):
+        runs["minrtt_rp_applied"] = runs["minrtt_rp_applied"].where(runs["scheduler_applied"] == "minrtt")
+    return runs
 
 
 def paper_point_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -251,13 +260,23 @@ def verdict_lines(v: pd.DataFrame, intro: str, ratio: bool = False) -> list[str]
     return out
 
 
+def holm_words(v: pd.DataFrame, these: str = "this table's") -> str:
+    """Over which of a family's comparisons Holm's correction ran: those with an interval (two runs or
+    more per side; the others read "too few runs"), so a quick run's table never says "over 0"."""
+    m, n = int(v["m"].iloc[0]), len(v)
+    if m == n:
+        return f"Holm-corrected over {these} {n} comparisons"
+    if m == 0:
+        return f"none of {these} {n} comparisons has two runs or more per side, so none has an interval: too few runs"
+    return f"Holm-corrected over the {m} of {these} {n} comparisons with two runs or more per side"
+
+
 def _verdict_lines(v: pd.DataFrame) -> list[str]:
     """A paper-point table's family of verdicts (differences in Mbit/s), then a blank line."""
     if v.empty:
         return []
-    return verdict_lines(v, f"Verdicts (Welch, Holm-corrected over this table's {int(v['m'].iloc[0])} comparisons; "
-                            "\"runs needed\": per side, for the corrected interval to exclude zero at the observed "
-                            "difference):") + [""]
+    return verdict_lines(v, f"Verdicts (Welch, {holm_words(v)}; \"runs needed\": per side, for the corrected "
+                            "interval to exclude zero at the observed difference):") + [""]
 
 
 def _spread(r) -> str:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ...judge import stats
 from ...net.links import LinkSpec
-from .paper_point import load_paper_point, _manifest_of, verdict_lines
+from .paper_point import holm_words, load_paper_point, _manifest_of, verdict_lines
 
 CONTROLLED_DIR = "controlled"  # beside a reference: one folder per controlled run (its paper point)
 
@@ -110,7 +110,7 @@ def agreement_markdown(ref: Path | str) -> str:
         lines.append(f"| {r.name} | {r.where} | {r.kernel} | {r.paths} | {scale} | "
                      f"{r.buffer_bytes:,} B | {r.n_mptcp}, {r.mptcp:.2f} ± {r.mptcp_ci:.2f} | "
                      f"{r.n_tcp}, {r.tcp:.2f} ± {r.tcp_ci:.2f} | {r.ratio:.2f} ({r.ratio_lo:.2f}-{r.ratio_hi:.2f}) |")
-    lines += [""] + verdict_lines(verdicts, f"Verdicts (Holm-corrected over these {int(verdicts['m'].iloc[0])} "
-                                  "comparisons; ratios, so 1 is no difference; \"runs needed\": per side, for the "
-                                  "corrected interval to exclude 1 at the observed factor):", ratio=True)
+    lines += [""] + verdict_lines(verdicts, f"Verdicts ({holm_words(verdicts, 'these')}; ratios, so 1 is no "
+                                  "difference; \"runs needed\": per side, for the corrected interval to exclude 1 at "
+                                  "the observed factor):", ratio=True)
     return "\n".join(lines) + "\n"

@@ -13,6 +13,7 @@ import nbformat
 from mptcplab.grading import autograder, batch, intake, report
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+GRADING_MD = Path(__file__).resolve().parents[2] / "site" / "instructors" / "grading.md"
 
 
 def _result(**extra) -> dict:
@@ -174,3 +175,15 @@ def test_the_gradebook_says_its_points_are_the_automatic_ones_and_leaves_the_wri
                                                             "automatic_percent": "75.0", "q5": "", "q14": "",
                                                             "written_possible": "3"}
     assert (got[1]["status"], got[1]["problems"]) == ("problems", "1")
+
+
+def test_the_instructors_page_says_what_the_gradebook_and_the_report_hold(tmp_path):
+    """site/instructors/grading.md said report.md carried the written answers when it named only
+    their questions, and the gradebook's percent of everything when it was of the automatic points:
+    its table of outputs names every column write_gradebook writes, and the quoted answers."""
+    batch.write_gradebook([], ["q1"], tmp_path / "gradebook.csv")
+    header = (tmp_path / "gradebook.csv").read_text().splitlines()[0].split(",")
+    rows = {ln.split("|")[1].strip(): ln for ln in GRADING_MD.read_text().splitlines() if ln.startswith("| `")}
+    assert [c for c in header[3:] if f"`{c}`" not in rows["`gradebook.csv`"]] == []
+    assert "empty column per written question" in rows["`gradebook.csv`"]
+    assert "each written answer (`manual: true`) quoted as handed in with its points" in rows["`<student>/report.md`"]

@@ -45,6 +45,7 @@ def test_the_score_says_which_written_answers_the_instructor_grades(tmp_path):
     assert ("The score and its percentage are of the automatically checked questions only. Your 2 written answers "
             "(q5, q12: 3 points, quoted below) are graded by your instructor, not here.") in text
     assert "Not quoted: your notebook could not be read here" in text  # no text was read (e.g. it did not run)
+    assert "Not quoted" not in _report(tmp_path, _result(written=written, status="not graded"))  # its reason says it
     assert "written answers" not in _report(tmp_path, _result(written={}))
 
 

@@ -366,7 +366,7 @@ def write(r: dict, dest: Path, tests: dict[str, str]) -> None:
         lines.append(f"| {q['question']} | {_pts(q['score'])} / {_pts(q['possible'])} | {text} |")
     if not r["questions"]:
         lines.append("| (none) | 0 | no check could be run |")
-    if written:
+    if written and r.get("status") != "not graded":  # a file not run: its reason is all there is to say
         lines += _written_lines(written, r.get("written_answers"))
     lines += ["", "## What happened when your notebook ran", ""]
     lines += [f"- {_safe(plain(p, 600), secret)}" for p in r["problems"]] or ["- it ran to the end without errors"]

@@ -148,7 +148,7 @@ def test_unanswered_optional_questions_are_a_note_and_written_answers_are_quoted
     assert r["written_answers"] == {"q12": "MPTCP waits for the slow path.\nSecond line.", "q14": None}
     report.write(r, tmp_path / "out", {})
     text = (tmp_path / "out" / "report.md").read_text()
-    assert "| q7 | 0 / 0 | optional (0 points): not answered |" in text
+    assert "| q7 | 0 / 0 | 0 points, feedback only: not answered |" in text
     assert "## Your written answers (graded by your instructor: 4 points)" in text
     assert "**q12** (2 points)\n\n> MPTCP waits for the slow path.\n> Second line.\n" in text
     assert "**q14** (2 points): not answered" in text

@@ -352,7 +352,7 @@ def write(r: dict, dest: Path, tests: dict[str, str]) -> None:
                   "quoted below) are graded by your instructor, not here.", ""]
     lines += ["| question | score | feedback |", "|---|---|---|"]
     for q in sorted(r["questions"], key=lambda q: natural(q["question"])):
-        optional = "optional (0 points): " if not q["possible"] else ""
+        optional = "0 points, feedback only: " if not q["possible"] else ""
         if q.get("not_graded"):
             text = "not graded: see below"
         elif q.get("unanswered"):

@@ -213,7 +213,7 @@ def test_a_missing_delay_is_still_blamed_on_netem(tmp_path, no_cache):
 
 def test_setup_check_passes_a_compensated_path_and_says_so(tmp_path, no_cache, monkeypatch):
     result = SimpleNamespace(goodput_transfer_mbps=4.7, goodput_steady_mbps=lambda w: 4.7,
-                             reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0, samples=[])
+                             reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0, samples=[], sacked=[], clean_start=lambda t: t)
     monkeypatch.setattr(verify, "bulk", lambda *a, **k: result)
     net = built(lab2_like("rate=5mbit,queue=25,delay=10ms", "rate=5mbit,queue=50,delay=20ms"))
     with Sweep(tmp_path).run("v", {}) as rd:
@@ -253,7 +253,7 @@ def test_a_spike_while_the_latency_is_measured_does_not_refuse_a_correct_place(t
     """The failure this replaced: one sample's median taken out, a later sample's median judged
     against 0.5 ms. Half the measuring pings late by 3 ms moved the median, not the floor."""
     result = SimpleNamespace(goodput_transfer_mbps=4.7, goodput_steady_mbps=lambda w: 4.7,
-                             reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0, samples=[])
+                             reader_backlog_max=lambda: 0, t0=0.0, t_end=3.0, samples=[], sacked=[], clean_start=lambda t: t)
     monkeypatch.setattr(verify, "bulk", lambda *a, **k: result)
     topo = lab2_like("rate=5mbit,queue=25,delay=10ms")
     net = FakePlace(topo)
@@ -289,7 +289,7 @@ def test_paths_at_once_judges_each_path_as_alone_from_transfers_side_by_side(tmp
         mbps = {"p1": 4.7, "p2": 4.6}
         return [SimpleNamespace(goodput_transfer_mbps=mbps[t.path], goodput_steady_mbps=lambda w, m=mbps[t.path]: m,
                                 reader_backlog_max=lambda: 0,
-                                t0=0.0, t_end=3.0, samples=[]) for t in transfers]
+                                t0=0.0, t_end=3.0, samples=[], sacked=[], clean_start=lambda t: t) for t in transfers]
 
     monkeypatch.setattr(traffic, "concurrent", side_by_side)
     monkeypatch.setattr(verify, "bulk", lambda *a, **k: pytest.fail("a path's transfer ran alone"))
@@ -311,7 +311,7 @@ def test_paths_at_once_refuses_the_path_that_falls_short_as_alone(tmp_path, no_c
 
     monkeypatch.setattr(traffic, "concurrent", lambda net, transfers, duration: [
         SimpleNamespace(goodput_transfer_mbps=m, goodput_steady_mbps=lambda w, m=m: m, reader_backlog_max=lambda: 0,
-                        t0=0.0, t_end=3.0, samples=[])
+                        t0=0.0, t_end=3.0, samples=[], sacked=[], clean_start=lambda t: t)
         for m in (4.7, 3.0)])
     net = built(lab2_like("rate=5mbit,queue=25,delay=10ms", "rate=5mbit,queue=50,delay=20ms"))
     with Sweep(tmp_path).run("v", {}) as rd, pytest.raises(ExperimentFailed, match="path p2"):
@@ -394,7 +394,7 @@ def test_a_set_held_high_by_the_host_is_pinged_again_and_a_fast_one_is_not(tmp_p
     followed by a second set, judged on the lowest of both (sets: 2). A set below the band is not:
     a path faster than configured is refused at once."""
     result = SimpleNamespace(goodput_transfer_mbps=4.7, goodput_steady_mbps=lambda w: 4.7, reader_backlog_max=lambda: 0,
-                             t0=0.0, t_end=3.0, samples=[])
+                             t0=0.0, t_end=3.0, samples=[], sacked=[], clean_start=lambda t: t)
     monkeypatch.setattr(verify, "bulk", lambda *a, **k: result)
 
     class Busy(FakePlace):

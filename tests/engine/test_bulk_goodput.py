@@ -247,6 +247,7 @@ def test_a_window_starts_where_the_receiver_holds_no_out_of_order_data():
     assert physics.judge_link("p3", r.goodput_steady_mbps(1.0) * 1e6, 5e6, 0.9).ok
     # clean at the nominal start: the window keeps it; several flows: every one must be clean
     assert r.clean_start(t0 + 0.1) == pytest.approx(t0 + 0.1)
+    assert r.clean_start(t0 + 0.12) == t0 + 0.12  # between two clean readings: t itself, not the next one
     two = BulkResult("kit", "tcp", 4.0, t0, d["t_end"], [], None, samples=d["samples"],
                      sacked=[sacked, [[t0 + 2.5, 0], [t0 + 2.2, 3]][::-1]])
     assert two.clean_start(t0 + 1.0) == pytest.approx(t0 + 2.5)

@@ -189,7 +189,7 @@ class BulkResult:
         if not flows:
             return t
         times = np.unique(np.concatenate([[u for u, _ in fs] for fs in flows]))
-        for u in times[times >= t]:
+        for u in [t, *times[times > t]]:  # t itself first: a flow clean at t keeps its window
             # each flow's latest reading at or before u (before its first: not known to be clean)
             if all((i := np.searchsorted([x for x, _ in fs], u, side="right")) and fs[i - 1][1] == 0 for fs in flows):
                 return float(u)

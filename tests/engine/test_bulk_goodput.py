@@ -280,3 +280,20 @@ def test_a_count_read_long_after_its_time_is_read_again(monkeypatch):
     s = Sock(slow=99)
     before, count, after = bulk.timed_count(s, tries=2)
     assert s.calls == 2 and count == 2000 and after - before >= 0.01  # kept, with how long it took
+
+
+def test_a_sender_reading_of_nothing_sacked_counts_only_when_the_next_agrees():
+    """The setup check's single TCP on Lab 1's 20 Mbit/s fast path in UML (2026-11-29): the sender
+    read 0 SACKed segments at about 1.0 s and 74 at 1.1 s, the receiver's count crept then released
+    (12.6, then 35.4 Mbit/s), and a window from 1.0 s read 19.33 Mbit/s on a 19.13 ceiling. The hole
+    was already there at 1.0 s; the sender had not heard of it yet."""
+    import json
+    from pathlib import Path
+
+    from mptcplab.measure.traffic import BulkResult
+
+    d = json.loads((Path(__file__).parent / "fixtures" / "goodput" /
+                    "uml-lab1-fast-hole-before-the-sender-knew.json").read_text())
+    r = BulkResult("kit", "tcp", 3.0, d["t0"], d["t_end"], [], None, samples=d["samples"], sacked=d["sacked"])
+    assert r.clean_start(d["t0"] + 1.0) == pytest.approx(d["t0"] + 1.15, abs=0.01)
+    assert physics.judge_link("fast", r.goodput_steady_mbps(1.0) * 1e6, 20e6, 0.95).ok

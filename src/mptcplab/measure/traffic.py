@@ -185,18 +185,18 @@ class BulkResult:
         5 Mbit/s link (ceiling 4.78), where stall_start found no stall to go back to."""
         import numpy as np
 
-        flows = [fs for fs in self.sacked if fs]
+        flows = [(np.array([u for u, _ in fs]), [n for _, n in fs]) for fs in self.sacked if fs]
         if not flows:
             return t
-        times = np.unique(np.concatenate([[u for u, _ in fs] for fs in flows]))
+        times = np.unique(np.concatenate([at for at, _ in flows]))
         for u in [t, *times[times > t]]:  # t itself first: a flow clean at t keeps its window
             # Each flow's latest reading at or before u and the one after it both 0: the sender learns
             # of a hole only an ACK's way later, so its reading at u alone can miss one the receiver
             # already had (Lab 1's setup check in UML: 0 at 1.0 s, 74 at 1.1 s, and a window from
             # 1.0 s read 19.33 Mbit/s on a 20 Mbit/s link, ceiling 19.13). Before a flow's first
             # reading, or at its last: not known to be clean.
-            if all(0 < (i := int(np.searchsorted([x for x, _ in fs], u, side="right"))) < len(fs)
-                   and fs[i - 1][1] == 0 and fs[i][1] == 0 for fs in flows):
+            if all(0 < (i := int(np.searchsorted(at, u, side="right"))) < len(n) and n[i - 1] == 0 and n[i] == 0
+                   for at, n in flows):
                 return float(u)
         return t
 

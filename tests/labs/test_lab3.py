@@ -394,19 +394,27 @@ def test_the_ack_ratio_is_blamed_on_spacing_only_when_a_rate_brings_b_to_the_del
     assert la.ack_ratio_row(empty, {}) is None
 
 
-def test_a_control_exported_under_controls_is_read_by_the_reference_report(sweep):
+def test_a_controlled_run_kept_under_controls_is_read_by_the_reference_report(sweep):
     la.compact(sweep)
     ref = sweep / "ref"
     la.export_reference(sweep, ref)
     ctrl = ref / la.CONTROLS / "reno_recovery"
-    copied = la.export_reference(sweep, ctrl)
-    assert "paper-vs-this-run.md" not in {p.name for p in copied} and (ctrl / "runs-manifest.csv").exists()
+    la.export_controlled(sweep, ref, "reno_recovery")
+    assert not (ctrl / "paper-vs-this-run.md").exists() and (ctrl / "runs-manifest.csv").exists()
     assert set(la.load_controls(ref)) == {"reno_recovery"} and la.load_controls(sweep) == {}
-    text = la.report(ref)
+    text = (ref / "paper-vs-this-run.md").read_text()  # the reference's report, made again with the control
+    assert text == la.report(ref)
     assert "### Controlled run: the models' Reno recovery (reno_recovery)" in text
     assert "| Reno-like recovery (all four off) |" in text
     la.export_reference(sweep, ref)  # the reference re-made: its report still reads the controls kept in it
     assert "### Controlled run: the models' Reno recovery (reno_recovery)" in (ref / "paper-vs-this-run.md").read_text()
+
+
+def test_no_table_of_a_lab3_reference_is_replaced_alone(sweep):
+    """runs, flows and losses come from the same flows: `--tables` is refused, naming what to do instead."""
+    with pytest.raises(UsageError, match="--controlled NAME"):
+        la.export_reference(sweep, sweep / "ref", tables=("runs",))
+    assert not (sweep / "ref").exists()
 
 
 def test_the_report_says_whether_any_run_was_queued(sweep):

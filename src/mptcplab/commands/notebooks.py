@@ -42,8 +42,8 @@ def register(sub) -> None:
     r.add_argument("--tables", nargs="+", metavar="TABLE",
                    help="replace only these tables of the existing reference (e.g. fairness) with the run's")
     r.add_argument("--controlled", metavar="NAME",
-                   help="keep the run as a controlled run beside the existing reference (DEST/controlled/NAME), "
-                        "whose report then says what it measured")
+                   help="keep the run beside the existing reference in DEST as its controlled run NAME "
+                        "(the lab's analysis.export_controlled), whose claims and report then say what it measured")
     r.set_defaults(func=_reference)
 
 

@@ -18,7 +18,7 @@
     divergences(runs, controls, manifest)     # each departure from the paper and its measured cause
     report(dir)                         # the "paper vs this run" markdown
     figures(dir); write_figures(dir, runs)    # fig_throughput, fig_scatter, fig_error, fig_median_error
-    export_reference(sweep, dest)
+    export_reference(sweep, dest); export_controlled(sweep, dest, name)   # a controlled run in dest/controls/NAME/
 """
 
 # The lab's analysis as the engine and the notebook see it (Lab.analysis: compact, load, report,
@@ -45,7 +45,7 @@ from .figures import (
     LEGEND_BELOW, fig_throughput, fig_scatter, fig_error, fig_median_error, named_figures, figures, write_figures,
 )
 from .report import report
-from .reference import export_reference
+from .reference import export_reference, export_controlled
 
 __all__ = [  # the face: what `from mptcplab.labs.lab3 import analysis as la` offers
     "MODELS", "GRADED_MAX_LOSS", "QUEUED", "PAPER_MAX_LOSS", "QUEUE_LIMIT", "FILL_MIN", "BANDS", "model_b", "predict",
@@ -56,5 +56,5 @@ __all__ = [  # the face: what `from mptcplab.labs.lab3 import analysis as la` of
     "ACK_DIVERGENCE", "link_rate", "paced_controls", "ack_ratio_table", "ack_ratio_effect", "offloads_off",
     "rated_runs", "ack_ratio_row", "setup_check_rate", "rate_cause", "divergences",
     "LEGEND_BELOW", "fig_throughput", "fig_scatter", "fig_error", "fig_median_error", "named_figures", "figures",
-    "write_figures", "report", "export_reference",
+    "write_figures", "report", "export_reference", "export_controlled",
 ]

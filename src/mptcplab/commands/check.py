@@ -31,7 +31,8 @@ def _check(args) -> int:
     print(f"mptcplab check: {len(verdicts)} verdicts, {len(bad)} outside physics in {args.results}"
           + (f" ({explained} with their cause measured: see each line)" if explained else ""))
     if not verdicts:
-        print("mptcplab check: nothing to judge here (no sweep.csv, runs.csv or sampled run summaries)")
+        tables = sorted({name for lab in all_labs().values() for name in lab.judging.results_checks})
+        print(f"mptcplab check: nothing to judge here (no {', '.join(tables)}, setup check or sampled run summary)")
     said, refused = provenance.lines(args.results)  # commits and kernel builds mixed without saying so
     for line in said:
         print(line)

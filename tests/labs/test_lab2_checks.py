@@ -82,6 +82,23 @@ def test_q1_names_the_mistake_made(wrong, named):
     assert ("not > 6" in msg) == (wrong == "from the 7th packet (> 6)"), msg
 
 
+def test_q1_returning_nothing_before_the_window_names_the_input():
+    """No `else`: None for ack_count <= 5. The message says on which input (walkthrough 3)."""
+    msg = fails(checks.q1, lambda l, n, b, r: l + l * b / r if n > 5 else None)
+    assert "with ack_count = 0 it returned NoneType" in msg and "every branch" in msg, msg
+
+
+@pytest.mark.parametrize("check, name", [(lambda: checks.q1(None), "my_cs218_increase"),
+                                         (lambda: checks.q2(None), "sim_ratio"),
+                                         (lambda: checks.q4(None, None, TP), "my_throughput_table"),
+                                         (lambda: checks.q8(None, FAIR), "harmless")])
+def test_a_check_run_before_its_answer_cell_says_so(check, name):
+    """Otter hands a test None for a name the notebook has not defined: the check asked to run the
+    cell, where it said "should be a function; found NoneType" (walkthrough 3)."""
+    msg = fails(check)
+    assert f"{name} is not defined" in msg and "NoneType" not in msg, msg
+
+
 # ---------------------------------------------------------------- Q2, Q3 (feedback only)
 
 def sim_ratios(inverted=False, start=5):
@@ -107,6 +124,14 @@ def test_q2_wrong_fails(ratios):
     fails(checks.q2, {a: v for a, v in ratios.items() if a != "cs218"})  # an algorithm missing
     fails(checks.q2, {a: ratios["uncoupled"] for a in ratios} | {"coupled": 3.0})  # one algorithm simulated for all
     fails(checks.q2, list(ratios.values()))
+
+
+def test_q2_ratio_with_slow_start_fails_and_says_so(ratios):
+    """`throughput("mptcp")` without the 5 s skip moved the ratios by 0.04-0.06 and passed the
+    old check, which tested only their order (walkthrough 3)."""
+    msg = fails(checks.q2, sim_ratios(start=0))
+    assert "slow start included" in msg, msg
+    fails(checks.q2, ratios | {"uncoupled": ratios["uncoupled"] * 1.05})
 
 
 def test_q3(ratios):
@@ -196,6 +221,16 @@ def test_q5():
     checks.q5(lambda t: static(t).loc["cs218", "mean_mbps"] / static(t).loc["lia", "mean_mbps"])
     for wrong in Q5_WRONG.values():
         fails(checks.q5, wrong)
+
+
+def test_q5_a_one_row_series_is_named_not_a_missing_return():
+    """Two one-row selections divided: a Series (NaN, their labels differ). The hint was "a function
+    that ends without `return` returns None" (walkthrough 3)."""
+    def series(t):
+        s = t[t.variant == "static"]
+        return s[s.algo == "cs218"].mean_mbps / s[s.algo == "lia"].mean_mbps
+    msg = fails(checks.q5, series)
+    assert "returned Series" in msg and ".iloc[0]" in msg and "without `return`" not in msg, msg
 
 
 def test_q5_first_row_is_the_mobility_row_of_the_reference():
@@ -296,6 +331,8 @@ Q8_WRONG = {
     "uncoupled included": lambda f: harmless(f) | {"uncoupled"},
     "a mean above uncoupled's": lambda f: {a for a, v in tcp_share(f).items() if v > tcp_share(f)["uncoupled"]},
     "a list": lambda f: sorted(harmless(f)),
+    "corrected, kept hi > 0": lambda f: harmless(f, level_test=lambda w: w["hi"] > 0),
+    "corrected, kept a positive difference": lambda f: harmless(f, level_test=lambda w: w["diff"] > 0),
 }
 
 
@@ -312,6 +349,14 @@ def test_q8_names_the_argument_order(wrong):
     student's code already has (walkthrough 2)."""
     msg = fails(checks.q8, Q8_WRONG[wrong], FAIR)
     assert "welch(shares_algo, shares_uncoupled)" in msg and "mean(a) − mean(b)" in msg, msg
+
+
+@pytest.mark.parametrize("wrong", ["corrected, kept hi > 0", "corrected, kept a positive difference"])
+def test_q8_an_interval_spanning_zero_is_named_not_the_correction(wrong):
+    """Holm applied, then every interval reaching above zero kept: the message named the missing
+    correction, which the student had (walkthrough 3)."""
+    msg = fails(checks.q8, Q8_WRONG[wrong], FAIR)
+    assert "spans zero" in msg and "lo > 0" in msg and "stats.holm" not in msg, msg
 
 
 def test_q8_either_sign_is_told_to_keep_lo_above_zero():

@@ -41,11 +41,12 @@ def drawn(tables):
 
 # ---------------------------------------------------------------- the solution and its wrong twins
 
-def model1(n, p, rtt, T, b=1, *, printed=False, cap=True, small_w=True, w2=True, full_f=False, use_b=True):
+def model1(n, p, rtt, T, b=1, *, printed=False, cap=True, small_w=True, w2=True, full_f=False, use_b=True,
+           w_b=True, e_r=True):
     b = b if use_b else 1
     a = math.sqrt(p * b * (24 * n * n + p * b * (n * n - 4 * n + 4)))
     x = (p * b * (2 - n) + a) / (6 * n * n * p)
-    w = (2 if w2 else 1) * n * x / b
+    w = (2 if w2 else 1) * n * x / (b if w_b else 1)
     z = T * (models.f_poly(p) if full_f else 1 + 32 * p * p) / (1 - p)
     if printed:
         return models.algorithm1_as_printed(n, p, rtt, T, b)
@@ -56,11 +57,11 @@ def model1(n, p, rtt, T, b=1, *, printed=False, cap=True, small_w=True, w2=True,
         q1 = min(1.0, (1 - s ** 3) * (1 + s ** 3 * (1 - s ** (w - 3))))
     q = q1 * z / (x * rtt)
     q = min(n, q) if cap else q
-    return (1 - q / n) / (p * x * rtt) + q / (z * (1 - p))
+    return (1 - q / n) / (p * x * rtt) + q / (z * ((1 - p) if e_r else 1))
 
 
 def model2(n, p_e, p_r, rtt, T, b=1, *, q1_cap_n=True, j_everywhere=False, j1_in_q1=False, cap=True, use_b=True,
-           swapped=False, full_f=False):
+           swapped=False, full_f=False, w_b=True, e_r=True, z_p_r=False):
     if swapped:
         p_e, p_r = p_r, p_e
     b = b if use_b else 1
@@ -68,12 +69,13 @@ def model2(n, p_e, p_r, rtt, T, b=1, *, q1_cap_n=True, j_everywhere=False, j1_in
     j1 = j if j_everywhere else min(j, n)
     a = math.sqrt(p_e * b * j1 * (24 * n * n + p_e * b * j1 * (n * n - 4 * n * j1 + 4 * j1 * j1)))
     x = (j1 * p_e * b * (2 * j1 - n) + a) / (6 * n * n * p_e)
-    w = n * x / (2 * b) * (1 + 3 * n / j1)
-    z = T * (models.f_poly(p_e) if full_f else 1 + 32 * p_e * p_e) / (1 - p_e)
+    w = n * x / (2 * (b if w_b else 1)) * (1 + 3 * n / j1)
+    p_z = p_r if z_p_r else p_e
+    z = T * (models.f_poly(p_z) if full_f else 1 + 32 * p_z * p_z) / (1 - p_z)
     q1 = (j1 if j1_in_q1 else j) * n / w
     q1 = min(n, q1) if q1_cap_n else min(1, q1)
     q = min(n, q1 * z / (x * rtt)) if cap else q1 * z / (x * rtt)
-    return (1 - q / n) / (p_e * x * rtt) + q / (z * (1 - p_e))
+    return (1 - q / n) / (p_e * x * rtt) + q / (z * ((1 - p_e) if e_r else 1))
 
 
 def count_loss_events(times, rtt, *, sort=True, chain=False, losses=False, as_float=False, inclusive=False):
@@ -137,9 +139,12 @@ def compare(runs, *, m1=model1, m2=model2, b="model_b", measured="pps", swap=Fal
     return pd.DataFrame(rows).set_index("run")
 
 
-def in_scope(runs, *, queued=True, strict=False, lossless=False, column="loss", as_list=False, rule=False):
+def in_scope(runs, *, queued=True, strict=False, lossless=False, column="loss", as_list=False, rule=False,
+             droptail=True):
     loss = runs[column]
     ok = (loss < 0.02) if strict else (loss <= 0.02 + 1e-12)
+    if not droptail:
+        ok &= runs.scenario == "random"
     if not lossless:
         ok &= runs.p > 0
     if rule:  # the random-loss half of `queued` recomputed: the question says to use the column
@@ -161,11 +166,14 @@ WRONG = {
     "q1": {"Algorithm 1 as printed": _partial(model1, printed=True), "q not capped at n": _partial(model1, cap=False),
            "no w <= 3 case": _partial(model1, small_w=False), "w = n x / b": _partial(model1, w2=False),
            "z with the full f(p)": _partial(model1, full_f=True), "b ignored": _partial(model1, use_b=False),
-           "per flow, not the aggregate": lambda n, p, rtt, T, b=1: model1(n, p, rtt, T, b) / n},
+           "per flow, not the aggregate": lambda n, p, rtt, T, b=1: model1(n, p, rtt, T, b) / n,
+           "w = 2 n x, b left out": _partial(model1, w_b=False),
+           "the timeout term without E[R]": _partial(model1, e_r=False)},
     "q2": {"q1 capped at 1": _partial(model2, q1_cap_n=False), "j for j1": _partial(model2, j_everywhere=True),
            "j1 in q1": _partial(model2, j1_in_q1=True), "q not capped": _partial(model2, cap=False),
            "p_e and p_r swapped": _partial(model2, swapped=True), "b ignored": _partial(model2, use_b=False),
-           "z with the full f(p)": _partial(model2, full_f=True)},
+           "z with the full f(p)": _partial(model2, full_f=True), "w without b": _partial(model2, w_b=False),
+           "the timeout term without E[R]": _partial(model2, e_r=False), "p_r in z": _partial(model2, z_p_r=True)},
     "q3": {"unsorted": _partial(count_loss_events, sort=False), "gap from the previous loss": _partial(count_loss_events, chain=True),
            "lost packets": _partial(count_loss_events, losses=True), "a float": _partial(count_loss_events, as_float=True),
            ">= for >": _partial(count_loss_events, inclusive=True)},
@@ -190,7 +198,8 @@ WRONG = {
     "q7": {"queued runs kept": _partial(in_scope, queued=False), "2 % left out": _partial(in_scope, strict=True),
            "runs without losses kept": _partial(in_scope, lossless=True), "p_r for loss": _partial(in_scope, column="p_r"),
            "a list of runs": _partial(in_scope, as_list=True),
-           "`queued` recomputed from the RTT": _partial(in_scope, rule=True)},
+           "`queued` recomputed from the RTT": _partial(in_scope, rule=True),
+           "DropTail runs left out": _partial(in_scope, droptail=False)},
 }
 RIGHT = {"q1": model1, "q2": model2, "q3": count_loss_events, "q4": cumulative_rates, "q5": per_flow_rate,
          "q6": compare, "q7": in_scope}
@@ -243,12 +252,26 @@ def test_each_wrong_answer_fails_public_check_briefly_and_hidden_check(q, name, 
 HINTS = {  # (question, wrong answer) -> what its public message must say: the cause, not another one
     ("q1", "Algorithm 1 as printed"): "Algorithm 1's q1 line as printed",
     ("q1", "z with the full f(p)"): "keep z = T (1 + 32 p^2) / (1 - p)",
+    ("q1", "q not capped at n"): "q must be capped at n",
+    ("q1", "no w <= 3 case"): "below 3",
+    ("q1", "b ignored"): "check where b appears",
+    ("q1", "w = 2 n x, b left out"): "check where b appears",
+    ("q1", "the timeout term without E[R]"): "E[R] = 1 / (1 - p)",
+    ("q1", "per flow, not the aggregate"): "check where n appears",
     ("q2", "q1 capped at 1"): "capped q1 at 1",
     ("q2", "z with the full f(p)"): "keep z = T (1 + 32 p^2) / (1 - p)",
+    ("q2", "j for j1"): "Use j1 = min(j, n) in a, x and w",
+    ("q2", "j1 in q1"): "Use j1 = min(j, n) in a, x and w (no more than n flows can be hit), but the uncapped j in q1",
+    ("q2", "q not capped"): "q must be capped at n",
+    ("q2", "b ignored"): "check where b appears",
+    ("q2", "w without b"): "check where b appears",
+    ("q2", "the timeout term without E[R]"): "E[R] = 1 / (1 - p_e)",
+    ("q2", "p_r in z"): "not the packet loss rate p_r",
     ("q3", "unsorted"): "sort them first",
     ("q3", ">= for >"): "not >=",
     ("q4", "packets for events"): "not lost packets",
     ("q4", "events flow by flow"): "each flow's events apart",
+    ("q4", "runs without losses left out"): "a run without a single loss has a rate of 0",
     ("q5", "the run's RTT"): "that flow's rtt",
     ("q5", "each flow's packets"): "not each flow's",
     ("q5", "losses matched by port alone"): "losses matched to flows of another run: a port is unique only within a run",
@@ -259,6 +282,7 @@ HINTS = {  # (question, wrong answer) -> what its public message must say: the c
     ("q7", "2 % left out"): "exactly 2 %",
     ("q7", "`queued` recomputed from the RTT"): "`queued` column",
     ("q7", "p_r for loss"): "not the measured p_r",
+    ("q7", "DropTail runs left out"): "DropTail runs are in too",
 }
 
 
@@ -268,9 +292,11 @@ def test_public_hints_name_the_mistake(q, name, tables):
         public(q, WRONG[q][name], tables)
     said = " ".join(str(failed.value).split())
     assert HINTS[q, name] in said, said
-    # and not the other causes the walkthrough of 28 Nov was shown for these
-    for other in ("capped at n", "j1 = min(j, n)", "compute, do not copy"):
-        assert other not in said, said
+    # and not the other causes the walkthroughs of 28 and 29 Nov were shown for these
+    for other in ("capped at n", "j1 = min(j, n)", "compute, do not copy", "below 3", "where b appears",
+                  "E[R] = 1 /", "DropTail runs are in too"):
+        if other not in HINTS[q, name]:
+            assert other not in said, said
 
 
 def test_memorised_answers_pass_nothing_hidden(tables, drawn):

@@ -183,7 +183,7 @@ def per_flow_rate_of(runs: pd.DataFrame, flows: pd.DataFrame, losses: pd.DataFra
     return pd.DataFrame.from_dict(rows, orient="index", columns=["p", "run_rtt", "flow_packets", "cumulative", "port_only"])
 
 
-def _table(got, name: str, runs: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
+def _table(got, name: str, runs: pd.DataFrame, columns: tuple[str, ...], losses: pd.DataFrame) -> pd.DataFrame:
     """The student's answer as a frame indexed by run, after the checks of its kind."""
     if isinstance(got, pd.Series) and columns == ("p",):
         got = got.rename("p").to_frame()
@@ -196,7 +196,9 @@ def _table(got, name: str, runs: pd.DataFrame, columns: tuple[str, ...]) -> pd.D
            _say(f"{name} should have one row per run of the runs it is given, indexed by run;",
                 f"{_count(len(missing), 'run')} {'is' if len(missing) == 1 else 'are'} missing,",
                 f"{_count(len(extra), 'row')} {'is not a run' if len(extra) == 1 else 'are not runs'}"
-                + (" (set the index to the run names: .set_index('run'))." if "run" in got.columns else ".")))
+                + (" (set the index to the run names: .set_index('run'))." if "run" in got.columns
+                   else " (the missing runs have no loss: a run without a single loss has a rate of 0)."
+                   if missing and not extra and not missing & set(losses.run) else ".")))
     for col in columns:
         v = pd.to_numeric(got[col], errors="coerce")
         expect(v.notna().all() and np.isfinite(v).all(),
@@ -214,7 +216,8 @@ def q4(cumulative_rates, runs, losses) -> None:
     drawn = unseen.rate_tables({"runs": runs, "flows": pd.DataFrame(columns=["run", "flow", "rtt"]), "losses": losses},
                                _public())
     for r, lost, where in ((runs, losses, "your tables"), (drawn["runs"], drawn["losses"], "the check's own tables")):
-        got = _table(_call(cumulative_rates, "cumulative_rates", where, r, lost), "cumulative_rates", r, ("p_e", "p_r"))
+        got = _table(_call(cumulative_rates, "cumulative_rates", where, r, lost), "cumulative_rates", r,
+                     ("p_e", "p_r"), lost)
         want = cumulative_rates_of(r, lost).loc[list(got.index)]
         expect(_close(got.p_r, want.p_r).all(),
                _say(f"On {where}, p_r is not the packet loss rate of every run: lost packets (the run's rows of",
@@ -233,7 +236,7 @@ def q5(per_flow_rate, runs, flows, losses) -> None:
     drawn = unseen.rate_tables({"runs": runs, "flows": flows, "losses": losses}, _public())
     for r, fl, lost, where in ((runs, flows, losses, "your tables"),
                                (drawn["runs"], drawn["flows"], drawn["losses"], "the check's own tables")):
-        got = _table(_call(per_flow_rate, "per_flow_rate", where, r, fl, lost), "per_flow_rate", r, ("p",))
+        got = _table(_call(per_flow_rate, "per_flow_rate", where, r, fl, lost), "per_flow_rate", r, ("p",), lost)
         want = per_flow_rate_of(r, fl, lost).loc[list(got.index)]
         bad = ~_close(got.p, want.p)
         hint = next((h for col, h in (
@@ -321,14 +324,22 @@ def q7(in_scope, runs) -> None:
         strict = chosen == set(analysis.graded_runs(r[~np.isclose(r["loss"], 0.02)]).run) != want
         p_r_hint = ("the limit is on `loss` as given: for random-loss runs that is the configured netem loss, not the "
                     "measured p_r (only DropTail's `loss` is its p_r)")
+        # DropTail runs left out, or `queued` recomputed from the RTT: on runs whose DropTail queues all
+        # raised the RTT above the rule's limit both leave out the same runs
+        random_only = chosen == set(analysis.graded_runs(r[r.scenario == "random"]).run) != want
+        high_rtt = bool(missing) and bool((rows.loc[list(missing)].rtt
+                                           > analysis.QUEUE_LIMIT * rows.loc[list(missing)].base_rtt).any())
+        droptail_hint = "DropTail runs are in too: their `loss` is their measured p_r, held to the same 0.02"
+        queued_hint = "a run the `queued` column does not mark is in, whatever its RTT: use the column as given"
         hint = (f"either {p_r_hint}; or a run at exactly 2 % loss is in (loss <= 0.02)" if by_p_r and strict
                 else p_r_hint if by_p_r
                 else "leave out the runs the `queued` column marks, using the column as given (the check's own runs "
                 "mark some whatever their RTT)" if extra and rows.loc[list(extra)].queued.astype(bool).any()
                 else "runs without a loss (p = 0) have nothing to compare" if extra and (rows.loc[list(extra)].p <= 0).any()
                 else "a run at exactly 2 % loss is in (loss <= 0.02)" if missing and np.isclose(rows.loc[list(missing)]["loss"], 0.02).any()
-                else "a run the `queued` column does not mark is in, whatever its RTT: use the column as given"
-                if missing and (rows.loc[list(missing)].rtt > analysis.QUEUE_LIMIT * rows.loc[list(missing)].base_rtt).any()
+                else (f"either {droptail_hint}; or {queued_hint} (a DropTail queue raises the RTT by design)"
+                      if high_rtt else droptail_hint) if random_only
+                else queued_hint if missing and high_rtt
                 else "the limit is on `loss` (configured netem loss, or p_r under DropTail), up to 0.02 inclusive")
         expect(not extra and not missing,
                _say(f"On {where}, in_scope", " and ".join(([f"selects {_count(len(extra), 'run')} too many"] if extra else [])

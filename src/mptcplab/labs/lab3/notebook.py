@@ -104,6 +104,51 @@ def _full_f_problem(values, ref, full) -> str | None:
     return None
 
 
+def _b_problem(values, grid, ref, name: str, terms: list[dict], where_b: str) -> str | None:
+    """Right wherever b = 1, wrong at a point with b = 2 (and w > 3, so not the w <= 3 case): b misplaced."""
+    ok = _close(values, ref)
+    b1 = np.array([pt[-1] == 1 for pt in grid])
+    wrong_b2 = [i for i, (pt, t) in enumerate(zip(grid, terms)) if pt[-1] != 1 and float(t["w"]) > 3 and not ok[i]]
+    if ok[b1].all() and wrong_b2:
+        return (f"{name} is right at every point with b = 1 and not at {name}{grid[wrong_b2[0]]}, where b = 2: "
+                f"check where b appears ({where_b})")
+    return None
+
+
+def _saturated(value, point, terms: dict, want: float, name: str, p_name: str) -> str | None:
+    """At a point where every flow is in a timeout, the mistake its value matches, named; None if it
+    is right or matches none (the caller then tries the other diagnoses)."""
+    n, p, rtt, t0 = point[0], point[1], point[-3], point[-2]
+    x, q1, z = float(terms["x"]), float(terms["q1"]), float(terms["z"])
+
+    def b_with(z_, q_):
+        return (1 - q_ / n) / (p * x * rtt) + q_ / (z_ * (1 - p))
+
+    if _close([value], [want])[0]:
+        return None
+    where = f"{name}{point} = {value:.4g}: every flow is in a timeout here"
+    if _close([value], [n / z])[0]:
+        return (f"{where}, and the timeout term is q E[R] / E[Z^TO] = q / (z (1 - {p_name})): E[R] = 1 / (1 - {p_name}) "
+                "of (22) stays in the denominator")
+    if _close([value], [b_with(z, q1 * z / (x * rtt))])[0]:
+        return f"{where}, so E[nTO] = q must be capped at n, which gives B = n / (T (1 + 32 {p_name}^2))"
+    if len(point) == 6:  # model 2: p_r in z, where (23) takes the loss event rate
+        p_r = point[2]
+        z_r = t0 * (1 + 32 * p_r * p_r) / (1 - p_r)
+        if _close([value], [b_with(z_r, min(n, q1 * z_r / (x * rtt)))])[0]:
+            return (f"{where}: z = T (1 + 32 p_e^2) / (1 - p_e) takes the loss event rate p_e, as (23) takes p "
+                    "(the paper: 'instead of p we have p_e'), not the packet loss rate p_r")
+    return None
+
+
+def _saturated_otherwise(value, point, want, name: str, p_name: str) -> str | None:
+    """A wrong value where every flow is in a timeout that matches no known mistake: what decides it."""
+    if _close([value], [want])[0]:
+        return None
+    return (f"{name}{point} = {value:.4g}: every flow is in a timeout here, so B = n / (T (1 + 32 {p_name}^2)); "
+            f"check that q is capped at n and the timeout term q / (z (1 - {p_name}))")
+
+
 def model1_reference():
     return [models.parallel_per_flow(n, p, rtt, T, b) for n, p, rtt, T, b in GRID1]
 
@@ -124,13 +169,15 @@ def model1_problem(values) -> str | None:
     full = [_with_full_f(models.per_flow_terms(*pt), *pt[:4]) for pt in GRID1]  # pt: n, p, rtt, T, b
     if (msg := _full_f_problem(values, ref, full)) is not None:
         return msg
+    terms = [models.per_flow_terms(*pt) for pt in GRID1]
+    if (msg := _b_problem(values, GRID1, ref, "model1", terms, "a and x take p b, and w = 2 n x / b")) is not None:
+        return msg
     sat = GRID1.index((8, 0.2, 0.06, 0.26, 1))
-    floor = 8 / (0.26 * (1 + 32 * 0.2 ** 2))
-    if not _close([values[sat]], [floor])[0]:
-        return (f"model1{GRID1[sat]} = {values[sat]:.4g}: at this loss every flow is in a timeout, so E[nTO] = q "
-                "must be capped at n, which gives B = n / (T (1 + 32 p^2))")  # not its value: a hidden reference
+    if (msg := _saturated(values[sat], GRID1[sat], terms[sat], ref[sat], "model1", "p")) is not None:
+        return msg  # its value is not shown: a hidden reference
     small = GRID1.index((3, 0.5, 0.2, 0.01, 2))
-    if not _close([values[small]], [ref[small]])[0]:
+    ok = _close(values, ref)
+    if not ok[small] and np.delete(ok, small).all():  # only there: the w <= 3 case, not a mistake everywhere
         return (f"model1{GRID1[small]} = {values[small]:.4g}: here w = E[W_f] is below 3, and (26) says a loss "
                 "in such a window is always a timeout (Q = 1); (27) is only the w > 3 case")
     low = models.pftk(1e-4, 0.06, 0.26)
@@ -140,7 +187,7 @@ def model1_problem(values) -> str | None:
     if abs(values[1] / (4 * values[0]) - 1) > 0.02:
         return (f"model1 with n = 4 at 0.01% loss is {values[1]:.4g}, not about 4 x one flow ({4 * values[0]:.4g}): "
                 "check where n appears in a, x and w = 2 n x / b")
-    return None
+    return _saturated_otherwise(values[sat], GRID1[sat], ref[sat], "model1", "p")
 
 
 def model2_reference():
@@ -160,20 +207,23 @@ def model2_problem(values) -> str | None:
     full = [_with_full_f(models.cumulative_terms(*pt), pt[0], pt[1], *pt[3:5]) for pt in GRID2]  # n, p_e, p_r, rtt, T, b
     if (msg := _full_f_problem(values, ref, full)) is not None:
         return msg
+    terms = [models.cumulative_terms(*pt) for pt in GRID2]
+    if (msg := _b_problem(values, GRID2, ref, "model2", terms, "a and x take p_e b, and w = n x / (2 b) (1 + 3 n / j1)")):
+        return msg
+    ok = _close(values, ref)
+    j_within_n = np.array([pt[2] / pt[1] <= pt[0] for pt in GRID2])  # j1 = j: a j/j1 mix-up cannot show there
     bursty = GRID2.index((2, 0.02, 0.2, 0.06, 0.3, 1))
-    if not _close([values[bursty]], [ref[bursty]])[0]:
+    if ok[j_within_n].all() and not ok[bursty]:
         return (f"model2{GRID2[bursty]} = {values[bursty]:.4g}: here j = p_r / p_e = 10 is more than n = 2. "
                 "Use j1 = min(j, n) in a, x and w (no more than n flows can be hit), but the uncapped j in q1 = j n / w")
     sat = GRID2.index((8, 0.2, 0.25, 0.06, 0.26, 1))
-    floor = 8 / (0.26 * (1 + 32 * 0.2 ** 2))
-    if not _close([values[sat]], [floor])[0]:
-        return (f"model2{GRID2[sat]} = {values[sat]:.4g}: every flow is in a timeout here, so q must be capped at n "
-                "and B = n / (T (1 + 32 p_e^2))")  # not its value: a hidden reference
+    if (msg := _saturated(values[sat], GRID2[sat], terms[sat], ref[sat], "model2", "p_e")) is not None:
+        return msg  # its value is not shown: a hidden reference
     low = models.pftk(1e-4, 0.06, 0.26)
     if abs(values[0] / low - 1) > 0.02:
         return (f"model2{GRID2[0]} = {values[0]:.4g}: one flow at 0.01% loss (j = 1) should be within 2% of Padhye's "
                 f"{low:.4g} packets/s; check a and x against equation (43)")
-    return None
+    return _saturated_otherwise(values[sat], GRID2[sat], ref[sat], "model2", "p_e")
 
 
 def loss_events_reference():

@@ -141,7 +141,8 @@ def q3(sim_fair, sim_ratio) -> None:
     """The algorithms whose simulated ratio is at most 1.3."""
     _defined("sim_fair", sim_fair)
     _defined("sim_ratio", sim_ratio)
-    expect(isinstance(sim_fair, set), f"sim_fair should be a set of algorithm names; found {type(sim_fair).__name__}.")
+    expect(isinstance(sim_fair, set), f"sim_fair should be a set of algorithm names; found {type(sim_fair).__name__}.\n"
+           "Hint: a set comprehension {... for ... in ...} or set(...) makes one.")
     expect(sim_fair <= set(ALGORITHMS), f"sim_fair holds names that are not algorithms: {sorted(sim_fair - set(ALGORITHMS))}.")
     # Q3 earns nothing and its set follows from the student's own sim_ratio, but which algorithms
     # are fair in the simulator is the finding the question asks for: the message says what is
@@ -356,7 +357,8 @@ def q8(harmless, fair) -> None:
     """The algorithms whose TCP share exceeds uncoupled's by a Holm-corrected Welch interval above 0."""
     _defined("fair", fair)
     v = _call("harmless", harmless, FAIR8.copy())
-    expect(isinstance(v, set), f"harmless should return a set of algorithm names; found {type(v).__name__}.")
+    expect(isinstance(v, set), f"harmless should return a set of algorithm names; found {type(v).__name__}.\n"
+           "Hint: a set comprehension {... for ... in ...} or set(...) makes one.")
     expect("uncoupled" not in v, "The baseline (uncoupled) is compared with the others, not with itself: leave it out.")
     # welch(uncoupled, algo) measures uncoupled − algo: its lo > 0 keeps exactly the algorithms a right
     # test's hi < 0 would, so "less" without "far" is the arguments' order (or hi < 0), both named.

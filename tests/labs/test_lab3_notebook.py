@@ -1,10 +1,13 @@
 """Lab 3 notebook, executed headless: `otter assign` accepts the master, the solution passes every
 public check, the unfilled student notebook fails every check with its hint, and a submission that copies the printed Algorithm 1 fails Q1 with the misprint hint.
+The introduction's stated time adds up from its minutes per step, which name exactly the questions that
+earn points, and the guide states the same time.
 
 Skipped where otter-grader or nbclient are not installed; CI installs both (`.[dev]`).
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -155,3 +158,30 @@ def test_q7_grades_the_selection_not_whether_runs_fall_inside_the_bands(assigned
     rtt = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("RTTS = "))
     table = "".join(o.get("data", {}).get("text/plain", "") for o in rtt.outputs)
     assert "kernel min RTT" in table and "tshark ack_rtt" in table and "err1" in table
+
+
+def _master_cells() -> list[str]:
+    return ["".join(c["source"]) for c in nbformat.read(MASTER, as_version=4).cells]
+
+
+def _required() -> set[str]:
+    """The questions that earn points, from the master's BEGIN QUESTION cells."""
+    out = set()
+    for src in _master_cells():
+        if src.startswith("# BEGIN QUESTION"):
+            conf = dict(ln.split(":", 1) for ln in src.splitlines()[1:] if ":" in ln)
+            if float(conf["points"]) > 0:
+                out.add(conf["name"].strip())
+    return out
+
+
+def test_the_stated_time_adds_up_names_the_questions_with_points_and_the_guide_states_it():
+    intro = " ".join(next(s for s in _master_cells() if s.startswith("# Lab 3")).split())
+    stated = re.search(r"\*\*Time: about (\d+) h (\d+) min\*\*", intro)
+    steps = re.search(r"Minutes per step: (.*?): (\d+) minutes\.", intro)
+    minutes = {name: int(m) for name, m in re.findall(r"([\w +,]+?) (\d+)(?:, |$)", steps[1])}
+    assert sum(minutes.values()) == int(steps[2]), minutes
+    assert abs(60 * int(stated[1]) + int(stated[2]) - int(steps[2])) <= 5, (stated[0], steps[2])
+    assert {q.lower() for step in minutes for q in re.findall(r"[QR]\d+", step)} == _required()
+    guide = " ".join((ROOT / "labs" / "03-parallel-tcp" / "README.md").read_text().split())
+    assert f"about {stated[1]} h {stated[2]} min for the notebook's required questions" in guide

@@ -40,12 +40,16 @@ def columns() -> dict[Path, tuple[str, ...]]:
     return {results(lab.id) / table: cols for lab in all_labs().values() for table, cols in lab.grading.answer_columns.items()}
 
 
-# Optional imports nothing in grading needs, covered by an empty directory in the sandboxes (then
-# they fail to import and their importer carries on without them): jsonschema imports
-# rfc3987_syntax for IRI formats if it is installed, and building its grammar costs ~3 s of CPU in
-# every process that imports nbformat or otter (runner, kernel, checker); ipykernel imports
-# debugpy for its debugger, ~0.25 s of each kernel's start (nobody attaches a debugger to a graded kernel).
-SKIPPED = ("rfc3987_syntax", "debugpy")
+# Optional imports nothing in grading needs, covered in the sandboxes by a module whose import
+# raises ImportError (their importers carry on without them). jsonschema's format checkers:
+# nbformat imports jsonschema in the runner and (through Plotly's renderers) in the kernel, and
+# validating a notebook checks no format; rfc3987_syntax builds its grammar for ~3 s of CPU in every
+# such process, the others (isoduration with arrow, rfc3986_validator, ...) ~0.15 s together.
+# ipykernel imports debugpy for its debugger, ~0.25 s of each kernel's start (nobody attaches a
+# debugger to a graded kernel).
+SKIPPED = ("rfc3987_syntax", "isoduration", "rfc3986_validator", "rfc3339_validator", "webcolors", "jsonpointer",
+           "uri_template", "fqdn", "debugpy")
+ABSENT = 'raise ImportError("not available while a notebook is graded (mptcplab.grading.answer_keys.SKIPPED)")\n'
 
 PRELUDE = '''class AnswerKeyHidden(RuntimeError):
     """Raised by kit functions that compute graded answers, while a submission is graded."""
@@ -108,12 +112,18 @@ def redacted_files(dest: Path) -> dict[str, str]:
 
 
 def skipped(dest: Path) -> dict[str, str]:
-    """Binds that cover the SKIPPED packages with an empty directory (both sandboxes)."""
-    empty = dest / "empty"
-    empty.mkdir(mode=0o755, exist_ok=True)
+    """Binds that cover the SKIPPED modules (both sandboxes): a package by a folder, a module by a
+    file, whose import raises ImportError."""
+    folder = dest / "absent"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    for stand_in in (folder / "__init__.py", dest / "absent.py"):
+        stand_in.write_text(ABSENT)
+        os.chmod(stand_in, 0o644)
     binds = {}
     for module in SKIPPED:
         spec = importlib.util.find_spec(module)
         if spec is not None and spec.submodule_search_locations:
-            binds[list(spec.submodule_search_locations)[0]] = str(empty)
+            binds[list(spec.submodule_search_locations)[0]] = str(folder)
+        elif spec is not None and spec.origin and spec.origin.endswith(".py"):
+            binds[spec.origin] = str(dest / "absent.py")
     return binds

@@ -327,11 +327,13 @@ def scope_for(spec: dict | set, env: dict) -> dict:
 
 def test_file(src: str, qname: str):
     """Otter's TestFile for one autograder test source, of either format (OK_FORMAT decides, as in Otter)."""
-    from otter.test_files import ExceptionTestFile, OKTestFile
+    from otter.test_files.exception_test import ExceptionTestFile
 
     g: dict = {}
     exec(src, g)  # the autograder's own test file: trusted
     if g.get("OK_FORMAT"):
+        from otter.test_files.ok_test import OKTestFile  # with Otter's utilities: nbformat, IPython
+
         return OKTestFile.from_spec(g["test"], path=f"{qname}.py")
     return ExceptionTestFile.from_string(src, path=f"{qname}.py")
 
@@ -358,11 +360,11 @@ def _params(case) -> list[str]:
 def names_read(tf) -> set[str]:
     """The notebook names a question's checks read: an exception-based case's parameters, or the
     names an OK-format case's code uses without binding them (`question_names`)."""
-    from otter.test_files import OKTestFile
+    from otter.test_files.exception_test import ExceptionTestFile
 
-    if isinstance(tf, OKTestFile):
-        return question_names({"suites": [{"cases": [{"code": tc.body} for tc in tf.test_cases]}]})
-    return {p for tc in tf.test_cases for p in _params(tc)}
+    if isinstance(tf, ExceptionTestFile):
+        return {p for tc in tf.test_cases for p in _params(tc)}
+    return question_names({"suites": [{"cases": [{"code": tc.body} for tc in tf.test_cases]}]})
 
 
 def check(tests: dict[str, str], env: dict) -> list[dict]:
@@ -419,16 +421,26 @@ def serve(fd: int, values_dir: str) -> int:
 
 def _otter_tests_only() -> None:
     """Import Otter's test files without the `otter` package's own __init__, which imports its
-    exporters (nbconvert and more: ~1.5 s of CPU in every checker) and nothing a test file uses.
-    In the checker's process only: elsewhere `import otter` must stay the whole package."""
+    exporters (nbconvert and more: ~1.5 s of CPU in every checker) and nothing a test file uses,
+    nor `otter.test_files`' own, which imports nbformat, IPython and YAML for its other formats
+    (~0.5 s): an exception-format test file imports only `test_case` from it, and `test_file`
+    imports the OK format's module when a test file is one. In the checker's process only:
+    elsewhere `import otter` must stay the whole package."""
     import importlib.util
     import types
 
     spec = importlib.util.find_spec("otter")
-    if "otter" not in sys.modules and spec is not None and spec.submodule_search_locations:
-        package = types.ModuleType("otter")
+    if "otter" in sys.modules or spec is None or not spec.submodule_search_locations:
+        return
+    for name in ("otter", "otter.test_files"):  # each a package without its __init__
+        spec = importlib.util.find_spec(name)
+        package = types.ModuleType(name)
         package.__path__, package.__spec__ = list(spec.submodule_search_locations), spec
-        sys.modules["otter"] = package
+        sys.modules[name] = package
+    from otter.test_files.exception_test import test_case
+
+    sys.modules["otter"].test_files = sys.modules["otter.test_files"]
+    sys.modules["otter.test_files"].test_case = test_case
 
 
 def main(argv: list[str] | None = None) -> int:

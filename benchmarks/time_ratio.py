@@ -26,7 +26,20 @@ def entries(reproduce_dir: Path) -> list[dict]:
     rec = json.loads((reproduce_dir / "reproduce.json").read_text())
     run = {k: rec.get(k) for k in ("finished", "quick", "host", "kernel", "cpus", "load_avg_15min")}
     run["commit"] = ((rec.get("git") or {}).get("commit") or "")[:12] + ("+" if (rec.get("git") or {}).get("dirty") else "")
-    return [{**run, **lab} for lab in rec["labs"] if lab.get("seconds") is not None]
+    return [{**run, **lab, "guest_clock": guest_clock(reproduce_dir / (lab["lab"] + ("-quick" if run["quick"] else "")))}
+            for lab in rec["labs"] if lab.get("seconds") is not None]
+
+
+def guest_clock(lab_dir: Path) -> str | None:
+    """What the lab's guest clock followed (runs-manifest.csv): a VM's under TCG counts instructions
+    since 2026-11-29, and its wall time is another thing than before (vm.TCG_CLOCK)."""
+    import csv
+
+    try:
+        with open(lab_dir / "runs-manifest.csv", newline="") as f:
+            return next((r.get("guest_clock") or None for r in csv.DictReader(f)), None)
+    except OSError:
+        return None
 
 
 def table(rows: list[dict]) -> str:

@@ -114,7 +114,9 @@ def test_vng_command_line(monkeypatch):
     assert "--force-9p" in argv  # vng waited for a virtiofsd that never starts (3 x 3.1 s)
     assert argv[-2:] == ["--exec", "sh /c/run.sh"]
     # TCG's AVX2 sorted wrongly (vm.TCG_CPU); the host's / exported again, for the cached mount
-    assert f"--qemu-opts=-cpu max,avx2=off {vm.CACHED_EXPORT}" in argv
+    assert f"--qemu-opts=-cpu max,avx2=off {vm.TCG_CLOCK} {vm.CACHED_EXPORT}" in argv
+    # under TCG the guest's clock counts instructions (vm.TCG_CLOCK): the host's load is not the network's
+    assert "-icount shift=0,sleep=off" in vm.TCG_CLOCK
     # udev does not load the emulated PC's disk, watchdog and input drivers (vm.UNUSED_DRIVERS)
     append = argv[argv.index("--append") + 1]
     assert "modprobe.blacklist=ahci," in append and "virtio" not in append and "loglevel=4" in append
@@ -414,10 +416,11 @@ def test_the_vms_cost_is_the_last_recorded_measurement_with_its_date(tmp_path, m
 
     monkeypatch.setattr(vm, "accelerator", lambda: "tcg")
     monkeypatch.setattr(vm.paths, "data", lambda relative: tmp_path / relative)
-    assert vm.cost().endswith("runs several times slower")
+    assert vm.cost().endswith("a busy guest second takes about 10 s of the host's")
     row = {"where": "vm", "lab": "lab2", "quick": True, "status": "ok", "seconds": 840.0, "transfer_s": 280.0,
-           "ratio": 3.0, "finished": "2026-11-25T10:40:00", "cpus": 2}
+           "ratio": 3.0, "finished": "2026-11-25T10:40:00", "cpus": 2, "guest_clock": vm.guest_clock("tcg")}
     rows = [row, {**row, "finished": "2026-11-26T09:00:00", "status": "failed"},
+            {**row, "finished": "2026-11-26T09:00:00", "guest_clock": None},  # on the host's clock: another cost
             {**row, "finished": "2026-11-26T09:00:00", "where": "uml"},
             {**row, "finished": "2026-11-24T09:00:00", "seconds": 1440.0, "ratio": 7.2},
             {**row, "finished": "2026-11-25T10:50:00", "lab": "lab9", "quick": False}]

@@ -45,7 +45,7 @@ RAN = "in a VM booting the distribution's stock kernel"
 KERNEL = "stock kernel in a VM"
 CLOCK = ("Its runs took {guest:.0f} s on the VM guest's clock, {wall:.0f} s of wall-clock time (each manifest's "
          "<code>clock</code>).")
-RANK = 2  # boots in 20-40 s under TCG, and every packet is emulated: the slowest place
+RANK = 2  # boots in minutes under TCG, and every instruction is emulated: the slowest place
 OFFERS = set(PLACE_CAPABILITIES)  # a stock kernel's (capabilities() measures them)
 MARKER = f"{PREFIX}-vm-"  # guest name: QEMU's `-name`, the guest's hostname; `clean` finds it
 KVM_BOOT_TIMEOUT_S = 90.0  # a KVM guest reaches its root mount in seconds (kvm_probe)
@@ -181,13 +181,22 @@ def cached_mounts(trees: list[str]) -> str:
             f"done || echo \"mptcplab: the host's files are read uncached in the VM (slower)\"")
 
 
-# Under software emulation the guest's time is the host's CPU: QEMU given less than it needs makes
-# the guest's own senders and readers too slow to fill a 5 Mbit/s path, and the setup check refuses
-# the place ("below: the machine may be too busy"). On 2026-11-28, with two helpers' tests on the
-# same 2 cores (load ~2), Lab 2's setup check passed 1 of 4 and 0 of 4 times (single TCP 3.8-4.3
-# Mbit/s against a ceiling of 4.78); with QEMU at nice -15, 3 of 3 (4.40-4.79). As root the kit's
-# QEMU runs at that priority, which only orders the host's own work; the physics check still judges.
-TCG_NICE = -15
+# Under software emulation the guest's clock counts the instructions it executed (QEMU's icount:
+# 1 ns each, a 1 GHz CPU; idle, it jumps to its next timer), not the host's time. On the host's
+# clock the guest's own work is emulated many times slower and at the mercy of the host's load,
+# and that showed in every network: it added its own 0.7-2.3 ms to each round trip, varying from
+# path to path and minute to minute by more than the RTT check's 0.5 ms slack (CI, 2026-11-29:
+# Lab 2's 20 ms path 1.79 ms at its start, 2.27 ms at its setup check, refused), and it could not
+# fill a 5 Mbit/s path on a busy host. Counting instructions, the same setup check read every ping
+# at configured + its own transmission time (20.30 ms lowest and median on the 20 ms path, own
+# latency -0.01 ms) and TCP at the link's ceiling (4.78 Mbit/s), 3 checks of 3 on a quiet host and
+# again under a load of 3-7: host load now only makes a run take longer. The price is wall-clock time: TCG executes ~100 million instructions a
+# second here (a Python loop of 538 million took 5.1 s), a tenth of the guest's 1 GHz, so a busy
+# guest second costs ~10 s (Lab 2's run with its event recording: 20 s on the guest's clock, 108 s
+# on the host's; a plain run 24 s and 36 s; 19-27 and 16-18 s before), and idle ones nothing.
+# A larger shift (a slower guest CPU) saves little: at shift=3 the same runs took 101 and 99 s.
+# (KVM runs on a real CPU: its clock is the host's.)
+TCG_CLOCK = "-icount shift=0,sleep=off,align=off"
 
 
 def vng_argv(kimg: Path, script: Path, name: str, writable: list[Path], accel: str, cpus: int,
@@ -206,7 +215,7 @@ def vng_argv(kimg: Path, script: Path, name: str, writable: list[Path], accel: s
         # (x86-simd-sort, gathers) returned unsorted indices and once segfaulted, so pandas'
         # sort_values and merge_asof were wrong in the guest. The guest's CPU offers no AVX2.
         argv += ["--disable-kvm"]
-        qemu = f"{TCG_CPU} {qemu}"
+        qemu = f"{TCG_CPU} {TCG_CLOCK} {qemu}"
     argv += [f"--qemu-opts={qemu}"]  # "=": the value starts with a dash
     for d in writable:
         argv += ["--rwdir", str(d)]
@@ -246,8 +255,7 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
         cpus, memory = resources(accel)
         stream = stream or sys.stdout
         argv = vng_argv(kimg, script, name, _outermost(dirs), accel, cpus, memory)
-        nice = TCG_NICE if accel != "kvm" and os.geteuid() == 0 else 0
-        proc = boot.start(["nice", "-n", str(nice), *argv] if nice else argv,
+        proc = boot.start(argv,
                           env={**os.environ, "TMPDIR": str(boot.rundir),  # vng runs `virtme-run` from PATH
                                "PATH": f"{Path(vng() or '/usr/bin/vng').parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"})
         deadline = time.monotonic() + timeout if timeout else None
@@ -255,8 +263,7 @@ def boot(command: list[str], writable: list[Path] = (), env: dict[str, str] | No
         if console is not None:
             log_file = open(console, "a", encoding="utf-8")
             log_file.write(f"==== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {name}: kernel "
-                           f"{release(kimg)}, {accel_label(accel)}, {cpus} vCPU, {memory}"
-                           + (f", nice {nice}" if nice else "") + "\n")
+                           f"{release(kimg)}, {accel_label(accel)}, {cpus} vCPU, {memory}\n")
         tail = guest.Tail()
         try:
             try:
@@ -339,11 +346,13 @@ def hung_message(what: str, console: Path | None) -> str:
 
 def platform() -> dict:
     """The guest's kernel and accelerator, which `run` hands the guest."""
-    return {"vm_kernel": os.environ.get("MPTCPLAB_VM_KERNEL"), "vm_accel": os.environ.get("MPTCPLAB_VM_ACCEL")}
+    return {"vm_kernel": os.environ.get("MPTCPLAB_VM_KERNEL"), "vm_accel": os.environ.get("MPTCPLAB_VM_ACCEL"),
+            "vm_clock": os.environ.get("MPTCPLAB_VM_CLOCK")}
 
 
 def wall_clock(directory: Path) -> float:
-    return time.time()
+    """The host's wall clock: under TCG the guest's own counts instructions (guest.host_time)."""
+    return guest.host_time(directory)
 
 
 def run(argv: list[str], results: list, handed: dict) -> int:
@@ -353,7 +362,8 @@ def run(argv: list[str], results: list, handed: dict) -> int:
     log.get().info("running in a VM: kernel %s (%s), via virtme-ng", release(kimg), accel_label(acc))
     console = Path(results[0]) / CONSOLE_LOG if results else None  # boot() creates the directory
     return boot([sys.executable, "-m", "mptcplab", *argv], writable=[*results, paths.cache_dir()],
-                env={"MPTCPLAB_VM_KERNEL": release(kimg), "MPTCPLAB_VM_ACCEL": acc, "PYTHONUNBUFFERED": "1",
+                env={"MPTCPLAB_VM_KERNEL": release(kimg), "MPTCPLAB_VM_ACCEL": acc, "MPTCPLAB_VM_CLOCK": guest_clock(acc),
+                     "PYTHONUNBUFFERED": "1",
                      "PYTHONFAULTHANDLER": "1", **hand(handed)},  # a crash in the guest leaves its Python traceback
                 console=console, quiet_limit_s=float(os.environ.get("MPTCPLAB_VM_QUIET_LIMIT_S", QUIET_LIMIT_S)))
 
@@ -420,7 +430,12 @@ def accelerator() -> str:
 
 
 def accel_label(accel: str) -> str:
-    return "KVM" if accel == "kvm" else "QEMU TCG, software emulation"
+    return "KVM" if accel == "kvm" else "QEMU TCG, software emulation, its clock counting instructions"
+
+
+def guest_clock(accel: str) -> str:
+    """What the guest's clock follows (manifests' platform.vm_clock)."""
+    return "host" if accel == "kvm" else f"instructions ({TCG_CLOCK})"
 
 
 # The guest's first line (its kernel is up and runs the command), then what its kernel offers.
@@ -430,7 +445,7 @@ PROBE = (f"print({STARTED!r}, flush=True); import json; from mptcplab.places imp
 # What a boot takes, by accelerator: what `cost()` says, and what a first probe is told to expect
 # without an earlier time on this host (the kit's few imports in the guest add seconds); an ETA is
 # said only from a time measured here (core.eta).
-BOOT = {"kvm": "a few seconds", "tcg": "20-40 s on an idle host (80 s under a load of 3)"}
+BOOT = {"kvm": "a few seconds", "tcg": "20-40 s on an idle host (about 2 min under a load of 3-5)"}
 
 
 class _Started:
@@ -492,7 +507,7 @@ def cost() -> str:
     if accelerator() == "kvm":
         return f"a VM under KVM: a boot of {BOOT['kvm']} per lab"
     return (f"a VM under software emulation (QEMU TCG, no usable KVM here): each boot takes {BOOT['tcg']} and "
-            "everything runs several times slower" + measured_cost())
+            "a busy guest second takes about 10 s of the host's" + measured_cost())
 
 
 def measured_cost() -> str:
@@ -502,7 +517,8 @@ def measured_cost() -> str:
         rows = json.loads(paths.data(TIME_RATIO).read_text())
     except (OSError, ValueError):
         return ""
-    done = [r for r in rows if r.get("where") == NAME and r.get("quick") and r.get("status") == "ok" and r.get("ratio")]
+    done = [r for r in rows if r.get("where") == NAME and r.get("quick") and r.get("status") == "ok" and r.get("ratio")
+            and r.get("guest_clock") == guest_clock("tcg")]  # not a run on the host's clock: another cost
     if not done:
         return ""
     r = max(done, key=lambda r: r["finished"])

@@ -324,7 +324,8 @@ def run_manifests(sweep: Path | str) -> list[dict]:
                      "commit": run_commit(d), "kernel": plat.get("kernel_release"),
                      "kernel_build": plat.get("uml_kernel"),  # UML's build (source, config, patches); None elsewhere
                      "where": plat.get("where"),
-                     "guest_clock": plat.get("uml_clock"),  # UML's clock mode (time-travel, ...); None elsewhere
+                     # the guest's clock: UML's mode (time-travel, ...), the VM's (instructions under TCG); None natively
+                     "guest_clock": plat.get("uml_clock") or plat.get("vm_clock"),
                      "emulation": net.get("emulation"), "guest_s": (m.get("clock") or {}).get("guest_s"),
                      "host_wall_s": (m.get("clock") or {}).get("host_wall_s"),
                      # the emulator's qdiscs as the kernel listed them: what the links really were

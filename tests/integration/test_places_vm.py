@@ -53,7 +53,8 @@ def test_example_in_the_vm(tmp_path):
                          capture_output=True, text=True, timeout=1400)
     said = res.stdout + res.stderr
     if res.returncode == 4:
-        # The place failed the physics check (under QEMU TCG the guest adds 2-4 ms to every RTT):
+        # The place failed the physics check (on the host's clock a TCG guest added 2-4 ms to every RTT;
+        # counting instructions, vm.TCG_CLOCK, next to nothing):
         # it must refuse in one line naming the check, the measured value and the bound, and
         # leave nothing behind. A pass is checked in full below.
         refusal = [ln for ln in said.splitlines() if "physics check failed in vm" in ln]

@@ -43,12 +43,12 @@ def guest_clock(lab_dir: Path) -> str | None:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| place | lab | quick | status | wall s | transfers s | ratio | finished (UTC) | commit | host, load (15 min) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| place | lab | quick | status | wall s | transfers s | ratio | guest's clock | finished (UTC) | commit | host, load (15 min) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r["where"] or "", r["lab"], r["finished"])):
         ratio = f"**{r['ratio']:.2f}**" if r.get("ratio") is not None else "-"
         lines.append(f"| {r['where']} | {r['lab']} | {'yes' if r['quick'] else 'no'} | {r['status']} | "
-                     f"{r['seconds']:.0f} | {r['transfer_s'] or 0:.0f} | {ratio} | {r['finished'][:16]} | "
+                     f"{r['seconds']:.0f} | {r['transfer_s'] or 0:.0f} | {ratio} | {r.get('guest_clock') or '-'} | {r['finished'][:16]} | "
                      f"`{r['commit']}` | {r['host']} ({r['cpus']} cpus), {r['load_avg_15min']} |")
     return "\n".join(lines)
 

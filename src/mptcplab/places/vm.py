@@ -190,11 +190,14 @@ def cached_mounts(trees: list[str]) -> str:
 # fill a 5 Mbit/s path on a busy host. Counting instructions, the same setup check read every ping
 # at configured + its own transmission time (20.30 ms lowest and median on the 20 ms path, own
 # latency -0.01 ms) and TCP at the link's ceiling (4.78 Mbit/s), 3 checks of 3 on a quiet host and
-# again under a load of 3-7: host load now only makes a run take longer. The price is wall-clock time: TCG executes ~100 million instructions a
-# second here (a Python loop of 538 million took 5.1 s), a tenth of the guest's 1 GHz, so a busy
-# guest second costs ~10 s (Lab 2's run with its event recording: 20 s on the guest's clock, 108 s
-# on the host's; a plain run 24 s and 36 s; 19-27 and 16-18 s before), and idle ones nothing.
-# A larger shift (a slower guest CPU) saves little: at shift=3 the same runs took 101 and 99 s.
+# again under a load of 3-7: host load now only makes a run take longer. The price is wall-clock
+# time: TCG executes ~100 million instructions a second here (a Python loop of 538 million took
+# 5.1 s), a tenth of the guest's 1 GHz, so a busy guest second costs ~10 s (Lab 2's run with its
+# event recording: 20 s on the guest's clock, 108 s on the host's; a plain run 24 s and 36 s;
+# 19-27 and 16-18 s before), and idle ones nothing; a quick Lab 2 took 24 min, 8 before
+# (benchmarks/results/vm_clock/, time_ratio.md). A larger shift (a slower guest CPU) saves little:
+# at shift=3 the same runs took 101 and 99 s. Where a run's guest time goes, to cut it:
+# the guest's own work (samplers that exec a program per sample, the live trace copy).
 # (KVM runs on a real CPU: its clock is the host's.)
 TCG_CLOCK = "-icount shift=0,sleep=off,align=off"
 

@@ -87,13 +87,18 @@ def _close(values, ref, rtol=1e-6) -> np.ndarray:
     return np.isclose(v, np.asarray(ref, dtype=float), rtol=rtol, atol=0)
 
 
+def _b(n, p, rtt, x, q, z) -> float:
+    """B = (1 - q/n) / (p x RTT) + q / (z (1 - p)) from a model's terms: how the diagnoses below
+    rebuild the value a mistake in one term gives."""
+    return (1 - q / n) / (p * x * rtt) + q / (z * (1 - p))
+
+
 def _with_full_f(terms: dict, n, p, rtt, t0) -> float:
     """B with the full f(p) of (23) in z, not the algorithms' 1 + 32 p^2 (a usual mistake); terms are
     a model's (`per_flow_terms`, `cumulative_terms`, p = p_e for model 2)."""
     x, q1 = float(terms["x"]), float(terms["q1"])
     z = t0 * models.f_poly(p) / (1 - p)
-    q = min(n, q1 * z / (x * rtt))
-    return (1 - q / n) / (p * x * rtt) + q / (z * (1 - p))
+    return _b(n, p, rtt, x, min(n, q1 * z / (x * rtt)), z)
 
 
 def _full_f_problem(values, ref, full) -> str | None:
@@ -120,22 +125,18 @@ def _saturated(value, point, terms: dict, want: float, name: str, p_name: str) -
     is right or matches none (the caller then tries the other diagnoses)."""
     n, p, rtt, t0 = point[0], point[1], point[-3], point[-2]
     x, q1, z = float(terms["x"]), float(terms["q1"]), float(terms["z"])
-
-    def b_with(z_, q_):
-        return (1 - q_ / n) / (p * x * rtt) + q_ / (z_ * (1 - p))
-
     if _close([value], [want])[0]:
         return None
     where = f"{name}{point} = {value:.4g}: every flow is in a timeout here"
     if _close([value], [n / z])[0]:
         return (f"{where}, and the timeout term is q E[R] / E[Z^TO] = q / (z (1 - {p_name})): E[R] = 1 / (1 - {p_name}) "
                 "of (22) stays in the denominator")
-    if _close([value], [b_with(z, q1 * z / (x * rtt))])[0]:
+    if _close([value], [_b(n, p, rtt, x, q1 * z / (x * rtt), z)])[0]:
         return f"{where}, so E[nTO] = q must be capped at n, which gives B = n / (T (1 + 32 {p_name}^2))"
     if len(point) == 6:  # model 2: p_r in z, where (23) takes the loss event rate
         p_r = point[2]
         z_r = t0 * (1 + 32 * p_r * p_r) / (1 - p_r)
-        if _close([value], [b_with(z_r, min(n, q1 * z_r / (x * rtt)))])[0]:
+        if _close([value], [_b(n, p, rtt, x, min(n, q1 * z_r / (x * rtt)), z_r)])[0]:
             return (f"{where}: z = T (1 + 32 p_e^2) / (1 - p_e) takes the loss event rate p_e, as (23) takes p "
                     "(the paper: 'instead of p we have p_e'), not the packet loss rate p_r")
     return None
@@ -166,10 +167,10 @@ def model1_problem(values) -> str | None:
                 "the Appendix has 1 - (1 - (1-1/w)^3), which is the probability that the first three packets "
                 "get through; (26) needs sum_{k=0}^{2} A(k) = 1 - (1-1/w)^3, the probability that one of them is lost. "
                 "As printed, almost every loss would be a timeout.")
-    full = [_with_full_f(models.per_flow_terms(*pt), *pt[:4]) for pt in GRID1]  # pt: n, p, rtt, T, b
+    terms = [models.per_flow_terms(*pt) for pt in GRID1]  # pt: n, p, rtt, T, b
+    full = [_with_full_f(t, *pt[:4]) for t, pt in zip(terms, GRID1)]
     if (msg := _full_f_problem(values, ref, full)) is not None:
         return msg
-    terms = [models.per_flow_terms(*pt) for pt in GRID1]
     if (msg := _b_problem(values, GRID1, ref, "model1", terms, "a and x take p b, and w = 2 n x / b")) is not None:
         return msg
     sat = GRID1.index((8, 0.2, 0.06, 0.26, 1))
@@ -205,10 +206,10 @@ def model2_problem(values) -> str | None:
     if np.all(_close(values, cap1)[differs]):
         return ("you capped q1 at 1, as Algorithm 2 prints it. q1 = j n / w is E[nTO'], the number of flows that "
                 "time out in one loss event; equation (47) caps it at n (min(n pLost / E[W], n)), not at 1")
-    full = [_with_full_f(models.cumulative_terms(*pt), pt[0], pt[1], *pt[3:5]) for pt in GRID2]  # n, p_e, p_r, rtt, T, b
+    terms = [models.cumulative_terms(*pt) for pt in GRID2]  # pt: n, p_e, p_r, rtt, T, b
+    full = [_with_full_f(t, pt[0], pt[1], *pt[3:5]) for t, pt in zip(terms, GRID2)]
     if (msg := _full_f_problem(values, ref, full)) is not None:
         return msg
-    terms = [models.cumulative_terms(*pt) for pt in GRID2]
     if (msg := _b_problem(values, GRID2, ref, "model2", terms, "a and x take p_e b, and w = n x / (2 b) (1 + 3 n / j1)")):
         return msg
     ok = _close(values, ref)

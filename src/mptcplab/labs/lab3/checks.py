@@ -317,34 +317,46 @@ def q7(in_scope, runs) -> None:
                     f"{_count(len(r), 'run')}."))
         want = set(analysis.graded_runs(r).run)
         chosen = set(got[got].index)
-        rows = r.set_index("run")
         extra, missing = chosen - want, want - chosen
-        # `loss` replaced by p_r, and `<` for `<=`: on the shipped runs both can leave out the same runs
-        by_p_r = chosen == set(analysis.graded_runs(r.assign(loss=r.p_r)).run) != want
-        strict = chosen == set(analysis.graded_runs(r[~np.isclose(r["loss"], 0.02)]).run) != want
-        p_r_hint = ("the limit is on `loss` as given: for random-loss runs that is the configured netem loss, not the "
-                    "measured p_r (only DropTail's `loss` is its p_r)")
-        # DropTail runs left out, or `queued` recomputed from the RTT: on runs whose DropTail queues all
-        # raised the RTT above the rule's limit both leave out the same runs
-        random_only = chosen == set(analysis.graded_runs(r[r.scenario == "random"]).run) != want
-        high_rtt = bool(missing) and bool((rows.loc[list(missing)].rtt
-                                           > analysis.QUEUE_LIMIT * rows.loc[list(missing)].base_rtt).any())
-        droptail_hint = "DropTail runs are in too: their `loss` is their measured p_r, held to the same 0.02"
-        queued_hint = "a run the `queued` column does not mark is in, whatever its RTT: use the column as given"
-        hint = (f"either {p_r_hint}; or a run at exactly 2 % loss is in (loss <= 0.02)" if by_p_r and strict
-                else p_r_hint if by_p_r
-                else "leave out the runs the `queued` column marks, using the column as given (the check's own runs "
-                "mark some whatever their RTT)" if extra and rows.loc[list(extra)].queued.astype(bool).any()
-                else "runs without a loss (p = 0) have nothing to compare" if extra and (rows.loc[list(extra)].p <= 0).any()
-                else "a run at exactly 2 % loss is in (loss <= 0.02)" if missing and np.isclose(rows.loc[list(missing)]["loss"], 0.02).any()
-                else (f"either {droptail_hint}; or {queued_hint} (a DropTail queue raises the RTT by design)"
-                      if high_rtt else droptail_hint) if random_only
-                else queued_hint if missing and high_rtt
-                else "the limit is on `loss` (configured netem loss, or p_r under DropTail), up to 0.02 inclusive")
-        expect(not extra and not missing,
-               _say(f"On {where}, in_scope", " and ".join(([f"selects {_count(len(extra), 'run')} too many"] if extra else [])
-                                                           + ([f"misses {_count(len(missing), 'run')}"] if missing else [])) + ".",
-                    f"Hint: {hint}."))
+        if extra or missing:  # the hint's diagnoses only for a wrong selection
+            expect(False, _say(f"On {where}, in_scope",
+                               " and ".join(([f"selects {_count(len(extra), 'run')} too many"] if extra else [])
+                                            + ([f"misses {_count(len(missing), 'run')}"] if missing else [])) + ".",
+                               f"Hint: {_q7_hint(r, chosen, want, extra, missing)}."))
+
+
+def _q7_hint(r: pd.DataFrame, chosen: set, want: set, extra: set, missing: set) -> str:
+    """What a wrong in_scope selection (`chosen`, `want` the right one) most likely did."""
+    rows = r.set_index("run")
+
+    def selects(runs: pd.DataFrame) -> bool:  # the rule applied to other runs gives exactly this selection
+        return chosen == set(analysis.graded_runs(runs).run) != want
+
+    p_r_hint = ("the limit is on `loss` as given: for random-loss runs that is the configured netem loss, not the "
+                "measured p_r (only DropTail's `loss` is its p_r)")
+    # `loss` replaced by p_r, and `<` for `<=`: on the shipped runs both can leave out the same runs
+    if selects(r.assign(loss=r.p_r)):
+        return (f"either {p_r_hint}; or a run at exactly 2 % loss is in (loss <= 0.02)"
+                if selects(r[~np.isclose(r["loss"], 0.02)]) else p_r_hint)
+    if extra and rows.loc[list(extra)].queued.astype(bool).any():
+        return ("leave out the runs the `queued` column marks, using the column as given (the check's own runs "
+                "mark some whatever their RTT)")
+    if extra and (rows.loc[list(extra)].p <= 0).any():
+        return "runs without a loss (p = 0) have nothing to compare"
+    if missing and np.isclose(rows.loc[list(missing)]["loss"], 0.02).any():
+        return "a run at exactly 2 % loss is in (loss <= 0.02)"
+    # DropTail runs left out, or `queued` recomputed from the RTT: on runs whose DropTail queues all
+    # raised the RTT above the rule's limit both leave out the same runs
+    high_rtt = bool(missing) and bool((rows.loc[list(missing)].rtt
+                                       > analysis.QUEUE_LIMIT * rows.loc[list(missing)].base_rtt).any())
+    droptail_hint = "DropTail runs are in too: their `loss` is their measured p_r, held to the same 0.02"
+    queued_hint = "a run the `queued` column does not mark is in, whatever its RTT: use the column as given"
+    if selects(r[r.scenario == "random"]):
+        return (f"either {droptail_hint}; or {queued_hint} (a DropTail queue raises the RTT by design)"
+                if high_rtt else droptail_hint)
+    if high_rtt:
+        return queued_hint
+    return "the limit is on `loss` (configured netem loss, or p_r under DropTail), up to 0.02 inclusive"
 
 
 # ---------------------------------------------------------------- the hidden checks: the points

@@ -6,12 +6,13 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 import pandas as pd
 import pytest
 
-from mptcplab.core import netns
+from mptcplab.core import netns, process
 from mptcplab.core.errors import EnvironmentProblem
 from mptcplab.measure import observe
 from mptcplab.net import topology
@@ -33,6 +34,39 @@ def test_timed_adds_each_steps_seconds_into_the_manifest(tmp_path):
             pass
     got = json.loads((tmp_path / "r1" / "manifest.json").read_text())["timings"]
     assert set(got) == {"record", "measure"} and got["record"] >= 0.02
+
+
+def test_timed_also_records_the_cpu_a_step_cost(tmp_path):
+    """Beside the step's seconds, the kernel's busy CPU seconds and the kit's own (with the programs
+    it started that ended in the step): under the VM's instruction clock these, not the guest's
+    seconds, are what a step costs the host."""
+    with Sweep(tmp_path).run("r1", {}) as rd:
+        with rd.timed("spin"):
+            t = time.process_time()
+            while time.process_time() - t < 0.3:
+                pass
+        with rd.timed("child"):  # a program that ends in the step counts in it
+            subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                            "while time.process_time() - t < 0.3: pass"], check=True)
+        with rd.timed("sleep"):
+            time.sleep(0.3)
+    m = json.loads((tmp_path / "r1" / "manifest.json").read_text())
+    kit, busy = m["timings_kit_cpu"], m["timings_busy"]
+    assert set(kit) == set(busy) == {"spin", "child", "sleep"}
+    assert kit["spin"] >= 0.28 and kit["child"] >= 0.28 and kit["sleep"] < 0.05
+    assert busy["spin"] >= 0.25  # the whole machine's count: at least this process's
+
+
+def test_a_processes_cpu_seconds_are_read_while_it_runs():
+    spin = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                             "while time.process_time() - t < 0.4: pass\ntime.sleep(30)"])
+    try:
+        time.sleep(1.0)
+        assert 0.35 <= process.cpu_s(spin.pid) < 1.1
+    finally:
+        spin.kill()
+        spin.wait()
+    assert process.cpu_s(spin.pid) is None  # gone
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2")

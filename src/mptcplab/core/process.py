@@ -52,3 +52,17 @@ def first_line(argv: list[str]) -> str | None:
     out = run(argv, check=False, timeout=10)
     text = (out.stdout or out.stderr).strip() if out.returncode != 127 else ""
     return text.splitlines()[0] if text else None
+
+
+def cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) process `pid` has used so far, with those of its children it
+    has waited for; None once it is gone. From /proc/PID/stat: read before a process is killed,
+    which it outlives no JSON to report (the trace reader, the UDP senders)."""
+    import os
+
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # after the command's name, which may hold spaces
+    except (OSError, IndexError):
+        return None
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime

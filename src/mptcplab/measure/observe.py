@@ -588,6 +588,10 @@ class Tracing:
             return False
         (self.inst / "tracing_on").write_text("0")
         time.sleep(0.3)  # let the reader drain trace_pipe
+        from ..core.process import cpu_s
+
+        # what the reader cost the CPU (woken per event): where a guest's CPU is the run's cost
+        self.rd.manifest.setdefault("process_cpu_s", {})["trace reader"] = cpu_s(self.reader.pid)
         kill_process_group(self.reader.pid, grace=0.5)
         self.reader.wait()
         TRACKER.discard(self.reader_item)

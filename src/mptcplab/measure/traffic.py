@@ -50,6 +50,8 @@ class BulkResult:
     samples: list = field(default_factory=list)
     # per flow (plain TCP): [[epoch s, segments the sender knew the receiver held out of order], ...]
     sacked: list = field(default_factory=list)
+    # CPU seconds each end's process used ({"sender": s, "receiver": s}; bulk.main's cpu_s)
+    cpu_s: dict = field(default_factory=dict)
 
     @property
     def goodput_transfer_mbps(self) -> float:
@@ -517,7 +519,8 @@ def bulk_result(client: dict, srv: dict, addr: str, port: int, proto: str, durat
         extra["ready_late_s"] = round(max(0.0, client["ready"] - client["start_at"]), 3)
     return BulkResult("mptcplab.measure.bulk", proto, duration, t0, t_end, flows_out, intervals, interval=interval,
                       samples=[f["samples"] for f in srv["flows"]],
-                      sacked=[by_local.get(f["peer"], {}).get("sacked") or [] for f in srv["flows"]], extra=extra)
+                      sacked=[by_local.get(f["peer"], {}).get("sacked") or [] for f in srv["flows"]], extra=extra,
+                      cpu_s={"sender": client.get("cpu_s"), "receiver": srv.get("cpu_s")})
 
 
 def verify_capture(pcap: Path, expect_subflows: int) -> dict:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import __version__, places
 from ..core import log, paths, process
+from ..measure.observe import parse_proc_stat
 from ..measure.traffic import PREVIOUS_KEYS, read_summary
 from ..places import guest
 
@@ -77,6 +78,23 @@ def platform_info() -> dict:
     return info
 
 
+def busy_cpu_s() -> float:
+    """CPU seconds this kernel has spent busy since it booted, summed over its CPUs: /proc/stat's
+    total less idle and iowait. In a guest this is the guest's own count, and under the VM's
+    instruction clock (vm.TCG_CLOCK) it is what costs the host: a busy guest second takes ~10 host
+    seconds, while a wait (for 9p, for a timer) counts as idle, costs the host next to nothing and
+    may still move the guest's clock by seconds, which `timings` then counts. Natively and in
+    UML the same count; natively it includes whatever else the machine runs."""
+    ticks = parse_proc_stat(Path("/proc/stat").read_text())
+    return (sum(ticks.values()) - ticks["idle"] - ticks["iowait"]) / os.sysconf("SC_CLK_TCK")
+
+
+def kit_cpu_s() -> float:
+    """CPU seconds of this process and of the children it has waited for (os.times)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def wall_clock(directory: Path) -> float:
     """Now, in wall-clock seconds: the host's, as the place this runs in reads it (UML's guest clock
     skips idle time: places.guest.host_time)."""
@@ -101,6 +119,7 @@ class RunDir:
             "git": git_commit(),
         }
         self._clocks = self._read_clocks() if places.current().GUEST else None
+        self._busy = busy_cpu_s()
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -118,13 +137,21 @@ class RunDir:
         """Where a run's time went: the block's seconds added to manifest["timings"][step] (on this
         place's clock; UML's time-travel clock skips idle time, manifest["clock"] says how much).
         A guest under software emulation spends most of a run outside its transfer (process starts,
-        parsing): this record says where, run by run (benchmarks/results/vm_run_overhead.md)."""
-        t = time.monotonic()
+        parsing): this record says where, run by run (benchmarks/results/vm_run_overhead.md).
+        Beside it, what the block cost in CPU: manifest["timings_busy"][step], the seconds the
+        kernel was busy (busy_cpu_s: every process and the kernel's own work, such as forwarding
+        the emulated network's packets), and manifest["timings_kit_cpu"][step], those of the kit's
+        own process and of the programs it started that ended in the block (kit_cpu_s: a sampler's
+        loop counts in the step that stops it). Under the VM's instruction clock the busy seconds,
+        not `timings`, are what a step costs the host."""
+        t, busy, kit = time.monotonic(), busy_cpu_s(), kit_cpu_s()
         try:
             yield
         finally:
-            timings = self.manifest.setdefault("timings", {})
-            timings[step] = round(timings.get(step, 0.0) + time.monotonic() - t, 3)
+            for key, spent in (("timings", time.monotonic() - t), ("timings_busy", busy_cpu_s() - busy),
+                               ("timings_kit_cpu", kit_cpu_s() - kit)):
+                steps = self.manifest.setdefault(key, {})
+                steps[step] = round(steps.get(step, 0.0) + spent, 3)
 
     def _wall(self) -> str:
         """Now on the host's wall clock (wall_clock): a UML guest's own clock skips idle time, and
@@ -145,7 +172,9 @@ class RunDir:
         self.manifest["finished"] = self._wall()
         if self._clocks:
             (guest0, host0), (guest1, host1) = self._clocks, self._read_clocks()
-            self.manifest["clock"] = {"guest_s": round(guest1 - guest0, 3), "host_wall_s": round(host1 - host0, 3)}
+            # guest_busy_s: of guest_s, the seconds the guest's CPUs were busy (busy_cpu_s)
+            self.manifest["clock"] = {"guest_s": round(guest1 - guest0, 3), "host_wall_s": round(host1 - host0, 3),
+                                      "guest_busy_s": round(busy_cpu_s() - self._busy, 3)}
         self.manifest["artefacts"] = sorted(p.name for p in self.path.iterdir())
         self.write_json("summary.json", self.summary)
         self.write_json("manifest.json", self.manifest)

@@ -20,7 +20,7 @@ from . import analysis as lab2_analysis, cc, claims as lab2_claims, fragments as
 from . import unseen as lab2_unseen
 from .cc import command as cc_command
 from .fairness import check_fairness_table
-from ...core import log
+from ...core import log, process
 from ...core.errors import ExperimentFailed, UsageError
 from ...judge.check import check_runs_table
 from ...measure.bulk import PORT
@@ -153,12 +153,15 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
     finally:
         for t in timers:
             t.cancel()
-        for p in cross:
+        cpu = rd.manifest.setdefault("process_cpu_s", {})  # where the guest's CPU went (results.RunDir.timed)
+        for path, p in zip(params.get("cross", {}), cross):
+            cpu[f"udp sender {path}"] = process.cpu_s(p.pid)
             net.stop(p)
         for name, (link, reverse) in originals.items():
             p = net.topo.path(name)
             if (p.link, p.reverse) != (link, reverse):
                 net.set_link(name, link, reverse)
+    rd.manifest["process_cpu_s"].update({f"bulk {role}": s for role, s in r.cpu_s.items()})
     ss_text = sampler.path.read_text()
     with rd.timed("subflow_table"):
         subs = subflow_table(ss_text, algo.name)
@@ -227,6 +230,8 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
                                         "shared_prefix": net.address("snd", "shared").rsplit(".", 1)[0] + "."}})
     for f in (m, t):  # the per-interval data behind these figures
         f["result"].intervals.to_csv(rd.file(f"intervals-{f['name']}.csv"), index=False)
+        rd.manifest.setdefault("process_cpu_s", {}).update(
+            {f"{f['name']} {role}": s for role, s in f["result"].cpu_s.items()})
     return rd.summary
 
 

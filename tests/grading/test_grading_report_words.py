@@ -47,6 +47,7 @@ def test_the_score_says_which_written_answers_the_instructor_grades(tmp_path):
     assert "Not quoted: your notebook could not be read here" in text  # no text was read (e.g. it did not run)
     assert "Not quoted" not in _report(tmp_path, _result(written=written, status="not graded"))  # its reason says it
     assert "written answers" not in _report(tmp_path, _result(written={}))
+    assert "Your 1 written answer (q5: 1 point, quoted below) is graded" in _report(tmp_path, _result(written={"q5": 1.0}))
 
 
 def test_cells_are_named_as_jupyterlab_shows_them():

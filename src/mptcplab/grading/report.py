@@ -349,7 +349,7 @@ def write(r: dict, dest: Path, tests: dict[str, str]) -> None:
         qs, total = sorted(written, key=natural), sum(written.values())
         lines += [f"The score and its percentage are of the automatically checked questions only. Your {len(qs)} written "
                   f"answer{'' if len(qs) == 1 else 's'} ({', '.join(qs)}: {_pts(total)} point{'' if total == 1 else 's'}, "
-                  "quoted below) are graded by your instructor, not here.", ""]
+                  f"quoted below) {'is' if len(qs) == 1 else 'are'} graded by your instructor, not here.", ""]
     lines += ["| question | score | feedback |", "|---|---|---|"]
     for q in sorted(r["questions"], key=lambda q: natural(q["question"])):
         optional = "0 points, feedback only: " if not q["possible"] else ""

@@ -28,6 +28,6 @@ def _try(_args) -> int:
     from ..places import vm
 
     image = box_kernel.build() / "image"
-    # What Lab 1's paper point needs from a kernel: the scheduler and its RP switch.
+    # What the minrtt_scheduler capability needs from a kernel: the scheduler and its RP switch.
     return vm.boot(["sh", "-c", "uname -r; sysctl net.mptcp.available_schedulers net.mptcp.minrtt_rp"],
                    kimg=image, stream=sys.stdout)

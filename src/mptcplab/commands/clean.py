@@ -19,7 +19,7 @@ def _clean(_args) -> int:
     removed = state.clean(all_owners=True)  # what the state files name, then anything with the kit's prefix
     for place in places.all_places():  # guests the kit booted (UML kernels, VMs) and their directories
         removed += place.clean()
-    for lab in all_labs().values():  # what a lab loads into the kernel itself (Lab 2: BPF programs)
+    for lab in all_labs().values():  # what a lab loads into the kernel itself (Lab.running.clean: BPF programs)
         if lab.running.clean:
             removed += lab.running.clean()
     removed += leftovers.clean()  # what a killed `mptcplab grade` left: work directories, cgroups, keyrings

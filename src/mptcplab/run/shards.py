@@ -4,7 +4,7 @@ The sweep's points are the lab's (`Lab.points(params, None)`: every run its para
 each keyed by its parameters and repetition, so a run's key, directory and seeds are the same
 whichever shard runs it). The i-th point (0-based, in the lab's order) belongs to shard
 i mod N + 1: round-robin, so each shard gets every kind of run and the shards take about as long.
-Points a lab adds once its sweep is complete (Lab 1's detailed run at the most degraded buffer)
+Points a lab chooses from its complete sweep (a detailed run at a setting its results single out)
 need the whole sweep: no shard runs them; `mptcplab run` on the merged directory adds them.
 
 Each shard writes `shard.json` beside its runs: the lab, K/N, the full parameters, the kit's

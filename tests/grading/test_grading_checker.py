@@ -136,3 +136,28 @@ def test_only_the_questions_names_are_bound():
     scope = checker.scope_for({"suites": [{"cases": [{"code": ">>> _r = answer + 1\n"}]}]}, env)
     assert set(scope) == {"__builtins__", "answer"}
 
+
+
+def test_the_lab_modules_a_notebook_holds_rebuild_and_no_others_are_named():
+    """What a handed-out notebook imports from a lab's package (but its checks) rebuilds as a module,
+    and the kit's classes those modules hand out rebuild from a pickle; the allowlist names no other
+    lab module (so it follows the labs' modules as they move)."""
+    import importlib
+    import json
+    import re
+    from pathlib import Path
+
+    needed: set[str] = set()
+    for nb in sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("[0-9][0-9]-*.ipynb")):
+        source = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"])
+        for lab, names in re.findall(r"from (mptcplab\.labs\.\w+) import ([\w ,]+)", source):
+            for name in {n.split(" as ")[0].strip() for n in names.split(",")} - {"checks"}:
+                module = importlib.import_module(f"{lab}.{name}")
+                env, skipped = checker.rebuild({"refs": {"m": ["module", module.__name__, ""]}})
+                assert env == {"m": module}, (nb.name, module.__name__, skipped)
+                needed.add(name)
+                for cls in vars(module).values():
+                    if isinstance(cls, type) and cls.__module__.startswith("mptcplab.labs.") and cls.__name__[0].isupper():
+                        assert checker.allowed(cls.__module__, cls.__name__), (nb.name, cls)
+                        needed.add(cls.__module__.rsplit(".", 1)[1])
+    assert sorted(checker.KIT_MODULES) == sorted(needed)

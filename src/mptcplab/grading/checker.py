@@ -104,10 +104,12 @@ ALLOWED = frozenset({
     ("pandas.core.indexes.timedeltas", "_new_TimedeltaIndex"),
     ("plotly._subplots", "SubplotRef"),  # a namedtuple in figures made by make_subplots / plotly.express
 })
-# The labs' data modules (never the grading, commands or anything that runs tools). The kit's
-# `mptcplab.results` and `mptcplab.lab` once listed here moved into run/ (issue 38): no module by those
-# names exists, so what named them failed to import either way.
-KIT_CLASSES = re.compile(r"^mptcplab\.labs\.\w+\.(analysis|measure|notebook|models|ccref|detail)$")
+# The modules of a lab's package a notebook may hold (never the grading, commands or anything that runs
+# tools): those a handed-out notebook imports, but its checks, and those defining the classes they hand
+# out (Lab 1's Detail, Lab 2's simulation results). tests/grading/test_grading_checker.py derives this
+# set from the notebooks, so a module that moves or is no longer imported fails there.
+KIT_MODULES = ("analysis", "notebook", "models", "ccref", "detail")
+KIT_CLASSES = re.compile(rf"^mptcplab\.labs\.\w+\.({'|'.join(KIT_MODULES)})$")
 PLOTLY_MODULES = re.compile(r"^plotly\.graph_objs(\.[a-z_]+)*(\._[a-z_0-9]+)?$")  # figure and trace classes only
 
 

@@ -75,6 +75,41 @@ def test_hidden_answer_keys_are_a_note_and_no_cell_is_a_bare_number(tmp_path):
     assert keys.endswith("(expected; nothing to fix): the 2nd cell (starting `answer = key()`, above q1's check)")
 
 
+def test_a_column_the_graded_tables_do_not_hold_is_a_note_naming_it(tmp_path):
+    """Lab 3 walkthrough 3: a student's cell joining `runs`' model1 (the kit's answer, removed while
+    grading) raised KeyError and the report read `problems`; a goodput read by its previous name is
+    named by its current one (Lab 3's `mbps` was its window's goodput)."""
+    nb = {"cells": [{"cell_type": "code", "source": src} for src in (
+        'runs.merge(comparison, on="model1")', "cmp = runs[['n', 'err_model2']]", "print(cmp)",
+        "runs.mbps.mean()", "runs['mbps_transfer']", "runs['nothing']")]}
+    status = {"executed": True, "env_saved": True, "cell_errors": [
+        {"cell": 1, "ename": "KeyError", "evalue": "'model1'"},
+        {"cell": 2, "ename": "KeyError", "evalue": "\"['err_model2'] not in index\""},
+        {"cell": 3, "ename": "NameError", "evalue": "name 'cmp' is not defined"},
+        {"cell": 4, "ename": "AttributeError", "evalue": "'DataFrame' object has no attribute 'mbps'"},
+        {"cell": 5, "ename": "KeyError", "evalue": "'mbps_transfer'"},
+        {"cell": 6, "ename": "KeyError", "evalue": "'nothing'"}]}
+    ag = SimpleNamespace(stem="03-parallel-tcp", student_notebook=tmp_path / "none.ipynb")
+    result = {"questions": [], "problems": [], "internal": []}
+    report.apply_template(result, ag, json.dumps(nb).encode(), status, SimpleNamespace())
+    assert result["problems"] == ["the 6th cell (starting `runs['nothing']`) raised KeyError: 'nothing'"]
+    assert result["notes"] == [
+        "the 1st cell (starting `runs.merge(comparison, on=\"model1\")`): stopped here because it read `model1`, "
+        "one of the kit's own answers, which grading removes from its tables (expected; nothing to fix)",
+        "the 2nd cell (starting `cmp = runs[['n', 'err_model2']]`); the 3rd cell (starting `print(cmp)`): stopped "
+        "here because the first read `err_model2`, one of the kit's own answers, which grading removes from its "
+        "tables (expected; nothing to fix)",
+        "the 4th cell (starting `runs.mbps.mean()`): stopped here because it read the column `mbps`, which the "
+        "kit now names `goodput_window_mbps`: use that name",
+        "the 5th cell (starting `runs['mbps_transfer']`): stopped here because it read the column "
+        "`mbps_transfer`, which the kit now names `goodput_transfer_mbps`: use that name"]
+    lab1 = SimpleNamespace(stem="01-send-buffer", student_notebook=tmp_path / "none.ipynb")
+    result = {"questions": [], "problems": [], "internal": []}
+    report.apply_template(result, lab1, json.dumps(nb).encode(), {**status, "cell_errors": status["cell_errors"][3:4]},
+                          SimpleNamespace())
+    assert result["notes"][0].endswith("read the column `mbps`, which the kit now names `goodput_transfer_mbps`: use that name")
+
+
 def test_a_renamed_copy_is_placed_by_the_kits_metadata_else_by_its_text(tmp_path):
     """Issue 40: a copy renamed, its first cell edited to the new name (as Otter needs in the
     student's Jupyter), is placed by the notebook metadata the kit writes; without that metadata

@@ -6,7 +6,9 @@ in with their points, which the instructor grades, and what went wrong while the
 words, each cell named as JupyterLab shows it (its place from the top, its first line, the check
 below it). Machinery paths, tracebacks and runner internals go to report.json only. A question whose answer cells are still the handed-out `...` scores nothing
 (even if a check happens to hold on shipped data) and its follow-on errors are folded into
-"not answered yet"; an optional one (0 points) left so is a note, not a problem.
+"not answered yet"; an optional one (0 points) left so is a note, not a problem. So is a cell that
+read a column the graded tables do not hold (one of the kit's answers, or a goodput renamed since:
+the note names its current name).
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ import re
 import sys
 from pathlib import Path
 
-from ..run.lab import REPO_ROOT
+from ..measure.traffic import current_column
+from ..run.lab import REPO_ROOT, all_labs
 from .files import write_text
+from .reference import results
 
 WITHHELD = "(message withheld: it quoted a hidden check)"
 
@@ -185,6 +189,27 @@ def _is_follow_on(err: dict) -> bool:
     return "ellipsis" in (err.get("evalue") or "").lower()
 
 
+def lab_columns(stem: str) -> tuple[set[str], set[str]]:
+    """For the notebook `stem` ("03-parallel-tcp"): the columns grading removes from its lab's
+    reference tables (`Lab.grading.answer_columns`) and every column those tables hold."""
+    lab = next((lab for lab in all_labs().values() if lab.slug == stem), None)
+    if lab is None:
+        return set(), set()
+    held: set[str] = set()
+    for table in results(lab.id).glob("*.csv"):
+        with open(table) as f:
+            held |= set(f.readline().strip().split(","))
+    return {c for cols in lab.grading.answer_columns.values() for c in cols}, held
+
+
+def _columns_read(err: dict) -> list[str]:
+    """The names a missing-column error quotes: pandas' KeyError ('model1', or "['model1'] not in
+    index"), an attribute (`runs.model1`) or a name in `query`."""
+    if err["ename"] not in ("KeyError", "AttributeError", "UndefinedVariableError"):
+        return []
+    return re.findall(r"'(\w+)'", err.get("evalue") or "")
+
+
 def _sources(notebook: bytes | None) -> list[str]:
     """Every cell's source, in order ([] for no notebook or one that is not JSON)."""
     if not notebook:
@@ -251,15 +276,31 @@ def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) 
                         "were graded); show fewer or smaller figures")
     folded, hidden_keys = [], []
     hidden_names: set[str] = set()  # names that cells drawing a hidden answer key would have set
+    # A column the notebook read that its tables no longer hold when graded: one of the kit's own
+    # answers (removed while grading), or a goodput renamed since (its current name): a note each,
+    # where the cell ran on the student's tables as they were. note's words -> cells; name -> note.
+    hidden_columns, held = lab_columns(getattr(ag, "stem", ""))
+    column_notes: dict[str, list[int]] = {}
+    column_names: dict[str, str] = {}
     for err in status.get("cell_errors", []):
         i = err["cell"]
         if i in timed and err["ename"] == "KeyboardInterrupt":
             continue
         src = sources[i - 1].strip() if 0 < i <= len(sources) else ""
         missing = re.match(r"name '(\w+)' is not defined", err.get("evalue") or "")
+        read = _columns_read(err)
+        hidden_col = next((c for c in read if c in hidden_columns), None)
+        renamed = next((c for c in read if current_column(c, held)), None)
         if err["ename"] == "AnswerKeyHidden" or (err["ename"] == "NameError" and missing and missing[1] in hidden_names):
             hidden_keys.append(i)  # the kit's hidden function, or a cell that needed what it would have made
             hidden_names |= _names(src)
+        elif hidden_col or renamed or (err["ename"] == "NameError" and missing and missing[1] in column_names):
+            words = (f"read `{hidden_col}`, one of the kit's own answers, which grading removes from its tables "
+                     "(expected; nothing to fix)" if hidden_col else
+                     f"read the column `{renamed}`, which the kit now names `{current_column(renamed, held)}`: "
+                     "use that name" if renamed else column_names[missing[1]])
+            column_notes.setdefault(words, []).append(i)
+            column_names |= dict.fromkeys(_names(src), words)
         elif src in template_cells or _is_follow_on(err):
             folded.append(i)
         else:
@@ -280,6 +321,9 @@ def apply_template(result: dict, ag, notebook: bytes | None, status: dict, opt) 
         result.setdefault("notes", []).append(
             f"optional question(s) {qs} (0 points) not answered: nothing to fix"
             + (f"; their cells still hold the handed-out `...`: {_cells(later, sources)}" if later else ""))
+    for words, cells in column_notes.items():  # the first cell read the column, the others needed what it sets
+        result.setdefault("notes", []).append(f"{_cells(cells, sources)}: stopped here because "
+                                              f"{'it' if len(cells) == 1 else 'the first'} {words}")
     if hidden_keys:  # a note, not a problem: the student has nothing to fix
         result.setdefault("notes", []).append(
             "the kit's own answers are hidden while grading, so what shows them did not run here (expected; "

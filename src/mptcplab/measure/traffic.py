@@ -228,6 +228,14 @@ PREVIOUS_KEYS = {"mbps": "goodput_transfer_mbps", "mbps_transfer": "goodput_tran
                  "mptcp_mbps": "mptcp_goodput_transfer_mbps", "goodput_mbps": "goodput_steady_mbps"}
 
 
+def current_column(previous: str, columns) -> str | None:
+    """A previous goodput column's name now, in a table with these `columns` (None: not a previous
+    name). Lab 3's runs table had `mbps`, its window's goodput, beside `mbps_transfer`."""
+    if previous == "mbps" and "goodput_window_mbps" in columns:
+        return "goodput_window_mbps"
+    return PREVIOUS_KEYS.get(previous)
+
+
 def current_keys(summary):
     """A run's summary (or any part of it) with the previous goodput names replaced, at any depth."""
     if isinstance(summary, list):

@@ -45,6 +45,8 @@ def test_expect_raises_check_failed_an_assertion():
     feedback.expect(True, "unused")
     with pytest.raises(feedback.CheckFailed, match="^what was wrong$"):
         feedback.expect(False, "what was wrong")
+    with pytest.raises(feedback.CheckFailed, match=r"^On 4 waits: which column\?$"):  # not "?." (Lab 1 walkthrough 4)
+        feedback.expect(False, "On 4 waits: which column?.")
     assert issubclass(feedback.CheckFailed, AssertionError)
 
 

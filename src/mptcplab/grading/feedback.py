@@ -21,9 +21,10 @@ class CheckFailed(AssertionError):
 
 
 def expect(condition: bool, message: str) -> None:
-    """Raise CheckFailed(message) when condition is false."""
+    """Raise CheckFailed(message) when condition is false. A hint that ends in a question, closed by
+    the sentence around it ("On ...: {hint}."), ends with its question mark alone."""
     if not condition:
-        raise CheckFailed(message)
+        raise CheckFailed(message[:-1] if message.endswith("?.") else message)
 
 
 # Otter's exception-based failure: "❌ Test case failed\nError at line N in test qN:\n  <line>\nType: message"

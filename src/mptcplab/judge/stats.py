@@ -146,7 +146,8 @@ def runs_needed(diff: float, sd: float, level: float = 0.95, limit: int = RUNS_L
 
 
 def holm(family: Iterable[dict], alpha: float = ALPHA) -> list[dict]:
-    """Holm's step-down correction of a family of comparisons (from `paired` / `welch`), in order.
+    """Holm's step-down correction of a family of comparisons (from `paired` / `welch`), returned in
+    the family's own order (the k-th result is the k-th comparison given, whatever its p).
 
     Sorted by p, comparison k (0-based) of m is judged at alpha / (m - k) while every smaller p was
     rejected; the first that is not stops the procedure, and it and everything after it are not

@@ -3,7 +3,7 @@
 # Idempotent: every step checks before it changes, so `vagrant provision` can be re-run at will.
 #
 #   provision.sh                      all steps
-#   provision.sh --only packages ...  just these steps (packages modules sysctls kit jupyter doctor)
+#   provision.sh --only packages ...  just these steps (kernel packages modules sysctls kit jupyter doctor)
 #   provision.sh --check              change nothing; report what is missing, exit 1 if anything is
 #   provision.sh --list-packages      print the apt packages for this distribution and kernel
 #   provision.sh --image              inside a disk image's chroot (vagrant/box/build.sh): install and
@@ -15,7 +15,9 @@
 # MPTCPLAB_JUPYTER_DIR (what JupyterLab serves; default MPTCPLAB_SRC), MPTCPLAB_OS_ID (ubuntu|debian:
 # the distribution --list-packages answers for; default this machine's), MPTCPLAB_CA_BUNDLE (a PEM
 # file pip trusts instead of its own CAs: a network whose proxy inspects TLS; the Vagrantfile copies
-# the host's MPTCPLAB_CA_BUNDLE in).
+# the host's MPTCPLAB_CA_BUNDLE in), MPTCPLAB_KERNEL_DEB (the kit's box kernel, a linux-image .deb
+# installed as GRUB's default; default: the one in $MPTCPLAB_SRC/build/box/kernel-ARCH/, where
+# `vagrant/box/build.sh --stage kernel` leaves it, if there is one).
 set -euo pipefail
 
 SRC=${MPTCPLAB_SRC:-/vagrant}
@@ -26,7 +28,7 @@ TOKEN=${MPTCPLAB_JUPYTER_TOKEN:-mptcplab}
 ETC=${MPTCPLAB_ETC:-/etc}
 APT_UPDATE=${MPTCPLAB_APT_UPDATE:-auto}
 JUPYTER_DIR=${MPTCPLAB_JUPYTER_DIR:-$SRC}
-ALL_STEPS="packages modules sysctls kit jupyter doctor"
+ALL_STEPS="kernel packages modules sysctls kit jupyter doctor"
 CHECK=0
 IMAGE=0
 STEPS=""
@@ -60,7 +62,7 @@ while [ $# -gt 0 ]; do
     --only) shift; while [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; do STEPS="$STEPS $1"; shift; done; continue ;;
     --list-packages) LIST=1 ;;
     --image) IMAGE=1 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (try --help)" ;;
   esac
   shift
@@ -74,6 +76,47 @@ kernel=$(uname -r)
 if [ "${LIST:-0}" = 1 ]; then packages_list; exit 0; fi
 [ "$(id -u)" = 0 ] || die "run as root (vagrant does; by hand: sudo $0)"
 
+
+# The kit's box kernel (vagrant/box/kernel.config: Debian's 6.12 with the paper's minRTT scheduler,
+# which Lab 1's paper point needs) beside the distribution's, which stays in GRUB's menu. The box
+# build runs this step in its chroot; the Lima VM and a plain Debian box at provisioning.
+installed() { # installed PACKAGE VERSION
+  [ "$(dpkg-query -W -f='${Version}' "$1" 2>/dev/null)" = "$2" ]
+}
+step_kernel() {
+  local deb=${MPTCPLAB_KERNEL_DEB:-} dir release version default changed=0
+  local conf=$ETC/default/grub.d/mptcplab-kernel.cfg
+  dir=$SRC/build/box/kernel-$(dpkg --print-architecture)
+  [ -n "$deb" ] || deb=$(find "$dir" -maxdepth 1 -name 'linux-image-*.deb' 2>/dev/null | head -1 || true)
+  if [ -z "$deb" ]; then say "kernel: $kernel, the distribution's (no kit kernel in $dir/)"; return 0; fi
+  [ -f "$deb" ] || die "MPTCPLAB_KERNEL_DEB=$deb: no such file"
+  if is_ubuntu; then say "kernel: $kernel, Ubuntu's (the kit's $deb is built for Debian)"; return 0; fi
+  release=$(dpkg-deb -f "$deb" Package); release=${release#linux-image-}
+  version=$(dpkg-deb -f "$deb" Version)
+  if [ "$CHECK" = 0 ]; then
+    # GRUB's default named by its menu title, which unlike an entry's id holds no disk UUID (a box's
+    # disk gets its own only later, in build.sh's image stage).
+    default="GRUB_DEFAULT=\"Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux $release\""
+    if [ "$(cat "$conf" 2>/dev/null)" != "$default" ]; then
+      mkdir -p "$ETC/default/grub.d"; echo "$default" >"$conf"; changed=1
+    fi
+    if installed "linux-image-$release" "$version"; then say "kernel: the kit's $release ($version) already installed"
+    else
+      say "kernel: installing the kit's $release ($version) from $deb"
+      dpkg -i "$deb"; changed=1  # its postinst makes the initramfs (and in a running system, GRUB's menu)
+    fi
+    # A chroot has no GRUB menu yet (build.sh's image stage writes it); a running system's is
+    # written again for the default above, which the package's own update-grub may have preceded.
+    if [ "$IMAGE" = 0 ] && [ "$changed" = 1 ]; then
+      command -v update-grub >/dev/null || die "no update-grub: the kit's kernel cannot be made GRUB's default"
+      update-grub
+    fi
+  fi
+  need "the kit's kernel $release ($version) installed" installed "linux-image-$release" "$version" || true
+  if [ "$IMAGE" = 0 ] && [ "$kernel" != "$release" ] && installed "linux-image-$release" "$version"; then
+    say "kernel: the kit's $release boots at the VM's next start (running $kernel): \`vagrant reload\`, or under Lima \`limactl stop mptcplab && limactl start mptcplab\`"
+  fi
+}
 
 step_packages() {
   local pkgs absent=()

@@ -105,16 +105,16 @@ stage_kernel() {
 }
 
 stage_rootfs() {
-  local tar=$OUT/rootfs-$ARCH.tar src deb release kit=()
+  local tar=$OUT/rootfs-$ARCH.tar src deb kit=()
   if [ "$BOX_KERNEL" = kit ]; then
-    # The kit's kernel, installed beside Debian's and GRUB's default: named by its menu title,
-    # which unlike an entry id does not contain the disk's UUID (made only by the image stage).
-    deb=$(find "$OUT/kernel-$ARCH" -maxdepth 1 -name 'linux-image-*.deb' 2>/dev/null | head -1)
+    # The kit's kernel, installed beside Debian's as GRUB's default by provision.sh's kernel step
+    # (the Lima VM's provisioning runs the same), copied in: a plain box has no kit in /opt.
+    deb=$(find "$OUT/kernel-$ARCH" -maxdepth 1 -name 'linux-image-*.deb' 2>/dev/null | head -1 || true)  # none: said below
     [ -n "$deb" ] || die "no kit kernel in $OUT/kernel-$ARCH: run --stage kernel first (or MPTCPLAB_BOX_KERNEL=debian)"
-    release=$(dpkg-deb -f "$deb" Package | sed 's/^linux-image-//')
     # shellcheck disable=SC2016  # $1 is the new root, expanded by mmdebstrap's hook shell
-    kit=(--customize-hook="cp '$deb' \"\$1/tmp/kit-kernel.deb\" && chroot \"\$1\" dpkg -i /tmp/kit-kernel.deb && rm \"\$1/tmp/kit-kernel.deb\""
-         --customize-hook="mkdir -p \"\$1/etc/default/grub.d\" && echo 'GRUB_DEFAULT=\"Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux $release\"' >\"\$1/etc/default/grub.d/mptcplab-kernel.cfg\"")
+    kit=(--customize-hook="cp '$deb' \"\$1/tmp/kit-kernel.deb\" && cp '$repo/vagrant/provision.sh' \"\$1/tmp/kit-provision.sh\""
+         --customize-hook="chroot \"\$1\" env -i $(chroot_env) MPTCPLAB_KERNEL_DEB=/tmp/kit-kernel.deb bash /tmp/kit-provision.sh --image --only kernel"
+         --customize-hook='rm "$1/tmp/kit-kernel.deb" "$1/tmp/kit-provision.sh"')
   fi
   src=$(mktemp -d)
   # The box carries the repository as committed (git archive: no venv, no build output), so the

@@ -23,7 +23,11 @@ def test_the_template_mounts_the_checkout_provisions_and_forwards_as_vagrant_doe
     (mount,) = t["mounts"]
     assert mount["mountPoint"] == "/vagrant" and mount["writable"] and 'synced_folder ".", "/vagrant"' in vagrantfile
     (provision,) = t["provision"]
-    assert provision["mode"] == "system" and "bash /vagrant/vagrant/provision.sh" in provision["script"]
+    # The Vagrantfile's script, every step of it: its kernel step takes the kit's kernel from the
+    # checkout's build/box/kernel-ARCH/ (test_provision_kernel.py), where the box build leaves it.
+    assert 'path: "vagrant/provision.sh"' in vagrantfile
+    assert provision["mode"] == "system" and re.search(r"bash /vagrant/vagrant/provision\.sh\n", provision["script"])
+    assert "OUT=$repo/build/box" in (ROOT / "vagrant" / "box" / "build.sh").read_text()
     port = re.search(r"PORT=\$\{MPTCPLAB_JUPYTER_PORT:-(\d+)\}", (ROOT / "vagrant" / "provision.sh").read_text())
     assert t["portForwards"] == [{"guestPort": int(port.group(1)), "hostPort": int(port.group(1))}]
     assert "mptcplab-jupyter.service" in t["probes"][0]["script"]
@@ -31,15 +35,16 @@ def test_the_template_mounts_the_checkout_provisions_and_forwards_as_vagrant_doe
 
 
 @pytest.mark.skipif(shutil.which("limactl") is None, reason="limactl is not installed (site/setup/lima.md)")
-def test_limactl_validates_it():
+def test_limactl_validates_it_and_fills_in_what_the_vagrant_vm_has():
     # limactl refuses root: as nobody, with a home of its own in /tmp (pytest's own tmp_path is private to root)
     home = Path(tempfile.mkdtemp(prefix="mlab-lima-"))
     try:
         copy = home / "mptcplab.yaml"
         shutil.copy(TEMPLATE, copy)
-        argv = ["limactl", "validate", str(copy)]
+        (home / "mptcplab").mkdir()  # the checkout where the template looks for it (param SRC)
+        argv = ["limactl", "validate", "--fill", str(copy)]
         if os.geteuid() == 0:
-            for path in (home, copy):
+            for path in (home, copy, home / "mptcplab"):
                 os.chown(path, 65534, 65534)
             argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", shutil.which("limactl"), *argv[1:]]
         out = subprocess.run(argv, env={**os.environ, "HOME": str(home)}, capture_output=True, text=True, timeout=120)
@@ -47,3 +52,12 @@ def test_limactl_validates_it():
         shutil.rmtree(home)
     assert out.returncode == 0, out.stderr
     assert "level=warning" not in out.stderr, out.stderr
+    filled = yaml.safe_load(out.stdout)  # what Lima makes of it on this host
+    (mount,) = filled["mounts"]
+    assert mount["location"] == str(home / "mptcplab") and mount["mountPoint"] == "/vagrant" and mount["writable"]
+    (forward,) = filled["portForwards"]
+    assert (forward["hostIP"], forward["hostPort"], forward["guestPort"]) == ("127.0.0.1", 8888, 8888)
+    (provision,) = filled["provision"]
+    user = filled["user"]["name"]
+    assert f'MPTCPLAB_USER="{user}" bash /vagrant/vagrant/provision.sh' in provision["script"]
+    assert not filled["containerd"]["system"] and not filled["containerd"]["user"]

@@ -42,8 +42,10 @@ FEATURES = {
     "minrtt_scheduler": ("MPTCP scheduler minrtt", "in net.mptcp.available_schedulers",
                          "not in net.mptcp.available_schedulers: what needs it runs where a kernel has it "
                          "(Places to run)",
-                         "a kernel with vagrant/uml/mptcp-minrtt-scheduler.patch: the kit's UML kernel has it "
-                         "(`mptcplab uml build`; x86 only)"),
+                         "a kernel with vagrant/uml/mptcp-minrtt-scheduler.patch: the kit's UML kernel "
+                         "(`mptcplab uml build`; x86 only) or its box kernel, which the Vagrant box boots and "
+                         "a Debian VM installs from build/box/kernel-arm64/ or kernel-amd64/ "
+                         "(`vagrant/provision.sh --only kernel`, then a restart; site/setup/lima.md)"),
 }
 
 

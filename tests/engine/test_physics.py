@@ -121,10 +121,13 @@ def window_check(tmp_path, monkeypatch, skmem_tb: int | None):
     monkeypatch.setattr(traffic, "bulk", lambda *a, **kw: result)
     topo = Topology("w", hosts=("snd", "rcv"), paths=[NetPath("p1", "snd", "rcv", "rate=20mbit,delay=30ms")])
 
-    class Net:
-        def popen(self, host, argv, what="", **kw):
-            return subprocess.Popen(["true"], stdout=kw["stdout"])
+    def spawn(net, host, role, *args, **kw):  # the sampler forked in the sender: its file, its JSON
+        Path(args[args.index("--out") + 1]).touch()
+        return subprocess.Popen(["echo", '{"role": "ss", "cpu_s": 0.0}'], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    monkeypatch.setattr(traffic, "spawn", spawn)
 
+    class Net:
         def stop(self, proc):
             proc.wait(timeout=10)
 

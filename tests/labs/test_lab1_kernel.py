@@ -2,7 +2,7 @@
 the control runs are wired through the engine like the detailed run; the analysis and the
 notebook's checks flag runs above their window bound without grading the luck of the run.
 
-A fake network: `popen` plays canned `ss -tinmHM` output, `bulk` returns a made-up result.
+A fake network: its ss sampler plays canned `ss -tinmHM` output, `bulk` returns a made-up result.
 """
 
 import inspect
@@ -22,6 +22,7 @@ from mptcplab.grading.feedback import CheckFailed
 from mptcplab.labs.lab1 import analysis as la
 from mptcplab.labs.lab1 import experiment as l1
 from mptcplab.labs.lab1 import measure as lm
+from mptcplab.measure import traffic
 from mptcplab.measure.observe import parse_ss
 from mptcplab.measure.traffic import BulkResult
 from mptcplab.net.topology import BASE_SYSCTLS
@@ -79,10 +80,6 @@ class FakeNet:
     def address(self, host, path):
         return ADDR[(host, path)]
 
-    def popen(self, host, argv, what="", **kw):
-        assert argv[:2] == ["bash", "-c"] and "ss -tinmHM" in argv[2]
-        return subprocess.Popen(["cat", str(self.canned)], stdout=kw["stdout"])
-
     def stop(self, proc):
         proc.wait(timeout=10)
 
@@ -98,6 +95,17 @@ class FakeNet:
              "rtt_ms_configured": 0.0},
             {"name": "slow", "a": "snd", "b": "rcv", "link": "rate=100mbit,delay=40ms", "a_addr": "10.2.0.1",
              "rtt_ms_configured": 80.0}]}
+
+
+@pytest.fixture(autouse=True)
+def canned_ss(monkeypatch):
+    """The ss sampler (the `ss` role traffic.spawn forks in the sender) plays the network's samples."""
+    def spawn(net, host, role, *args, **kw):
+        assert role == "ss"
+        shutil.copy(net.canned, args[args.index("--out") + 1])
+        return subprocess.Popen(["echo", json.dumps({"role": "ss", "cpu_s": 0.0})], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    monkeypatch.setattr(traffic, "spawn", spawn)
 
 
 def fake_bulk(mbps):

@@ -4,6 +4,7 @@
     python -m mptcplab.measure.bulk client --connect ADDR --port P --proto mptcp --duration 10 [--sndbuf B] [--cc reno]
     python -m mptcplab.measure.bulk udp --connect ADDR --port P --rate 2mbit --on 1 --off 1 --duration 30 --seed 1
     python -m mptcplab.measure.bulk udp-sink --bind ADDR --port P
+    python -m mptcplab.measure.bulk ss --out FILE --port P --interval 0.05 --stop FLAG   (ss -tinmHM samples: sockdiag)
     python -m mptcplab.measure.bulk spawner --socket PATH   (forks any of the above on request: traffic.spawn)
 
 Why not only iperf3: iperf3's `-w` sets SO_SNDBUF *and* SO_RCVBUF on both ends, so it cannot
@@ -396,6 +397,11 @@ def main(argv: list[str] | None = None) -> int:
     k = sub.add_parser("udp-sink")
     k.add_argument("--bind", required=True)
     k.add_argument("--port", type=int, default=5301)
+    q = sub.add_parser("ss", help="sample the sockets towards a port as `ss -tinmHM` prints them until FLAG exists")
+    q.add_argument("--out", required=True)
+    q.add_argument("--port", type=int, required=True)
+    q.add_argument("--interval", type=float, required=True)
+    q.add_argument("--stop", required=True)
     a = p.parse_args(argv)
     if a.role == "server":
         out = serve(a.bind, a.port, a.proto, a.flows, a.interval, a.timeout)
@@ -403,6 +409,10 @@ def main(argv: list[str] | None = None) -> int:
         out = send(a.connect, a.port, a.proto, a.flows, a.duration, a.sndbuf, a.cc, a.bind, a.start_at)
     elif a.role == "udp":
         out = udp_onoff(a.connect, a.port, a.rate, a.on, a.off, a.duration, a.seed, start_at=a.start_at)
+    elif a.role == "ss":
+        from .sockdiag import sample  # imported by this role alone
+
+        out = sample(a.out, a.port, a.interval, a.stop)
     elif a.role == "spawner":
         spawner(a.socket)
         return 0

@@ -31,6 +31,7 @@ from ..core.errors import EnvironmentProblem
 from ..core.paths import PREFIX, TRACEFS
 from ..core.state import TRACKER, kill_process_group, remove_trace_instance
 from ..net.links import TCP_PAYLOAD
+from . import traffic
 from .bulk import SENDER_COMM
 
 
@@ -194,6 +195,7 @@ class CpuTimes:
 # ---------------------------------------------------------------- ss sampling
 
 PAUSES = CAPTURES.with_name("pauses")  # the samplers' FIFOs (loop_script), in the same tmpfs as CAPTURES
+SAMPLES = CAPTURES.with_name("samples")  # the ss samplers' files while they run (SsSampler)
 
 
 def loop_script(flag: Path, command: str, interval: float, fifo: Path) -> str:
@@ -238,7 +240,12 @@ class _Loop:
 
 
 class SsSampler:
-    """`ss -tinmM` every `interval` seconds inside the host (the fallback when tracepoints are missing).
+    """What `ss -tinmHM dport = :PORT` prints, every `interval` seconds inside the host (the
+    fallback when tracepoints are missing), each sample stamped `@ <epoch>`: read by one of the
+    kit's processes that stays up (`bulk ss`, forked by the host's spawner) through SOCK_DIAG dumps
+    and printed as ss prints them (measure.sockdiag), where starting `ss` per sample cost the VM's
+    emulated CPU ~30% of a Lab 2 transfer. The samples are written into memory (/run) and moved
+    into the run directory when the sampler stops, as captures are.
 
     `-m` adds the send buffer's accounting (skmem w = sk_wmem_queued, tb = sk_sndbuf) that
     `ss_summary` records for every run. After the block, `table` holds the parsed samples
@@ -256,10 +263,14 @@ class SsSampler:
         self.keep_raw = keep_raw
         self.table = None
         self.since = None
+        self.writing = SAMPLES / uuid.uuid4().hex[:8]  # its file and its stop flag while it runs
 
     def __enter__(self):
-        self.loop = _Loop(self.net, self.host, self.path, f"ss -tinmHM dport = :{self.port}", self.interval,
-                          "ss sampler")
+        self._memory = TRACKER.add("dir", path=str(self.writing))  # `mptcplab clean` removes it if stopped
+        self.writing.mkdir(parents=True)
+        self.proc = traffic.spawn(self.net, self.host, "ss", "--out", self.writing / self.path.name,
+                                  "--port", self.port, "--interval", self.interval, "--stop", self.writing / "stop",
+                                  what="ss sampler")
         return self
 
     def steady_from(self, t: float) -> None:
@@ -267,7 +278,22 @@ class SsSampler:
 
     def __exit__(self, *exc):
         with self.rd.timed("ss_stop"):
-            self.loop.stop()
+            (self.writing / "stop").touch()  # it leaves after the sample it is taking
+            out = err = ""
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                out, err = self.proc.communicate(timeout=self.interval + 10)
+            self.net.stop(self.proc)
+            written = self.writing / self.path.name
+            if written.exists():
+                shutil.move(written, self.path)
+            shutil.rmtree(self.writing, ignore_errors=True)
+            TRACKER.discard(self._memory)
+        if self.proc.returncode != 0 or not self.path.exists():
+            raise EnvironmentProblem(f"the ss sampler in {self.host} failed ({self.proc.returncode}): "
+                                     f"{(err or '').strip()[-1000:]}")
+        # what sampling cost the CPU (bulk.main's cpu_s), beside the run's other processes
+        said = json.loads(out)
+        self.rd.manifest.setdefault("process_cpu_s", {})[f"ss sampler {self.path.stem}"] = said["cpu_s"]
         with self.rd.timed("ss_parse"):
             table = self.table = parse_ss(self.path.read_text())
         csv = self.path.with_suffix(".csv")

@@ -268,10 +268,18 @@ class SsSampler:
     def __enter__(self):
         self._memory = TRACKER.add("dir", path=str(self.writing))  # `mptcplab clean` removes it if stopped
         self.writing.mkdir(parents=True)
-        self.proc = traffic.spawn(self.net, self.host, "ss", "--out", self.writing / self.path.name,
-                                  "--port", self.port, "--interval", self.interval, "--stop", self.writing / "stop",
-                                  what="ss sampler")
+        try:
+            self.proc = traffic.spawn(self.net, self.host, "ss", "--out", self.writing / self.path.name,
+                                      "--port", self.port, "--interval", self.interval,
+                                      "--stop", self.writing / "stop", what="ss sampler")
+        except BaseException:
+            self._forget()
+            raise
         return self
+
+    def _forget(self) -> None:
+        shutil.rmtree(self.writing, ignore_errors=True)
+        TRACKER.discard(self._memory)
 
     def steady_from(self, t: float) -> None:
         self.since = t
@@ -286,8 +294,7 @@ class SsSampler:
             written = self.writing / self.path.name
             if written.exists():
                 shutil.move(written, self.path)
-            shutil.rmtree(self.writing, ignore_errors=True)
-            TRACKER.discard(self._memory)
+            self._forget()
         if self.proc.returncode != 0 or not self.path.exists():
             raise EnvironmentProblem(f"the ss sampler in {self.host} failed ({self.proc.returncode}): "
                                      f"{(err or '').strip()[-1000:]}")

@@ -18,6 +18,7 @@ import pytest
 from mptcplab.core import kernel
 from mptcplab.core.errors import ExperimentFailed
 from mptcplab.judge import physics, verify
+from mptcplab.measure import traffic
 from mptcplab.net import latency, topology
 from mptcplab.net.links import LinkSpec
 from mptcplab.net.topology import Network, NetPath, Topology
@@ -70,9 +71,6 @@ class FakePlace(Network):
                  for n in range(count)]
         return subprocess.CompletedProcess(argv, 0, "\n".join(lines) + "\n", "")
 
-    def popen(self, host, argv, what="", **kw):  # the samplers: nothing to sample in the model
-        return subprocess.Popen(["true"], stdout=kw.get("stdout"))
-
     def sysctls(self, host, keys):  # no sysctls in the model
         return dict.fromkeys(keys)
 
@@ -82,6 +80,15 @@ class FakePlace(Network):
     def applied(self, path):
         """The netem delays (ms) now on the path's two emulator ports: (a->b, b->a)."""
         return round(self.delay_ms[f"b-{path}"], 3), round(self.delay_ms[f"a-{path}"], 3)
+
+
+@pytest.fixture(autouse=True)
+def no_samples(monkeypatch):
+    """The samplers (the kit's tool's roles, forked by traffic.spawn) have nothing to sample in the model."""
+    def spawn(net, host, role, *args, **kw):
+        open(args[args.index("--out") + 1], "w").close()
+        return subprocess.Popen(["echo", '{"cpu_s": 0.0}'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    monkeypatch.setattr(traffic, "spawn", spawn)
 
 
 def lab2_like(*links):

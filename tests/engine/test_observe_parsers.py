@@ -100,58 +100,6 @@ def test_one_sample_of_every_device_gives_each_devices_root_counters():
     assert parse_qdisc(text, "b-p9").empty
 
 
-def test_a_sampler_leaves_by_itself_instead_of_being_signalled(tmp_path):
-    # A signal landing while the sampler's shell forks made the UML kernel panic: stop() must end
-    # the loop through its stop file, so the shell exits with status 0, not by SIGTERM (-15).
-    import subprocess
-
-    from mptcplab.measure.observe import _Loop
-
-    class Host:  # the network's two calls the loop makes, without namespaces
-        def popen(self, host, argv, what="", **kw):
-            return subprocess.Popen(argv, **kw)
-
-        def stop(self, proc):
-            if proc.poll() is None:
-                proc.terminate()
-                proc.wait()
-
-    loop = _Loop(Host(), "snd", tmp_path / "s.txt", "echo sample", 0.05, "test sampler")
-    import time
-
-    time.sleep(0.3)
-    loop.stop()
-    assert loop.proc.returncode == 0
-    text = (tmp_path / "s.txt").read_text()
-    assert text.count("sample") >= 2 and not loop.flag.exists()
-    # each sample stamped with the epoch by bash itself, a point before the microseconds
-    stamps = [float(line[2:]) for line in text.splitlines() if line.startswith("@ ")]
-    assert len(stamps) >= 2 and all(abs(t - time.time()) < 60 for t in stamps)
-    assert all(b - a >= 0.04 for a, b in zip(stamps, stamps[1:]))  # the pause between samples is kept
-
-
-def test_the_sampling_loop_starts_no_program_but_its_command_and_never_spins(tmp_path):
-    import subprocess
-    import time
-
-    from mptcplab.measure.observe import loop_script
-
-    script = loop_script(Path("/run/x y/.s.stop"), "ss -tin", 0.25, Path("/run/p.fifo"))
-    assert "date" not in script and "[ ! -e '/run/x y/.s.stop' ]" in script and "LC_ALL=C" in script
-    assert "exec 3<> /run/p.fifo" in script and "read -t 0.25 -u 3; [ $? -gt 128 ] || sleep 0.25" in script
-    # Where the pause's FIFO cannot be opened (bash's <(:) in UML could not), `read` fails at once:
-    # the loop still pauses, with `sleep`, instead of sampling flat out
-    flag = tmp_path / ".stop"
-    out = open(tmp_path / "s.txt", "w")
-    proc = subprocess.Popen(["bash", "-c", loop_script(flag, "true", 0.05, tmp_path / "none" / "x.fifo")],
-                            stdout=out, stderr=subprocess.DEVNULL)
-    time.sleep(0.5)
-    flag.touch()
-    assert proc.wait(timeout=5) == 0
-    out.close()
-    assert 3 <= (tmp_path / "s.txt").read_text().count("@ ") <= 12
-
-
 def test_cpu_times_parse_proc_stat_and_softnet():
     stat = "cpu  10 1 20 60 0 0 9 0 0 0\ncpu0 10 1 20 60 0 0 9 0 0 0\nintr 5\n"
     assert observe.parse_proc_stat(stat) == {"user": 10, "nice": 1, "system": 20, "idle": 60, "iowait": 0,

@@ -21,6 +21,17 @@ def sysctl_path(key: str) -> Path:
     return Path("/proc/sys") / key.replace(".", "/")
 
 
+def join(ns: str) -> None:
+    """Move the calling thread into network namespace `ns` (its name under /run/netns): the sockets
+    it opens from then on are the namespace's."""
+    fd = os.open(NETNS_DIR / ns, os.O_RDONLY)
+    try:
+        if ctypes.CDLL(None, use_errno=True).setns(fd, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns into network namespace {ns}")
+    finally:
+        os.close(fd)
+
+
 def read_sysctls(ns: str, keys) -> dict[str, str | None]:
     """`keys` as they are inside namespace `ns` (its name under /run/netns), whitespace as one
     space (tcp_wmem's tabs), None for a key the kernel lacks or will not let be read."""
@@ -29,12 +40,7 @@ def read_sysctls(ns: str, keys) -> dict[str, str | None]:
 
     def inside() -> None:  # only this thread joins the namespace, and it ends here
         try:
-            fd = os.open(NETNS_DIR / ns, os.O_RDONLY)
-            try:
-                if ctypes.CDLL(None, use_errno=True).setns(fd, CLONE_NEWNET) != 0:
-                    raise OSError(ctypes.get_errno(), f"setns into network namespace {ns}")
-            finally:
-                os.close(fd)
+            join(ns)
             for key in keys:
                 try:
                     got[key] = " ".join(sysctl_path(key).read_text().split())

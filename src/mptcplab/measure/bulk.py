@@ -5,6 +5,7 @@
     python -m mptcplab.measure.bulk udp --connect ADDR --port P --rate 2mbit --on 1 --off 1 --duration 30 --seed 1
     python -m mptcplab.measure.bulk udp-sink --bind ADDR --port P
     python -m mptcplab.measure.bulk ss --out FILE --port P --interval 0.05 --stop FLAG   (ss -tinmHM samples: sockdiag)
+    python -m mptcplab.measure.bulk qdisc --out FILE --interval 0.1 --stop FLAG [--dev D] [--netns NS]   (tcstats)
     python -m mptcplab.measure.bulk spawner --socket PATH   (forks any of the above on request: traffic.spawn)
 
 Why not only iperf3: iperf3's `-w` sets SO_SNDBUF *and* SO_RCVBUF on both ends, so it cannot
@@ -402,6 +403,12 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("--port", type=int, required=True)
     q.add_argument("--interval", type=float, required=True)
     q.add_argument("--stop", required=True)
+    d = sub.add_parser("qdisc", help="sample the qdiscs as `tc -s -j qdisc show` prints them until FLAG exists")
+    d.add_argument("--out", required=True)
+    d.add_argument("--interval", type=float, required=True)
+    d.add_argument("--stop", required=True)
+    d.add_argument("--dev", default=None)
+    d.add_argument("--netns", default=None, help="the network namespace to read (by default this one)")
     a = p.parse_args(argv)
     if a.role == "server":
         out = serve(a.bind, a.port, a.proto, a.flows, a.interval, a.timeout)
@@ -410,9 +417,16 @@ def main(argv: list[str] | None = None) -> int:
     elif a.role == "udp":
         out = udp_onoff(a.connect, a.port, a.rate, a.on, a.off, a.duration, a.seed, start_at=a.start_at)
     elif a.role == "ss":
-        from .sockdiag import sample  # imported by this role alone
+        from .sockdiag import sample_ss  # imported by this role alone
 
-        out = sample(a.out, a.port, a.interval, a.stop)
+        out = sample_ss(a.out, a.port, a.interval, a.stop)
+    elif a.role == "qdisc":
+        from ..core.netns import join
+        from .tcstats import sample_qdiscs
+
+        if a.netns:
+            join(a.netns)  # this role's one thread: its socket and device names are the namespace's
+        out = sample_qdiscs(a.out, a.interval, a.stop, a.dev)
     elif a.role == "spawner":
         spawner(a.socket)
         return 0

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import statistics
-import shlex
 import shutil
 import subprocess
 import time
@@ -194,58 +192,58 @@ class CpuTimes:
 
 # ---------------------------------------------------------------- ss sampling
 
-PAUSES = CAPTURES.with_name("pauses")  # the samplers' FIFOs (loop_script), in the same tmpfs as CAPTURES
-SAMPLES = CAPTURES.with_name("samples")  # the ss samplers' files while they run (SsSampler)
-
-
-def loop_script(flag: Path, command: str, interval: float, fifo: Path) -> str:
-    """The sampling loop: `@ <epoch>`, `command`, a pause of `interval`, until `flag` exists. Only
-    `command` starts a program: the time is bash's $EPOCHREALTIME and the pause a `read` that times
-    out on `fifo`, a FIFO nobody writes to, where `date` and `sleep` were two more programs per
-    sample: in the VM place under software emulation a program's start costs its one CPU 50-90 ms
-    (ten `date` 0.5-0.7 s, ten `tc -V` 0.7-0.9 s, 2026-11-28), taken from the run's emulated
-    network. A `read` that fails instead of timing out (status 128 or less) pauses with `sleep`:
-    the loop never spins (bash's `<(:)` for that pipe spun in UML, which could not open
-    /dev/fd/63, and slowed Lab 3's runs twofold). `command` may print `$EPOCHREALTIME` itself
-    (LC_ALL=C: a point, not a comma, before the microseconds)."""
-    return (f"export LC_ALL=C; exec 3<> {shlex.quote(str(fifo))}; while [ ! -e {shlex.quote(str(flag))} ]; do "
-            f"echo \"@ $EPOCHREALTIME\"; {command}; read -t {interval} -u 3; [ $? -gt 128 ] || sleep {interval}; done")
+SAMPLES = CAPTURES.with_name("samples")  # the samplers' files while they run (_Loop), in the same tmpfs
 
 
 class _Loop:
-    """A shell loop sampling into a file. `stop()` lets it finish its iteration and leave by
-    itself; a signal is only the fallback. Signalling it can land while the shell forks, and the
-    UML kernel then faults undoing the half-made child (seen once in 26 Lab 3 runs of 2 samplers:
-    "Kernel panic - not syncing: Kernel mode fault" in sh, clone -> copy_process -> mmput ->
-    exit_mmap -> tlb_finish_mmu; copy_process abandons a fork when a signal is pending)."""
+    """A sampler of the kit's tool (`bulk ss`, `bulk qdisc`: measure.sockdiag, measure.tcstats),
+    forked by `host`'s spawner: every `interval` seconds `@ <epoch>` and a sample, read through
+    netlink, written into memory (/run) and moved to `path` when it stops. Each sample was once a
+    program started by a shell loop, which in the VM place under software emulation cost its one
+    CPU ~16-20 M instructions (s22's vm-guest-cost: ~30% of a Lab 2 transfer at 0.05 s).
 
-    def __init__(self, net, host: str, path, command: str, interval: float, what: str) -> None:
-        self.net, self.out = net, open(path, "w")
-        self.flag = Path(path).with_name(f".{Path(path).name}.stop")
-        self.flag.unlink(missing_ok=True)
-        PAUSES.mkdir(parents=True, exist_ok=True)
-        self.fifo = PAUSES / f"{uuid.uuid4().hex[:8]}.fifo"
-        os.mkfifo(self.fifo)
-        self.proc = net.popen(host, ["bash", "-c", loop_script(self.flag, command, interval, self.fifo)],
-                              what=what, stdout=self.out, stderr=subprocess.DEVNULL)
+    `stop()` lets it finish its sample and leave by itself; a signal is only the fallback. A
+    signal landing while a process forks made the UML kernel fault undoing the half-made child
+    (seen once in 26 Lab 3 runs of 2 shell samplers: "Kernel panic - not syncing: Kernel mode
+    fault" in sh, clone -> copy_process -> mmput -> exit_mmap -> tlb_finish_mmu)."""
 
-    def stop(self, wait_s: float = 10.0) -> None:
-        self.flag.touch()
+    def __init__(self, net, host: str, path, role: str, interval: float, what: str, *args) -> None:
+        self.net, self.path, self.role, self.interval = net, Path(path), role, interval
+        self.writing = SAMPLES / uuid.uuid4().hex[:8]  # its file and its stop flag while it runs
+        self._memory = TRACKER.add("dir", path=str(self.writing))  # `mptcplab clean` removes it if stopped
+        self.writing.mkdir(parents=True)
+        try:
+            self.proc = traffic.spawn(net, host, role, "--out", self.writing / self.path.name, "--interval", interval,
+                                      "--stop", self.writing / "stop", *args, what=what)
+        except BaseException:
+            self._forget()
+            raise
+
+    def _forget(self) -> None:
+        shutil.rmtree(self.writing, ignore_errors=True)
+        TRACKER.discard(self._memory)
+
+    def stop(self, wait_s: float = 10.0) -> dict:
+        """Stop it, its file in place; what it said (its JSON: samples, cpu_s)."""
+        (self.writing / "stop").touch()  # it leaves after the sample it is taking
+        out = err = ""
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=wait_s)
+            out, err = self.proc.communicate(timeout=self.interval + wait_s)
         self.net.stop(self.proc)  # nothing left to signal unless it did not leave in time
-        self.out.close()
-        self.flag.unlink(missing_ok=True)
-        self.fifo.unlink(missing_ok=True)
+        written = self.writing / self.path.name
+        if written.exists():
+            shutil.move(written, self.path)
+        self._forget()
+        if self.proc.returncode != 0 or not self.path.exists():
+            raise EnvironmentProblem(f"the {self.role} sampler failed ({self.proc.returncode}): "
+                                     f"{(err or '').strip()[-1000:]}")
+        return json.loads(out)
 
 
 class SsSampler:
     """What `ss -tinmHM dport = :PORT` prints, every `interval` seconds inside the host (the
-    fallback when tracepoints are missing), each sample stamped `@ <epoch>`: read by one of the
-    kit's processes that stays up (`bulk ss`, forked by the host's spawner) through SOCK_DIAG dumps
-    and printed as ss prints them (measure.sockdiag), where starting `ss` per sample cost the VM's
-    emulated CPU ~30% of a Lab 2 transfer. The samples are written into memory (/run) and moved
-    into the run directory when the sampler stops, as captures are.
+    fallback when tracepoints are missing), each sample stamped `@ <epoch>`: the sampler reads
+    the sockets through SOCK_DIAG and prints them as ss does (`bulk ss`, measure.sockdiag; _Loop).
 
     `-m` adds the send buffer's accounting (skmem w = sk_wmem_queued, tb = sk_sndbuf) that
     `ss_summary` records for every run. After the block, `table` holds the parsed samples
@@ -263,43 +261,18 @@ class SsSampler:
         self.keep_raw = keep_raw
         self.table = None
         self.since = None
-        self.writing = SAMPLES / uuid.uuid4().hex[:8]  # its file and its stop flag while it runs
 
     def __enter__(self):
-        self._memory = TRACKER.add("dir", path=str(self.writing))  # `mptcplab clean` removes it if stopped
-        self.writing.mkdir(parents=True)
-        try:
-            self.proc = traffic.spawn(self.net, self.host, "ss", "--out", self.writing / self.path.name,
-                                      "--port", self.port, "--interval", self.interval,
-                                      "--stop", self.writing / "stop", what="ss sampler")
-        except BaseException:
-            self._forget()
-            raise
+        self.loop = _Loop(self.net, self.host, self.path, "ss", self.interval, "ss sampler", "--port", self.port)
         return self
-
-    def _forget(self) -> None:
-        shutil.rmtree(self.writing, ignore_errors=True)
-        TRACKER.discard(self._memory)
 
     def steady_from(self, t: float) -> None:
         self.since = t
 
     def __exit__(self, *exc):
         with self.rd.timed("ss_stop"):
-            (self.writing / "stop").touch()  # it leaves after the sample it is taking
-            out = err = ""
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                out, err = self.proc.communicate(timeout=self.interval + 10)
-            self.net.stop(self.proc)
-            written = self.writing / self.path.name
-            if written.exists():
-                shutil.move(written, self.path)
-            self._forget()
-        if self.proc.returncode != 0 or not self.path.exists():
-            raise EnvironmentProblem(f"the ss sampler in {self.host} failed ({self.proc.returncode}): "
-                                     f"{(err or '').strip()[-1000:]}")
+            said = self.loop.stop()
         # what sampling cost the CPU (bulk.main's cpu_s), beside the run's other processes
-        said = json.loads(out)
         self.rd.manifest.setdefault("process_cpu_s", {})[f"ss sampler {self.path.stem}"] = said["cpu_s"]
         with self.rd.timed("ss_parse"):
             table = self.table = parse_ss(self.path.read_text())
@@ -426,12 +399,13 @@ def ss_summary(table, since: float | None = None) -> dict:
 
 
 class QdiscSampler:
-    """`tc -s -j qdisc show dev DEV` every `interval` seconds inside the host: the root qdisc's
-    counters (packets and bytes sent, drops) as a table, so a rate or a loss rate can be taken over
-    any part of a run (e.g. its measurement window) rather than only over all of it.
+    """What `tc -s -j qdisc show dev DEV` prints, every `interval` seconds inside the host (`bulk
+    qdisc`, measure.tcstats; _Loop): the root qdisc's counters (packets and bytes sent, drops) as
+    a table, so a rate or a loss rate can be taken over any part of a run (e.g. its measurement
+    window) rather than only over all of it.
 
-    `dev` a list: one `tc -s -j qdisc show` of the whole host per sample serves them all (as
-    cheap as one device: a sample costs its process starts), `tables[dev]` and one CSV each."""
+    `dev` a list: one read of the whole host per sample serves them all, `tables[dev]` and one
+    CSV each."""
 
     def __init__(self, net, host: str, rd, dev: str | list[str], interval: float = 0.2,
                  name: str = "qdisc.txt") -> None:
@@ -442,15 +416,17 @@ class QdiscSampler:
         self.tables: dict = {}
 
     def __enter__(self):
-        # the time after each read too: on a slow (emulated) CPU starting `tc` takes long enough to
-        # matter, and a rate is then only known between bounds (qdisc_window)
-        show = f"tc -s -j qdisc show dev {self.dev}" if self.one else "tc -s -j qdisc show"
-        self.loop = _Loop(self.net, self.host, self.path, f"{show}; echo \"= $EPOCHREALTIME\"", self.interval,
-                          "qdisc sampler")
+        # Forked by a spawner that runs already (a transfer's) and reading this host's namespace: a
+        # spawner of its own in the emulator would cost an interpreter's start, seconds in an
+        # emulated CPU. Each sample keeps the time after its read too (qdisc_window's bounds).
+        forker = self.host if self.host in self.net.spawners else next(iter(self.net.spawners), self.net.topo.hosts[0])
+        self.loop = _Loop(self.net, forker, self.path, "qdisc", self.interval, "qdisc sampler",
+                          "--netns", self.net.ns(self.host), *(["--dev", self.dev] if self.one else []))
         return self
 
     def __exit__(self, *exc):
-        self.loop.stop()
+        said = self.loop.stop()
+        self.rd.manifest.setdefault("process_cpu_s", {})[f"qdisc sampler {self.path.stem}"] = said["cpu_s"]
         text = self.path.read_text()
         for dev in self.devs:
             table = self.tables[dev] = parse_qdisc(text, None if self.one else dev)

@@ -101,11 +101,10 @@ def attributes(data: bytes, offset: int = 0) -> dict[int, bytes]:
     return out
 
 
-def dump(sock: socket.socket, family: int, protocol: int, dport: int) -> list[bytes]:
-    """The inet_diag messages (without their netlink header) of one dump. An error answer raises
-    OSError, except for MPTCP: a kernel without its diag module has none to show, and ss is silent
-    then too."""
-    sock.send(request(family, protocol, dport))
+def messages(sock: socket.socket, request: bytes, quiet: bool = False) -> list[bytes]:
+    """The messages (without their netlink header) answering one dump request. An error answer
+    raises OSError unless `quiet`."""
+    sock.send(request)
     out = []
     while True:
         data = sock.recv(1 << 16)
@@ -116,11 +115,17 @@ def dump(sock: socket.socket, family: int, protocol: int, dport: int) -> list[by
                 return out
             if kind == NLMSG_ERROR:
                 errno = -struct.unpack_from("=i", data, offset + 16)[0]
-                if errno and protocol != IPPROTO_MPTCP:
-                    raise OSError(errno, f"SOCK_DIAG dump of protocol {protocol}: {os.strerror(errno)}")
+                if errno and not quiet:
+                    raise OSError(errno, f"netlink dump: {os.strerror(errno)}")
                 return out
             out.append(data[offset + 16:offset + length])
             offset += max(16, (length + 3) & ~3)
+
+
+def dump(sock: socket.socket, family: int, protocol: int, dport: int) -> list[bytes]:
+    """The inet_diag messages of one dump. A kernel without MPTCP's diag module answers with an
+    error: it has no MPTCP socket to show, and ss is silent then too."""
+    return messages(sock, request(family, protocol, dport), quiet=protocol == IPPROTO_MPTCP)
 
 
 def _address(family: int, raw: bytes, port: int, ifname: str | None = None) -> str:
@@ -289,7 +294,7 @@ def mptcp_info_text(raw: bytes) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _device(ifindex: int) -> str:
+def device(ifindex: int) -> str:
     """A device's name in this namespace (ss: ll_index_to_name), looked up once."""
     try:
         return socket.if_indextoname(ifindex)
@@ -301,7 +306,7 @@ def socket_text(msg: bytes, protocol: int) -> str:
     """One socket as `ss -tinmM` prints it: its line, then a tab and its info line."""
     family, state, _, _, _, _, src, dst, ifindex, _, _, rqueue, wqueue, _, _ = MSG.unpack_from(msg)
     sport, dport = struct.unpack_from("!HH", msg, 4)
-    dev = _device(ifindex) if ifindex else None
+    dev = device(ifindex) if ifindex else None
     attrs = attributes(msg, MSG.size)
     info = _skmem(attrs[SKMEMINFO]) if SKMEMINFO in attrs else ""
     if protocol == IPPROTO_MPTCP:
@@ -320,15 +325,21 @@ def snapshot(sock: socket.socket, dport: int) -> str:
                    for family in (socket.AF_INET, socket.AF_INET6) for msg in dump(sock, family, protocol, dport))
 
 
-def sample(out: str, port: int, interval: float, stop: str) -> dict:
-    """`@ <epoch>` and a snapshot, then a pause of `interval`, until the file `stop` exists (the
-    sampler leaves by itself rather than being signalled while it writes). Each sample is written
-    whole. Returns how many it took."""
+def sample(out: str, interval: float, stop: str, take) -> dict:
+    """`@ <epoch>` and what `take()` returns, then a pause of `interval`, until the file `stop`
+    exists (the sampler leaves by itself rather than being signalled while it writes). Each sample
+    is written whole. Returns how many it took."""
     samples = 0
-    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG) as sock, open(out, "w") as f:
+    with open(out, "w") as f:
         while not os.path.exists(stop):
-            f.write(f"@ {time.time():.6f}\n{snapshot(sock, port)}")
+            f.write(f"@ {time.time():.6f}\n{take()}")
             f.flush()
             samples += 1
             time.sleep(interval)
-    return {"role": "ss", "samples": samples}
+    return {"samples": samples}
+
+
+def sample_ss(out: str, port: int, interval: float, stop: str) -> dict:
+    """`ss -tinmHM dport = :PORT` every `interval` seconds (observe.SsSampler)."""
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG) as sock:
+        return {"role": "ss", **sample(out, interval, stop, lambda: snapshot(sock, port))}

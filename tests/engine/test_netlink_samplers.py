@@ -1,5 +1,6 @@
-"""The ss sampler without `ss` (measure.sockdiag) against `ss` itself, on live TCP and MPTCP
-connections of this kernel: the same text and the same parsed rows, field by field."""
+"""The samplers without programs against the programs, on this kernel: `ss` (measure.sockdiag) on
+live TCP and MPTCP connections, the same text and the same parsed rows field by field; `tc -s -j
+qdisc show` (measure.tcstats) on the emulator's qdiscs, the same objects but tc's options."""
 
 import json
 import math
@@ -16,8 +17,8 @@ import pytest
 
 from mptcplab.core import kernel
 from mptcplab.measure import traffic
-from mptcplab.measure.observe import SsSampler, parse_ss
-from mptcplab.net.topology import NetPath, Topology
+from mptcplab.measure.observe import QdiscSampler, SsSampler, parse_ss
+from mptcplab.net.topology import EMULATOR, NetPath, Topology, port_facing
 from mptcplab.run.results import Sweep
 
 PORT = 5299
@@ -27,8 +28,9 @@ def mptcp_on() -> bool:
     return enabled.exists() and enabled.read_text().strip() == "1"
 
 
-native = pytest.mark.skipif(os.geteuid() != 0 or not kernel.tbf_usable() or not shutil.which("ss") or not mptcp_on(),
-                            reason="needs root, tbf, ss and MPTCP to build connections on this host")
+native = pytest.mark.skipif(os.geteuid() != 0 or not kernel.tbf_usable() or not shutil.which("ss") or not mptcp_on()
+                            or not shutil.which("tc"),
+                            reason="needs root, tbf, ss, tc and MPTCP to build connections on this host")
 
 # In the sender: sockdiag, `ss`, sockdiag again, back to back, N times: each `ss` read bracketed.
 BRACKETS = """
@@ -151,4 +153,69 @@ def test_the_sampler_reads_a_transfer_as_ss_does_between_two_of_its_reads(tmp_pa
         conns = rd.summary["kernel_tcp"]["ss"]["connections"]
         assert len(conns) == 3 and any(k.endswith("(mptcp socket)") for k in conns), conns
         assert rd.manifest["process_cpu_s"]["ss sampler ss"] >= 0 and got["r"].goodput_transfer_mbps > 0
-    assert not sampler.writing.exists()  # its memory is gone
+    assert not sampler.loop.writing.exists()  # its memory is gone
+
+
+# In the emulator: tcstats, `tc`, tcstats again, back to back, N times (of device DEV if given).
+QDISC_BRACKETS = """
+import json, socket, subprocess, sys
+from mptcplab.measure import tcstats
+n, dev = int(sys.argv[1]), (sys.argv[2:] or [None])[0]
+sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+out = []
+for _ in range(n):
+    before = tcstats.qdiscs(sock, dev)
+    tc = subprocess.run(["tc", "-s", "-j", "qdisc", "show", *(["dev", dev] if dev else [])], capture_output=True,
+                        text=True, check=True)
+    out.append([before, [{k: v for k, v in q.items() if k != "options"} for q in json.loads(tc.stdout)],
+                tcstats.qdiscs(sock, dev)])
+print(json.dumps(out))
+"""
+QDISC_COUNTERS = ("bytes", "packets", "drops", "overlimits", "requeues")  # only grow
+
+
+def qdisc_brackets(net, n: int, dev: str | None = None) -> list:
+    return json.loads(net.run(EMULATOR, [sys.executable, "-c", QDISC_BRACKETS, str(n), *([dev] if dev else [])]).stdout)
+
+
+@native
+def test_idle_qdiscs_read_as_tc_prints_them_but_their_options():
+    with two_paths().up() as net:
+        net.run("snd", ["ping", "-c", "3", "-i", "0.2", "-q", net.address("rcv", "p1")])
+        for dev in (None, port_facing("p1")):
+            for before, tc, after in qdisc_brackets(net, 2, dev):
+                assert before == tc == after, (before, tc)
+        assert tc[0]["root"] and tc[0]["packets"] >= 3 and "dev" not in tc[0], tc  # the pings, on one device
+
+
+@native
+def test_the_qdisc_sampler_reads_a_transfer_as_tc_does_between_two_of_its_reads(tmp_path):
+    """During a TCP transfer: every `tc` read's counters lie between the tcstats reads around it,
+    and the sampler, forked by a host's spawner into the emulator's namespace, samples every
+    device at its interval, each read bracketed within milliseconds."""
+    devs = [port_facing("p1"), port_facing("p2")]
+    with two_paths().up() as net, Sweep(tmp_path).run("r", {}) as rd:
+        got = {}
+        transfer = threading.Thread(target=lambda: got.update(r=traffic.bulk(net, "snd", "rcv", "p1", duration=2.0,
+                                                                              port=PORT)))
+        with QdiscSampler(net, EMULATOR, rd, devs, interval=0.1) as sampler:
+            transfer.start()
+            time.sleep(1.0)
+            reads = qdisc_brackets(net, 5)
+            transfer.join()
+        for before, tc, after in reads:
+            key = lambda q: (q.get("dev"), q["handle"])  # noqa: E731
+            b, t, a = ({key(q): q for q in r} for r in (before, tc, after))
+            assert b.keys() == t.keys() == a.keys()
+            for k, q in t.items():
+                assert set(q) == set(b[k]) == set(a[k]), (q, b[k])
+                for col, v in q.items():
+                    if col in QDISC_COUNTERS:
+                        assert min(b[k][col], a[k][col]) <= v <= max(b[k][col], a[k][col]), (k, col, b[k], q, a[k])
+                    elif col not in ("backlog", "qlen"):  # which move up and down
+                        assert v == b[k][col] == a[k][col], (k, col)
+        p1 = sampler.tables[devs[0]]
+        assert len(p1) >= 15 and (p1["time_after"] - p1["time"]).median() < 0.01, p1
+        assert p1["bytes"].is_monotonic_increasing and p1["bytes"].iloc[-1] > p1["bytes"].iloc[0]
+        assert len(sampler.tables[devs[1]]) == len(p1)
+        assert rd.manifest["process_cpu_s"]["qdisc sampler qdisc"] >= 0 and got["r"].goodput_transfer_mbps > 0

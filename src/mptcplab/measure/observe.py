@@ -190,7 +190,7 @@ class CpuTimes:
         return False
 
 
-# ---------------------------------------------------------------- ss sampling
+# ---------------------------------------------------------------- samplers (ss, qdiscs)
 
 SAMPLES = CAPTURES.with_name("samples")  # the samplers' files while they run (_Loop), in the same tmpfs
 

@@ -12,7 +12,9 @@ from ..core import log
 from ..core.errors import UsageError
 from ..grading import autograder as ag
 from ..judge import claims
+from ..run.engine import VERIFY
 from ..run.lab import all_labs, get_lab
+from ..run.merge import SHARDS_DIR
 
 
 def register(sub) -> None:
@@ -91,6 +93,17 @@ def _gradescope(args) -> int:
     return 0
 
 
+def _keep_shards_setup_checks(run_dir: Path, dest: Path) -> None:
+    """A merged sweep's other shards' setup checks (the first shard's is the sweep's own `verify`):
+    each one's manifest and summary in dest/shards/NAME/, so a reference keeps every setup check its
+    runs were measured after, and `mptcplab check` judges each."""
+    for check in sorted((run_dir / SHARDS_DIR).glob(f"*/{VERIFY}")):
+        for name in ("manifest.json", "summary.json"):
+            if (check / name).is_file():
+                (dest / SHARDS_DIR / check.parent.name).mkdir(parents=True, exist_ok=True)
+                shutil.copy2(check / name, dest / SHARDS_DIR / check.parent.name / f"{VERIFY}-{name}")
+
+
 def _reference(args) -> int:
     lab = get_lab(args.lab)
     if args.report_only:
@@ -113,6 +126,7 @@ def _reference(args) -> int:
         lab.export(args.run_dir, dest)
         if not (dest / "runs-manifest.csv").exists() and (args.run_dir / "runs-manifest.csv").exists():
             shutil.copy2(args.run_dir / "runs-manifest.csv", dest)  # every reference keeps each run's provenance
+        _keep_shards_setup_checks(args.run_dir, dest)
     if claims.write(lab, dest):  # the claims judged on the reference as it now is, and the report that reads them
         (dest / "paper-vs-this-run.md").write_text(lab.report(dest))
     log.get(lab.id).info("reference results from %s written to %s; now run `mptcplab notebooks assign` and "

@@ -56,6 +56,7 @@ def test_a_uids_next_holder_finds_no_key_of_the_last():
     with identity.lease() as writer:
         assert _keys("write", writer) == "nothing"  # written: the next read in this lease sees them
         assert _keys("read", writer) == "user user-session persistent"
+    assert _keys("read", writer) == "nothing"  # scrubbed as its lease ends, not only at the next one's start
     with identity.lease() as reader:
         assert reader == writer  # the lowest free UID again: the same one
         assert _keys("read", reader) == "nothing"

@@ -20,6 +20,12 @@
 #       rmem         the paper's receiver tcp_rmem, 4096 87380 6291456 (6.12 starts at 131072)
 # Results go to $LAB1_CONTROLS/ARM (default /work/results-lab1-controls); each run's manifest
 # reads its switches back (network.switches, host_qdiscs, offloads, sysctls).
+#
+# From a clean tree, on the reference's commit and kernel build (issue 37): run the kit pinned as the
+# reference was, MPTCPLAB=$(scripts/pinned-kit.sh "$(cat solutions/in-progress/lab1/commit)"
+# /work/lab1-reference-kit) scripts/lab1-controls.sh ARM; each arm is still kept in this checkout.
+# Keep the arms after the reference's export (scripts/lab1-reference.sh export), which replaces
+# solutions/results/lab1 and with it every controlled/ folder but the scaled points it re-keeps.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -52,5 +58,5 @@ case "${1:-}" in
         for k in 1 2 3; do sudo "$MPTCPLAB" run lab1 "${HELD[@]}" "${SW[@]}" --shard "$k/3" --out "$OUT/$1-$k"; done
         "$MPTCPLAB" merge "$OUT/$1-1" "$OUT/$1-2" "$OUT/$1-3" --out "$OUT/$1"
         # kept beside the reference, where Lab 1's ledger reads it (claims.HELD_ARMS; base: no cause)
-        "$MPTCPLAB" notebooks reference lab1 "$OUT/$1" --controlled "held-$1" ;;
+        "$MPTCPLAB" notebooks reference lab1 "$OUT/$1" --controlled "held-$1" --dest "$PWD/solutions/results/lab1" ;;
 esac

@@ -53,3 +53,17 @@ def test_a_second_place_is_named_by_its_release(tmp_path):
     m.to_csv(vm / provenance.MANIFEST, index=False)
     (tmp_path / "paper-vs-this-run.md").write_text("UML's 6.12.117 here; the VM's 6.12.117+deb12-amd64 there.\n")
     assert provenance.unsaid(tmp_path) == []
+
+
+def test_runs_from_a_checkout_with_changes_are_said_not_refused(tmp_path):
+    """Lab 3's tso2_quick, tso64_quick and n30_loss10 controls ran at commits marked +dirty: `check` named
+    them with the clean commit's digits and said nothing more."""
+    runs(tmp_path, "71402d58d20b", UML_NEW)
+    runs(tmp_path / "controls" / "a", "acc85939aa3c+dirty", UML_NEW, n=2)
+    (tmp_path / "paper-vs-this-run.md").write_text(provenance.markdown(tmp_path))
+    lines, refused = provenance.lines(tmp_path)
+    assert not refused
+    assert lines[-1] == ("provenance: 2 runs in controls/a came from a checkout with uncommitted changes (commit+dirty): "
+                         "no commit holds the exact code that measured them; re-run from a clean tree for a reference")
+    runs(tmp_path / "controls" / "a", "acc85939aa3c", UML_NEW, n=2)
+    assert not any("uncommitted" in line for line in provenance.lines(tmp_path)[0])

@@ -5,7 +5,7 @@ A reference may hold runs of several commits or kernels (a controlled run made l
 place), but its words must say so: every commit and every kernel (release, and build where
 recorded) its runs came from is named in the tree's Markdown (its paper-vs-this-run.md, a
 reference page's generated fragment kept with it). `mptcplab check` refuses a tree that mixes
-them without naming each one.
+them without naming each one, and says which runs came from a checkout with uncommitted changes.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 MANIFEST = "runs-manifest.csv"
+DIRTY = "+dirty"  # a run's commit when the checkout had uncommitted changes (run.results.git_commit)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def _release(s: Source) -> str:
 
 def _name(s: Source, releases: list[str]) -> str:
     if s.what == "commit":
-        return s.value.split("+dirty")[0]
+        return s.value.split(DIRTY)[0]
     if releases.count(_release(s)) > 1 and " (" in s.value:
         return s.value.split(" (")[-1].rstrip(")").split()[-1]  # the build's hash
     return _release(s)
@@ -116,6 +117,12 @@ def lines(root: Path | str) -> tuple[list[str], bool]:
         mine = [s for s in found if s.what == what]
         out.append(f"provenance: {len(mine)} {what}{'s' if len(mine) != 1 else ''}: " + "; ".join(
             f"{s.value} ({s.runs} run{'s' if s.runs != 1 else ''} in {', '.join(s.folders)})" for s in mine))
+    dirty = [s for s in found if s.what == "commit" and s.value.endswith(DIRTY)]
+    if dirty:  # said, not refused: the runs are what they are, but no commit holds the code that made them
+        out.append("provenance: " + "; ".join(f"{s.runs} run{'s' if s.runs != 1 else ''} in {', '.join(s.folders)}"
+                                              for s in dirty)
+                   + " came from a checkout with uncommitted changes (commit" + DIRTY + "): no commit holds the "
+                   "exact code that measured them; re-run from a clean tree for a reference")
     if missing:
         out.append("REFUSED: the runs mix " + ", ".join(f"{s.what} {s.value}" for s in missing)
                    + " with others, and no Markdown of the results names them (say which runs came from "

@@ -22,3 +22,12 @@ def test_the_box_kernel_carries_the_papers_scheduler_and_only_that_patch():
 
 def test_debian_version_is_marked_as_the_kits_build():
     assert box_kernel._deb_version("6.12.117-1~deb12u1") == "6.12.117-1~deb12u1+mptcplab1"
+
+
+def test_each_architecture_asks_only_for_what_its_kconfig_offers():
+    # 6.12's VirtualBox guest driver and shared folders depend on X86: asking arm64's kconfig for
+    # them got the build refused at its configure step ("dropped VBOXGUEST, VBOXSF_FS")
+    assert {"VBOXGUEST", "VBOXSF_FS"} <= set(box_kernel.options("amd64"))
+    assert not {"VBOXGUEST", "VBOXSF_FS"} & set(box_kernel.options("arm64"))
+    assert set(box_kernel.options("amd64")) - set(box_kernel.options("arm64")) == set(box_kernel.ONLY_ON)
+    assert "VIRTIO_VSOCKETS" in box_kernel.options("arm64")  # Lima's guest agent under Apple's hypervisor

@@ -58,9 +58,17 @@ def debian_config(arch: str) -> Path:
     return path
 
 
-def options() -> list[str]:
+# Options kconfig offers only on some architectures: in 6.12 VirtualBox's guest driver and shared
+# folders depend on X86 (drivers/virt/vboxguest/Kconfig), so the arm64 kernel goes without them, as
+# Debian's own arm64 kernel does (kept out here, not in the fragment: its bytes are the cache key).
+ONLY_ON = {"VBOXGUEST": ("amd64",), "VBOXSF_FS": ("amd64",)}
+
+
+def options(arch: str | None = None) -> list[str]:
+    """The fragment's options; for `arch`, only those its kconfig offers (ONLY_ON)."""
     lines = FRAGMENT.read_text().splitlines()
-    return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+    names = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+    return [o for o in names if arch is None or arch in ONLY_ON.get(o, (arch,))]
 
 
 def kernel_dir(arch: str) -> Path:
@@ -149,7 +157,7 @@ def _configure(src: Path, make: list[str], arch: str, say) -> None:
     config = re.sub(r'^CONFIG_SYSTEM_(TRUSTED|REVOCATION)_KEYS=.*$', r'CONFIG_SYSTEM_\1_KEYS=""', config, flags=re.M)
     config = re.sub(r"^(CONFIG_\w+)=m$", r"# \1 is not set", config, flags=re.M)
     (src / ".config").write_text(config)
-    enable_options(src, make, options(), "box kernel",
+    enable_options(src, make, options(arch), "box kernel",
                    ["--set-str", "LOCALVERSION", LOCALVERSION, "--disable", "LOCALVERSION_AUTO"])
 
 

@@ -17,10 +17,12 @@ def headline(t):
     return {k["control"]: k for k in c["causes"]}
 
 
-def held(mptcp, tcp):
-    """A made-up arm's held point: minrtt+rp and single-path TCP held at 1 MiB."""
-    rows = [{"group": "held", "config": "mptcp", "scheduler": "minrtt+rp", "goodput_transfer_mbps": m} for m in mptcp]
-    rows += [{"group": "held", "config": "tcp-fast", "scheduler": None, "goodput_transfer_mbps": x} for x in tcp]
+def held(mptcp, tcp, buffer="512K"):
+    """A made-up arm's held point: minrtt+rp and single-path TCP held by SO_SNDBUF `buffer` (512K: 1 MiB)."""
+    rows = [{"group": "held", "buffer": buffer, "config": "mptcp", "scheduler": "minrtt+rp", "goodput_transfer_mbps": m}
+            for m in mptcp]
+    rows += [{"group": "held", "buffer": buffer, "config": "tcp-fast", "scheduler": None, "goodput_transfer_mbps": x}
+             for x in tcp]
     return pd.DataFrame(rows)
 
 
@@ -47,3 +49,16 @@ def test_an_arm_kept_beside_a_reference_is_read_from_its_folder(tmp_path):
     t = {**ledger.tables(REF), "arms": arms}
     causes = headline(t)
     assert causes["held-tso2"]["numbers"] == causes["held-1MiB"]["numbers"]
+
+
+def test_the_accounting_control_reads_each_held_buffer_below_1_mib(tmp_path):
+    """minrtt-vs-out-of-tree.md's runs at SO_SNDBUF 384K/320K/256K, kept as controlled/held-384K...: at
+    768 KiB minrtt+rp below TCP measures the cause; a folder holding another buffer is not read as it."""
+    below = {"384K": held([44, 47, 50, 46, 45, 48, 43, 49, 47, 46], [93, 94, 93, 92, 94, 93, 94, 93, 92, 93], "384K"),
+             "320K": held([60, 61], [93, 94], "512K")}  # kept under the wrong name
+    causes = headline({**ledger.tables(REF), "below": below})
+    assert causes["accounting-768K"]["status"] == claims.HOLDS
+    assert causes["accounting-640K"]["status"] == claims.UNMEASURED and "not SO_SNDBUF 320K" in causes["accounting-640K"]["note"]
+    assert causes["accounting-512K"]["status"] == claims.UNMEASURED and "--controlled held-256K" in causes["accounting-512K"]["note"]
+    shutil.copytree(REF / "paper-point", tmp_path / "controlled" / "held-256K")
+    assert list(ledger.held_below(tmp_path)) == ["256K"]

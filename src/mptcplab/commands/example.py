@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from .. import places
 from ..core import log
 from ..judge.verify import check_paths, describe
 from ..net.topology import NetPath, Topology
@@ -21,7 +22,7 @@ from ..run.runner import in_place
 
 def register(sub) -> None:
     p = sub.add_parser("example", help="two-path example experiment: verifies RTT, rate and MPTCP subflows")
-    p.add_argument("--where", default="auto", help="auto, native, uml or vm")
+    p.add_argument("--where", default="auto", help=places.choices())
     p.add_argument("--out", type=Path, default=Path("results/example"), help="results directory")
     p.add_argument("--seconds", type=float, default=5.0, help="length of each transfer")
     p.set_defaults(func=_example)

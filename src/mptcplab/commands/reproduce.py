@@ -26,7 +26,7 @@ from .. import report
 from ..core import log
 from ..core.errors import EnvironmentProblem, ExperimentFailed, UsageError
 from ..judge import claims
-from ..places import get as get_place
+from ..places import choices as place_choices, get as get_place
 from ..run import results
 from ..run.lab import all_labs
 from ..run.runner import place_for, restarts, run_lab
@@ -40,7 +40,7 @@ def register(sub) -> None:
     p.add_argument("--quick", action="store_true", help="the short version of every lab")
     p.add_argument("--out", type=Path, default=Path("build/reproduce"), help="results and report.html (default: %(default)s)")
     p.add_argument("--labs", help="comma-separated subset, e.g. lab1,lab3 (default: all)")
-    p.add_argument("--where", default="auto", help="auto, native, uml or vm, for every lab (default: auto)")
+    p.add_argument("--where", default="auto", help=f"{place_choices()}, for every lab (default: auto)")
     p.add_argument("--report-only", action="store_true", help="rebuild report.html from results already in --out")
     p.add_argument("--strict", action="store_true", help="exit 1 also when a lab cannot run on this machine")
     p.set_defaults(func=_reproduce)

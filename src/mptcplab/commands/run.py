@@ -1,9 +1,10 @@
-"""`mptcplab run LAB [--quick] [--where auto|native|uml] [--shard K/N]`: run a lab's experiment for real."""
+"""`mptcplab run LAB [--quick] [--where PLACE] [--shard K/N]`: run a lab's experiment for real."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from .. import places
 from ..core.errors import UsageError
 from ..run.lab import all_labs
 from ..run.runner import plan, run_lab
@@ -14,8 +15,8 @@ def register(sub) -> None:
     p = sub.add_parser("run", help="run a lab's experiment (resumable; results with manifests)")
     p.add_argument("lab", help=f"which lab: {', '.join(all_labs()) or '(none installed)'}")
     p.add_argument("--quick", action="store_true", help="the short version (fewer points, shorter runs; for CI)")
-    p.add_argument("--where", default="auto", help="auto (the fastest place that honours the lab's inputs and "
-                   "has not failed its setup check), native, uml or vm")
+    p.add_argument("--where", default="auto", help=f"{places.choices()} (auto: the fastest place that honours "
+                   "the lab's inputs and has not failed its setup check)")
     p.add_argument("--out", type=Path, default=None, help="results directory (default: results/LAB[-quick])")
     p.add_argument("--fresh", action="store_true", help="discard earlier results in --out instead of resuming")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",

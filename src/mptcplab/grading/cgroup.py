@@ -37,6 +37,7 @@ from pathlib import Path
 from ..core.state import kill_each
 
 ROOT = Path("/sys/fs/cgroup")
+V2_PARENT = "mlab-grading"  # on v2, every batch's groups under this one (_v2_parent, leftovers)
 PREFIX = "mlab-grade-"
 TCP_LIMIT = "memory.kmem.tcp.limit_in_bytes"
 
@@ -150,7 +151,7 @@ def _v2_parent() -> Path | None:
     avail = (ROOT / "cgroup.controllers").read_text().split()
     if "memory" not in avail or "pids" not in avail:
         return None
-    parent = ROOT / "mlab-grading"
+    parent = ROOT / V2_PARENT
     try:
         _enable(ROOT, [c for c in ("memory", "pids", "cpu") if c in avail])
         parent.mkdir(exist_ok=True)
@@ -232,7 +233,7 @@ def leftovers(live: set[str]) -> list[Cgroup]:
     """Groups of batches whose token is not in `live` (their grader is gone), and empty groups of
     older graders, one Cgroup per name across the hierarchies."""
     found: dict[str, Cgroup] = {}
-    v2 = ROOT / "mlab-grading"
+    v2 = ROOT / V2_PARENT
     tops = [(v2, 2)] if v2.is_dir() else []
     tops += [(ROOT / h, 1) for h in ("memory", "pids", "cpu") if (ROOT / h / "cgroup.procs").exists()]
     for top, version in tops:

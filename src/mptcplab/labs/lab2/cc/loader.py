@@ -113,10 +113,15 @@ def _require_bpf() -> None:
             raise EnvironmentProblem(f"{tool} is not installed: apt-get install clang llvm libbpf-dev bpftool")
 
 
+def _kernel_dir(release: str, btf: bytes) -> Path:
+    """A kernel's folder in the cache (its vmlinux.h): per release and BTF, so the host names a
+    guest kernel's folder as the guest does (guest_kernel_dir)."""
+    return paths.cache_dir("cc") / f"{release}-{hashlib.sha256(btf).hexdigest()[:12]}"
+
+
 def kernel_dir() -> Path:
-    """The running kernel's folder in the cache (its vmlinux.h): per release and BTF."""
-    btf_hash = hashlib.sha256(BTF.read_bytes()).hexdigest()[:12]
-    return paths.cache_dir("cc") / f"{platform.release()}-{btf_hash}"
+    """The running kernel's folder in the cache."""
+    return _kernel_dir(platform.release(), BTF.read_bytes())
 
 
 def cache_dir(kdir: Path | None = None) -> Path:
@@ -163,7 +168,7 @@ def guest_kernel_dir(image: Path) -> Path | None:
         btf = image_btf.btf(image)
     except (OSError, EnvironmentProblem):
         return None
-    kdir = paths.cache_dir("cc") / f"{release}-{hashlib.sha256(btf).hexdigest()[:12]}"
+    kdir = _kernel_dir(release, btf)
     if not (kdir / "vmlinux.h").exists():
         kdir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=kdir, suffix=".btf") as raw:

@@ -34,11 +34,12 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core import paths
 from ..core.state import kill_each
 
 ROOT = Path("/sys/fs/cgroup")
-V2_PARENT = "mlab-grading"  # on v2, every batch's groups under this one (_v2_parent, leftovers)
-PREFIX = "mlab-grade-"
+V2_PARENT = f"{paths.PREFIX}-grading"  # on v2, every batch's groups under this one (_v2_parent, leftovers)
+PREFIX = f"{paths.PREFIX}-grade-"
 TCP_LIMIT = "memory.kmem.tcp.limit_in_bytes"
 
 

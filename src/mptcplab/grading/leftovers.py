@@ -19,16 +19,17 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..core import paths
 from . import cgroup, identity
 
-PREFIX = "mlab-grading-"
+PREFIX = f"{paths.PREFIX}-grading-"
 
 
 @contextmanager
 def workdir():
     """(directory, token) of a new batch, locked until the block ends, then removed. Made under a
     starting name and renamed once locked, so `clean()` never sees it unlocked."""
-    start = Path(tempfile.mkdtemp(prefix=".mlab-starting-"))  # root-owned, 0700
+    start = Path(tempfile.mkdtemp(prefix=f".{paths.PREFIX}-starting-"))  # root-owned, 0700
     fd = os.open(start, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -157,7 +157,8 @@ def test_the_lab_modules_a_notebook_holds_rebuild_and_no_others_are_named():
                 assert env == {"m": module}, (nb.name, module.__name__, skipped)
                 needed.add(name)
                 for cls in vars(module).values():
-                    if isinstance(cls, type) and cls.__module__.startswith("mptcplab.labs.") and cls.__name__[0].isupper():
+                    if isinstance(cls, type) and cls.__module__.startswith("mptcplab.labs.") \
+                            and cls.__name__[0].isupper():
                         assert checker.allowed(cls.__module__, cls.__name__), (nb.name, cls)
                         needed.add(cls.__module__.rsplit(".", 1)[1])
     assert sorted(checker.KIT_MODULES) == sorted(needed)

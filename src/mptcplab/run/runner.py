@@ -214,8 +214,8 @@ def plan(lab_id: str, quick: bool = False, out: Path | None = None, overrides: d
     lines.append(f"{len(points)} runs, {len(points) - len(todo)} done, {len(todo)} to do: "
                  f"{eta.duration(seconds)} of transfers (a run costs more than its transfer: see each "
                  "manifest's `timings`)")
-    lines.append("runs a lab chooses from its finished sweep (a detailed run, controls) are listed once the "
-                 "sweep is done" + ("; no shard runs them: `mptcplab run` on the merged directory does" if shard else ""))
+    lines.append("runs a lab chooses from its finished sweep (a detailed run, controls) are listed once the sweep "
+                 "is done" + ("; no shard runs them: `mptcplab run` on the merged directory does" if shard else ""))
     return "\n".join(lines)
 
 

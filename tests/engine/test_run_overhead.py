@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 from mptcplab.core import netns, process
-from mptcplab.core.errors import EnvironmentProblem
+from mptcplab.core.errors import EnvironmentProblem, ExperimentFailed
 from mptcplab.measure import observe
 from mptcplab.net import topology
 from mptcplab.net.topology import Cmd
-from mptcplab.run.results import Sweep
+from mptcplab.run.results import RunDir, Sweep
 
 from test_observe_parsers import TRACE
 
@@ -104,6 +104,73 @@ def test_a_trace_kept_raw_is_parsed_after_the_run_as_during_it(tmp_path):
     assert (probe.saddr, probe.sport, probe.snd_nxt, probe.snd_una, probe.srtt_us) == ("10.1.0.1", 40000, 16, 8, 120)
     assert sorted(p.name for p in after.iterdir()) == ["sndbuf_waits.csv", "tcp_probe.csv"]  # raw and note gone
     assert observe.parse_saved_trace(after) is None  # once
+
+
+STATS = "entries: {entries}\noverrun: {overrun}\ncommit overrun: 0\nbytes: 1234\noldest event ts:  5.000000\n" \
+        "now ts:  9.000000\ndropped events: 0\nread events: 0\n"
+
+
+class _Tracker:
+    def __init__(self):
+        self.items = []
+
+    def add(self, kind, **info):
+        self.items.append({"kind": kind, **info})
+        return self.items[-1]
+
+    def discard(self, item):
+        if item in self.items:
+            self.items.remove(item)
+
+
+def _traced_block(tmp_path, monkeypatch, overrun: int):
+    """A Tracing(parse=False) block over a stand-in tracefs: the kernel's part (the instance's
+    `trace` and per-CPU `stats`) written by the test, as a run would have left them."""
+    from types import SimpleNamespace
+
+    tracefs, memory = tmp_path / "tracefs", tmp_path / "memory"
+    (tracefs / "instances").mkdir(parents=True)
+    monkeypatch.setattr(observe, "TRACEFS", tracefs)
+    monkeypatch.setattr(observe, "CAPTURES", memory)
+    monkeypatch.setattr(observe, "TRACKER", tracker := _Tracker())
+    monkeypatch.setattr(observe.kernel, "tracefs_usable", lambda: True)
+    monkeypatch.setattr(observe, "remove_trace_instance", lambda name: shutil.rmtree(tracefs / "instances" / name))
+    rd = RunDir(tmp_path / "r1", {})
+    run = rd.path
+    tracing = observe.Tracing(SimpleNamespace(topo=SimpleNamespace(run_id="t1")), rd, port=5201, parse=False)
+    tracing.__enter__()
+    inst = tracefs / "instances" / tracing.name
+    assert (inst / "tracing_on").read_text() == "1" and not (run / "trace.txt").exists()  # nothing read meanwhile
+    header = "# tracer: nop\n#\n# entries-in-buffer/entries-written: 2/2   #P:2\n#\n" \
+             "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n#              | |         |   |||||     |         |\n"
+    (inst / "trace").write_text(header + TRACE)
+    for cpu, n in ((0, overrun), (1, 0)):
+        (inst / "per_cpu" / f"cpu{cpu}").mkdir(parents=True)
+        (inst / "per_cpu" / f"cpu{cpu}" / "stats").write_text(STATS.format(entries=1, overrun=n))
+    return tracing, rd, run, tracker, memory
+
+
+def test_a_trace_kept_raw_is_read_after_the_block_whole_and_parsed_as_a_live_one(tmp_path, monkeypatch):
+    tracing, rd, run, tracker, memory = _traced_block(tmp_path, monkeypatch, overrun=0)
+    tracing.__exit__(None, None, None)
+    note = rd.manifest["observation"]["tracing"]
+    assert (note["entries"], note["lost_events"], note["read"]) == (2, 0, "after the block (trace)")
+    assert "trace_read" in rd.manifest["timings"] and not tracker.items and not list(memory.iterdir())
+    live = tmp_path / "live"
+    live.mkdir()
+    (live / "trace.txt").write_text(TRACE)  # what trace_pipe gives: the same lines without the header
+    how = json.loads((run / observe.TRACE_PENDING).read_text())
+    assert observe.parse_saved_trace(run) == observe.parse_trace_file(live / "trace.txt", live, **how)
+    pd.testing.assert_frame_equal(pd.read_csv(run / "tcp_probe.csv"), pd.read_csv(live / "tcp_probe.csv"))
+
+
+def test_a_trace_whose_buffer_overflowed_is_refused_not_kept_without_its_start(tmp_path, monkeypatch):
+    tracing, rd, run, tracker, _ = _traced_block(tmp_path, monkeypatch, overrun=57)
+    with pytest.raises(ExperimentFailed, match="lost 57 events .*raise Tracing's buffer_kb"):
+        tracing.__exit__(None, None, None)
+    note = rd.manifest["observation"]["tracing"]
+    assert (note["overrun"], note["lost_events"]) == (57, 57) and (run / "trace.txt").exists()  # kept as evidence
+    assert not tracker.items
 
 
 def test_a_networks_commands_run_batched_per_namespace_in_order():

@@ -24,8 +24,8 @@ import time
 import uuid
 from pathlib import Path
 
-from ..core import kernel
-from ..core.errors import EnvironmentProblem
+from ..core import kernel, process
+from ..core.errors import EnvironmentProblem, ExperimentFailed
 from ..core.paths import PREFIX, TRACEFS
 from ..core.state import TRACKER, kill_process_group, remove_trace_instance
 from ..net.links import TCP_PAYLOAD
@@ -525,6 +525,15 @@ class Tracing:
       kprobe + kretprobe on sk_stream_wait_memory where the kernel has kprobes; otherwise the
       off-CPU intervals of the sender whose kernel stack (sched:sched_switch + stacktrace trigger)
       passes through sk_stream_wait_memory.
+
+    With parse=True a reader (`cat trace_pipe`) empties the ring buffer into trace.txt during the
+    block, so a run may write more than the buffer holds (Lab 1 at 100 Mbit/s: 100+ MB). With
+    parse=False (the raw trace kept for parse_saved_trace) nothing reads during the block: the
+    buffer (`buffer_kb` per CPU) holds the whole run, and its `trace` file is read once after it.
+    A reader woken per event and writing into the run directory (9p in the VM) cost the guest's
+    CPU during the transfer it observed. A buffer that overflows loses its oldest events: such a
+    run is refused (the counts in `per_cpu/cpu*/stats`, `lost` below), never kept with a trace
+    missing its start.
     """
 
     def __init__(self, net, rd, port: int, mptcp: bool = False, sndbuf_waits: bool = False,
@@ -571,11 +580,12 @@ class Tracing:
             self.wait_method = self._enable_waits()
             self.notes["sndbuf_waits"] = self.wait_method or "unavailable (no kprobes, no sched_switch)"
         self.clock_offset = time.time() - time.monotonic()
-        self.out = open(self.raw, "w")
-        # Not inside a namespace: `ip netns exec` mounts a fresh /sys, which hides tracefs.
-        self.reader = subprocess.Popen(["cat", str(self.inst / "trace_pipe")], stdout=self.out,
-                                       start_new_session=True)
-        self.reader_item = TRACKER.add("process", pgid=self.reader.pid, what="trace reader")
+        if self.parse:
+            self.out = open(self.raw, "w")
+            # Not inside a namespace: `ip netns exec` mounts a fresh /sys, which hides tracefs.
+            self.reader = subprocess.Popen(["cat", str(self.inst / "trace_pipe")], stdout=self.out,
+                                           start_new_session=True)
+            self.reader_item = TRACKER.add("process", pgid=self.reader.pid, what="trace reader")
         (self.inst / "tracing_on").write_text("1")
         return self
 
@@ -596,15 +606,17 @@ class Tracing:
         if not self.ok:
             return False
         (self.inst / "tracing_on").write_text("0")
-        time.sleep(0.3)  # let the reader drain trace_pipe
-        from ..core.process import cpu_s
-
-        # what the reader cost the CPU (woken per event): where a guest's CPU is the run's cost
-        self.rd.manifest.setdefault("process_cpu_s", {})["trace reader"] = cpu_s(self.reader.pid)
-        kill_process_group(self.reader.pid, grace=0.5)
-        self.reader.wait()
-        TRACKER.discard(self.reader_item)
-        self.out.close()
+        if self.parse:
+            time.sleep(0.3)  # let the reader drain trace_pipe
+            # what the reader cost the CPU (woken per event): where a guest's CPU is the run's cost
+            self.rd.manifest.setdefault("process_cpu_s", {})["trace reader"] = process.cpu_s(self.reader.pid)
+            kill_process_group(self.reader.pid, grace=0.5)
+            self.reader.wait()
+            TRACKER.discard(self.reader_item)
+            self.out.close()
+        else:
+            with self.rd.timed("trace_read"):
+                self._save_buffer()
         for d in self.enabled:
             with contextlib.suppress(OSError):
                 (d / "enable").write_text("0")
@@ -613,7 +625,7 @@ class Tracing:
                     if line and not line.startswith("#"):
                         with contextlib.suppress(OSError):
                             (d / "trigger").write_text("!" + line.split(" [")[0].strip())
-        lost = (self.inst / "per_cpu" / "cpu0" / "stats").read_text() if (self.inst / "per_cpu").exists() else ""
+        buffer = self.lost([f.read_text() for f in sorted(self.inst.glob("per_cpu/cpu*/stats"))])
         remove_trace_instance(self.name)
         for item in [i for i in TRACKER.items if i == {"kind": "trace_instance", "name": self.name}]:
             TRACKER.discard(item)
@@ -626,11 +638,50 @@ class Tracing:
                 self.notes.update(parse_trace_file(self.raw, self.rd.path, **how))
         else:
             self.rd.write_json(TRACE_PENDING, how)
-        overrun = re.search(r"overrun: (\d+)", lost)
         _note(self.rd, "tracing", available=True, instance=self.name, clock="mono -> epoch",
-              events=self.notes, overrun=int(overrun.group(1)) if overrun else None,
-              **({} if self.parse else {"parsed": "after the run, from the raw trace (observe.parse_saved_trace)"}))
+              events=self.notes, buffer_kb=self.buffer_kb, **buffer,
+              **({"read": "live (trace_pipe)"} if self.parse else {
+                  "read": "after the block (trace)",
+                  "parsed": "after the run, from the raw trace (observe.parse_saved_trace)"}))
+        if not self.parse and buffer["lost_events"]:
+            raise ExperimentFailed(
+                f"the kernel's trace lost {buffer['lost_events']} events (kept {buffer['entries']}): its ring "
+                f"buffer ({self.buffer_kb} KiB per CPU) did not hold the run, and what it lost first was the "
+                f"run's start; raise Tracing's buffer_kb (what was read: {self.raw})")
         return False
+
+    def _save_buffer(self) -> None:
+        """The instance's ring buffer as text (its `trace` file: read without consuming it, the
+        lines trace_pipe gives after a few `#` header lines, which the parsers skip) into memory
+        (CAPTURES' tmpfs), then moved into the run directory in one piece, as Capture does."""
+        memory = CAPTURES / uuid.uuid4().hex[:8]
+        item = TRACKER.add("dir", path=str(memory))  # `mptcplab clean` removes it if stopped
+        memory.mkdir(parents=True)
+        try:
+            with open(self.inst / "trace", "rb") as src, open(memory / self.raw.name, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            shutil.move(memory / self.raw.name, self.raw)
+        finally:
+            shutil.rmtree(memory, ignore_errors=True)
+            TRACKER.discard(item)
+
+    LOST = {"overrun": "overrun", "commit overrun": "commit_overrun", "dropped events": "dropped"}
+
+    @classmethod
+    def lost(cls, stats: list[str]) -> dict:
+        """What a ring buffer kept and lost, summed over its CPUs' `per_cpu/cpuN/stats`: `entries`
+        (events in it), `overrun` (overwritten when it was full, oldest first), `commit_overrun`
+        (lost to nested writes), `dropped` (not written: full, without overwrite), `lost_events`
+        (the three together)."""
+        out = dict.fromkeys(["entries", *cls.LOST.values()], 0)
+        for text in stats:
+            for line in text.splitlines():
+                key, _, value = line.partition(":")
+                name = "entries" if key.strip() == "entries" else cls.LOST.get(key.strip())
+                if name:
+                    out[name] += int(value.split()[0])
+        out["lost_events"] = sum(out[k] for k in cls.LOST.values())
+        return out
 
 
 TRACE_PENDING = "trace-pending.json"  # a raw trace.txt kept for parse_saved_trace, and how to read it

@@ -559,7 +559,10 @@ def verify_capture(pcap: Path, expect_subflows: int) -> dict:
 
 def udp_onoff(net, src: str, dst: str, path: str, rate: str, on_s: float = 1.0, off_s: float = 1.0,
               duration: float = 10.0, seed: int = 1, port: int = 5301, start_at: float | None = None):
-    """Start UDP on/off cross traffic src -> dst over `path`; returns the sender process.
+    """Start UDP on/off cross traffic src -> dst over `path`; returns (sender, sink), the two
+    processes, for the caller to stop together (net.stop): a sink left running holds its port, and
+    the next run's sink on it could not bind (Lab 2 started new ones every run, which failed from
+    the second run on).
 
     Rate while on is `rate` (e.g. "2mbit"); on and off periods are exponential with the given means,
     from `start_at` (epoch s; see start_time) or as soon as the sender runs.
@@ -568,9 +571,10 @@ def udp_onoff(net, src: str, dst: str, path: str, rate: str, on_s: float = 1.0, 
 
     bps = LinkSpec.parse(f"rate={rate}").rate_bps
     addr = net.address(dst, path)
-    spawn(net, dst, "udp-sink", "--bind", addr, "--port", port, what="udp sink", stdout=subprocess.DEVNULL,
-          stderr=subprocess.DEVNULL)
-    return spawn(net, src, "udp", "--connect", addr, "--port", port, "--rate", bps, "--on", on_s,
-                 "--off", off_s, "--duration", duration, "--seed", seed,
-                 *(["--start-at", f"{start_at:.6f}"] if start_at is not None else []),
-                 what="udp on/off", stderr=subprocess.DEVNULL)
+    sink = spawn(net, dst, "udp-sink", "--bind", addr, "--port", port, what="udp sink",
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sender = spawn(net, src, "udp", "--connect", addr, "--port", port, "--rate", bps, "--on", on_s,
+                   "--off", off_s, "--duration", duration, "--seed", seed,
+                   *(["--start-at", f"{start_at:.6f}"] if start_at is not None else []),
+                   what="udp on/off", stderr=subprocess.DEVNULL)
+    return sender, sink

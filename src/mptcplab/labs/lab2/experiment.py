@@ -113,7 +113,7 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
     """One MPTCP transfer with cross traffic (and mobility); fills rd.summary, returns it."""
     duration = float(params["duration_s"])
     originals = {p.name: (p.link, p.reverse) for p in net.topo.paths}
-    cross, timers = [], []
+    cross, timers = [], []  # cross: each cross path's UDP (sender, sink), stopped with the transfer
 
     def go() -> float:
         """The receiver listens: start the seeded cross traffic and the sender from one agreed
@@ -154,9 +154,10 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
         for t in timers:
             t.cancel()
         cpu = rd.manifest.setdefault("process_cpu_s", {})  # where the guest's CPU went (results.RunDir.timed)
-        for path, p in zip(params.get("cross", {}), cross):
-            cpu[f"udp sender {path}"] = process.cpu_s(p.pid)
-            net.stop(p)
+        for path, (sender, sink) in zip(params.get("cross", {}), cross):
+            cpu[f"udp sender {path}"], cpu[f"udp sink {path}"] = process.cpu_s(sender.pid), process.cpu_s(sink.pid)
+            net.stop(sender)
+            net.stop(sink)
         for name, (link, reverse) in originals.items():
             p = net.topo.path(name)
             if (p.link, p.reverse) != (link, reverse):

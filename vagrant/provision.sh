@@ -88,7 +88,7 @@ step_kernel() {
   local conf=$ETC/default/grub.d/mptcplab-kernel.cfg
   dir=$SRC/build/box/kernel-$(dpkg --print-architecture)
   [ -n "$deb" ] || deb=$(find "$dir" -maxdepth 1 -name 'linux-image-*.deb' 2>/dev/null | head -1 || true)
-  if [ -z "$deb" ]; then say "kernel: $kernel, the distribution's (no kit kernel in $dir/)"; return 0; fi
+  if [ -z "$deb" ]; then say "kernel: $kernel stays (no kit kernel package in $dir/ to install)"; return 0; fi
   [ -f "$deb" ] || die "MPTCPLAB_KERNEL_DEB=$deb: no such file"
   if is_ubuntu; then say "kernel: $kernel, Ubuntu's (the kit's $deb is built for Debian)"; return 0; fi
   release=$(dpkg-deb -f "$deb" Package); release=${release#linux-image-}

@@ -35,7 +35,7 @@ def test_lab_declares_its_delays_and_bpf_so_neither_uml_nor_native_without_netem
     assert lab.needs == ("netem", "bpf_struct_ops")
     full, quick = lab.load_params(False), lab.load_params(True)
     assert full["repetitions"] == 10 and quick["repetitions"] < full["repetitions"]
-    assert quick["fairness"]["shared"] == full["fairness"]["shared"]  # [quick.fairness] merges, not replaces
+    assert quick["fairness"]["paths"] == full["fairness"]["paths"]  # [quick.fairness] merges, not replaces
     assert set(full["algorithms"]) == {"uncoupled", "ewtcp", "coupled", "lia", "cs218"}
 
 
@@ -349,6 +349,28 @@ def test_the_shared_links_split_comes_from_what_the_emulator_delivered():
     assert l2m.shared_link_rates(apart, "10.1.0.", {"mptcp": 5201, "tcp": 5202}) == {}
 
 
+
+def test_the_fairness_network_takes_the_paths_vocabulary_and_stored_runs_keep_their_keys(tmp_path):
+    """`fairness.paths.<name>.link` / `.delay`, as every lab's `paths`; the keys before it are refused
+    by name, and a sweep recorded with them (the reference's) is still judged by `mptcplab check`."""
+    lab = get_lab("lab2")
+    params = lab.load_params(True, {"fairness": {"paths": {"shared": {"delay": "5ms"}}}})
+    assert [p.link.delay_s for p in l2.fairness_topology(params).paths] == [0.005, 0.02]
+    with pytest.raises(UsageError, match="'fairness.shared_delay' is now called 'fairness.paths.shared.delay'"):
+        lab.load_params(True, {"fairness": {"shared_delay": "5ms"}})
+    with pytest.raises(UsageError, match="give its delay as fairness.paths.other.delay"):
+        lab.load_params(True, {"fairness": {"paths": {"other": {"link": "rate=5mbit,delay=5ms"}}}})
+    judge = lab.judging.results_checks["fairness.csv"]
+    row = {"algo": "lia", "rep": 1, "tcp_on_shared_mbps": 2.9, "mptcp_on_shared_mbps": 1.8, "shared_wire_mbps": 4.9}
+    for stored in ({"paths": {"shared": {"link": "rate=5mbit,queue=50", "delay": "10ms"}}},
+                   {"shared": "rate=5mbit,queue=50", "shared_delay": "10ms"}):
+        d = tmp_path / str(len(stored))
+        d.mkdir()
+        pd.DataFrame([row]).to_csv(d / "fairness.csv", index=False)
+        (d / "lab2-manifest.json").write_text(json.dumps({"parameters": {"fairness": stored}}))
+        verdicts = judge(d / "fairness.csv")
+        assert len(verdicts) == 2 and all(v.ok for v in verdicts), stored
+
 def _controlled_sweep(d, coupled_mbps, uncoupled_mbps=(4.5, 4.6, 4.4)):
     """A made-up controlled run: the shared-bottleneck variant (3 pairs) and 2 fairness runs."""
     net = {"paths": [{"name": f"p{i}", "link": f"delay={10 * i}ms,queue=auto"} for i in (1, 2, 3, 4)],
@@ -365,7 +387,8 @@ def _controlled_sweep(d, coupled_mbps, uncoupled_mbps=(4.5, 4.6, 4.4)):
                 "algo": algo, "variant": "shared", "rep": rep, "goodput_transfer_mbps": m, "subflows": 4,
                                                         "cc": f"mlab_{algo}",
                 "subflow_ccs": [f"mlab_{algo}"], "packets_per_subflow": {}, "retrans_per_subflow": {}, "span_s": 10.0}))
-    fman = {**man, "parameters": {"fairness": {"shared": "rate=5mbit,queue=50", "other": "rate=5mbit,queue=50"}}}
+    link = {"link": "rate=5mbit,queue=50"}
+    fman = {**man, "parameters": {"fairness": {"paths": {"shared": link, "other": link}}}}
     for algo in ("uncoupled", "coupled"):
         r = d / f"fair-{algo}-r1"
         r.mkdir()
@@ -395,7 +418,8 @@ def test_a_controlled_shared_bottleneck_run_gives_the_divergence_its_cause(tmp_p
     assert "## Controlled run `controlled/shared-bottleneck`" in text and "Fairness measured on the link" in text
     assert (ref / "controlled" / "shared-bottleneck" / "runs-manifest.csv").exists()
     man = json.loads((ref / "controlled" / "shared-bottleneck" / "lab2-manifest.json").read_text())
-    assert man["parameters"]["fairness"]["shared"] == "rate=5mbit,queue=50"  # no setup check: from its runs
+    # no setup check: from its runs
+    assert man["parameters"]["fairness"]["paths"]["shared"]["link"] == "rate=5mbit,queue=50"
     verdicts = [v for v in check_results(ref / "controlled") if "fair-" in v.check]
     assert len(verdicts) == 4 and all(v.ok for v in verdicts)  # TCP + MPTCP and the wire rate, per run
 

@@ -242,9 +242,9 @@ def check_keys(lab: Lab, base: dict, over: dict, where: str, prefix: str = "") -
 
 
 def check_params(lab: Lab, params: dict) -> None:
-    """The ranges every lab shares (by the common vocabulary), then the lab's own: its network and
-    its points are built, which checks every link spec and choice, so a bad value fails here,
-    before any place (UML, a VM) is started."""
+    """The ranges every lab shares (by the common vocabulary), then the lab's own: its network, its
+    points and their own networks are built, which checks every link spec and choice, so a bad value
+    fails here, before any place (UML, a VM) is started."""
     def walk(d: dict, prefix: str = ""):
         for k, v in d.items():
             if isinstance(v, dict):
@@ -261,7 +261,8 @@ def check_params(lab: Lab, params: dict) -> None:
     if lab.parameters.check:
         lab.parameters.check(params)
     lab.topology(params)
-    lab.points(params, None)
+    for build in {p.topology for p in lab.points(params, None) if p.topology}:  # networks of the points' own
+        build(params)
 
 
 def link_with_delay(spec: dict, where: str) -> str:

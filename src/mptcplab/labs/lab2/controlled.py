@@ -10,6 +10,7 @@ import pandas as pd
 
 from ...judge import physics
 from ...net.links import LinkSpec
+from .fairness import fairness_link
 from .fmt import number
 from .paper import TITLES
 from .throughput import paired_table, throughput_table
@@ -113,10 +114,8 @@ def controlled_section(controlled: dict[str, dict], ref_params: dict | None = No
                 lines.append(f"| {TITLES.get(r.algo, r.algo)} | {number(r.mean_mbps, r.ci95_mbps)} | {r.runs} | {cell} |")
             lines += [""]
         if not fair.empty and fair.get("shared_wire_mbps") is not None and fair.shared_wire_mbps.notna().any():
-            try:
-                rate = LinkSpec.parse(((man.get("parameters") or {}).get("fairness") or {})["shared"]).rate_bps
-            except (KeyError, TypeError, ValueError):
-                rate = None
+            link = fairness_link(man.get("parameters") or {}, "shared")
+            rate = LinkSpec.parse(link).rate_bps if link else None
             both = fair.tcp_on_shared_mbps + fair.mptcp_on_shared_mbps
             ceiling = f" (its ceiling {physics.link_ceiling_bps(rate) / 1e6:.2f})" if rate else ""
             old = ((fair.tcp_goodput_transfer_mbps + fair.ss_mptcp_on_shared_mbps)

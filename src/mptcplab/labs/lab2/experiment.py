@@ -19,7 +19,7 @@ import time
 from . import analysis as lab2_analysis, cc, claims as lab2_claims, fragments as lab2_fragments
 from . import unseen as lab2_unseen
 from .cc import command as cc_command
-from .fairness import check_fairness_table
+from .fairness import FAIRNESS_PATHS, PREVIOUS_PARAMETERS, check_fairness_table
 from ...core import log, process
 from ...core.errors import ExperimentFailed, UsageError
 from ...judge.check import check_runs_table
@@ -64,11 +64,10 @@ def shared_topology(params: dict) -> Topology:
 
 
 def fairness_topology(params: dict) -> Topology:
-    f = params["fairness"]
-    links = {name: link_with_delay({"link": f[name], "delay": f.get(f"{name}_delay")}, f"fairness.{name}")
-             for name in ("shared", "other")}
-    return Topology("lab2fair", hosts=("snd", "rcv"),
-                    paths=[NetPath("shared", "snd", "rcv", links["shared"]), NetPath("other", "snd", "rcv", links["other"])],
+    """The fairness runs' own network: `fairness.paths.shared` and `.other`, each `link` and `delay` as in `paths`."""
+    paths = [NetPath(name, "snd", "rcv", link_with_delay(params["fairness"]["paths"][name], f"fairness.paths.{name}"))
+             for name in FAIRNESS_PATHS]
+    return Topology("lab2fair", hosts=("snd", "rcv"), paths=paths,
                     sysctls=params.get("sysctls", {}), mptcp_subflows=2, **switches(params.get("network")))
 
 
@@ -336,7 +335,8 @@ LAB = Lab(id="lab2", slug="02-delay-window-cc",
           running=Running(session=session, path_checks={"min_utilisation": 0.9, "paths_at_once": True},
                           extra_check=check_congestion_control, clean=clean, prebuild=cc.loader.prebuild_for,
                           convert=lab2_analysis.convert_raw),
-          parameters=Parameters(renamed={"runs": "repetitions", "fairness.runs": "fairness.repetitions"},
+          parameters=Parameters(renamed={"runs": "repetitions", "fairness.runs": "fairness.repetitions",
+                                         **PREVIOUS_PARAMETERS},
                                 may_skip=("fairness.repetitions",)),
           judging=Judging(results_checks={"throughput.csv": check_runs_table, "fairness.csv": check_fairness_table},
                           claims=lab2_claims, fragments=lab2_fragments.fragments),

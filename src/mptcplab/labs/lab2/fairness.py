@@ -16,6 +16,20 @@ from ...judge.stats import mean_ci
 from ...net.links import LinkSpec
 from .paper import ORDER
 
+# The fairness runs' network: two paths in the vocabulary of `paths` (`fairness.paths.<name>.link`, `.delay`).
+FAIRNESS_PATHS = ("shared", "other")
+# Their keys before that vocabulary: refused in experiment.toml and --set (Parameters.renamed), read in
+# the parameters of runs recorded with them (fairness_link), such as the reference's.
+PREVIOUS_PARAMETERS = {**{f"fairness.{p}": f"fairness.paths.{p}.link" for p in FAIRNESS_PATHS},
+                       **{f"fairness.{p}_delay": f"fairness.paths.{p}.delay" for p in FAIRNESS_PATHS}}
+
+
+def fairness_link(params: dict, name: str) -> str | None:
+    """The `link` (rate, queue) of the fairness network's path `name` in a run's parameters, by its
+    key now or its previous one (PREVIOUS_PARAMETERS); None when the run had none."""
+    f = params.get("fairness") or {}
+    return ((f.get("paths") or {}).get(name) or {}).get("link") or f.get(name)
+
 
 def tcp_on_shared(g: pd.DataFrame) -> pd.Series:
     """The TCP flow's goodput on the shared path over the same window as MPTCP's there (runs that
@@ -108,11 +122,10 @@ def rfc6356_checks(fair: pd.DataFrame, best_path_mbps: float | None = None) -> p
 def best_path_ceiling_mbps(man: dict) -> float | None:
     """Goal 1's yardstick: the goodput ceiling of the best path the fairness runs' MPTCP connection
     had (physics.link_ceiling_bps of the shared and the private link's rate), from the parameters."""
-    fair = (man.get("parameters") or {}).get("fairness") or {}
     rates = []
-    for key in ("shared", "other"):
+    for name in FAIRNESS_PATHS:
         try:
-            rates.append(LinkSpec.parse(fair[key]).rate_bps)
+            rates.append(LinkSpec.parse(fairness_link(man.get("parameters") or {}, name)).rate_bps)
         except Exception:  # noqa: BLE001 - a run without that link: no yardstick from it
             continue
     rates = [r for r in rates if r]
@@ -124,12 +137,15 @@ def check_fairness_table(table: Path) -> list[physics.Verdict]:
     connection's subflow share one link, so together they carry at most its ceiling
     (`tcp_on_shared_mbps` where the run measured both over one window, else
     `tcp_goodput_transfer_mbps`), and the link's capture on its egress at most its rate. The link is
-    the `fairness.shared` parameter of the manifest beside the table."""
+    the `fairness.paths.shared.link` parameter of the manifest beside the table (fairness_link)."""
     try:
         man = json.loads((table.parent / "lab2-manifest.json").read_text())
-        rate = LinkSpec.parse(((man.get("parameters") or {}).get("fairness") or {})["shared"]).rate_bps
-    except (OSError, ValueError, KeyError, TypeError):
+        link = fairness_link(man.get("parameters") or {}, "shared")
+    except (OSError, ValueError, TypeError):
         return []
+    if not link:
+        return []
+    rate = LinkSpec.parse(link).rate_bps
     out = []
     with open(table, newline="") as f:
         for row in csv.DictReader(f):

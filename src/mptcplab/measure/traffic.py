@@ -42,7 +42,7 @@ class BulkResult:
     t0: float  # epoch seconds when the first byte arrived
     t_end: float  # epoch seconds when the last byte arrived
     flows: list[dict]
-    intervals: "object"  # pandas DataFrame: time, flow, bytes, mbps (bins labelled by their start)
+    intervals: "object"  # pandas DataFrame: time, flow, bytes, goodput_bin_mbps (bins labelled by their start)
     extra: dict = field(default_factory=dict)
     interval: float = 0.1  # seconds per bin of `intervals`
     # per flow: [[epoch s, bytes the kernel had received by then, bytes the reader had read, epoch s after
@@ -222,17 +222,22 @@ class BulkResult:
 
 # A sweep resumes over the runs it already has, and `mptcplab check` reads any sweep: summaries
 # written before the goodput vocabulary (one `goodput_<what>_mbps` per quantity) name them as
-# below. Lab 3's `mbps` was its steady window's goodput (it also wrote `mbps_transfer`).
+# below. Lab 3's `mbps` was its steady window's goodput (it also wrote `mbps_transfer`); in a table of
+# time bins (BINS_COLUMNS: intervals.csv, Lab 2's goodput-bins.csv) one bin's, `goodput_bin_mbps`.
 PREVIOUS_KEYS = {"mbps": "goodput_transfer_mbps", "mbps_transfer": "goodput_transfer_mbps",
                  "tcp_mbps": "tcp_goodput_transfer_mbps", "tcp_steady_mbps": "tcp_goodput_steady_mbps",
                  "mptcp_mbps": "mptcp_goodput_transfer_mbps", "goodput_mbps": "goodput_steady_mbps"}
+BINS_COLUMNS = {"time", "t", "run", "flow", "bytes", "mbps"}
 
 
 def current_column(previous: str, columns) -> str | None:
     """A previous goodput column's name now, in a table with these `columns` (None: not a previous
-    name). Lab 3's runs table had `mbps`, its window's goodput, beside `mbps_transfer`."""
+    name). Lab 3's runs table had `mbps`, its window's goodput, beside `mbps_transfer`; a table of
+    nothing but time bins had `mbps`, each bin's goodput."""
     if previous == "mbps" and "goodput_window_mbps" in columns:
         return "goodput_window_mbps"
+    if previous == "mbps" and set(columns) <= BINS_COLUMNS:
+        return "goodput_bin_mbps"
     return PREVIOUS_KEYS.get(previous)
 
 
@@ -510,9 +515,10 @@ def bulk_result(client: dict, srv: dict, addr: str, port: int, proto: str, durat
         })
         if f["samples"]:  # bytes per bin: the kernel's count interpolated at the bin's edges
             got = np.diff(np.interp(edges, [s[0] for s in f["samples"]], [s[1] for s in f["samples"]], left=0.0))
-            rows += [{"time": round(t, 6), "flow": f["flow"], "bytes": float(b), "mbps": b * 8 / interval / 1e6}
+            rows += [{"time": round(t, 6), "flow": f["flow"], "bytes": float(b),
+                      "goodput_bin_mbps": b * 8 / interval / 1e6}
                      for t, b in zip(edges[:-1], got) if b > 0]
-    intervals = pd.DataFrame(rows, columns=["time", "flow", "bytes", "mbps"])
+    intervals = pd.DataFrame(rows, columns=["time", "flow", "bytes", "goodput_bin_mbps"])
     extra = {"counted": sorted({f.get("counted", "reads") for f in srv["flows"]})}
     # A flow the receiver or the sender gave up (reset, or silent past the timeout: a flow starved
     # by retransmission timeouts at heavy loss) still counts with what it delivered; said here.

@@ -12,7 +12,7 @@ STALL_MBPS, STALL_S = 2.0, 2.0  # a stall: under 2 Mbit/s for 2 s or more
 def goodput_bins(intervals: pd.DataFrame, t0: float | None = None) -> pd.DataFrame:
     """The receiver's goodput of a run (all flows) in GOODPUT_BIN_S bins, t in s from its first bin."""
     if intervals.empty:
-        return pd.DataFrame(columns=["t", "mbps"])
+        return pd.DataFrame(columns=["t", "goodput_bin_mbps"])
     import numpy as np
 
     t = intervals.time - (t0 if t0 else intervals.time.min())
@@ -20,7 +20,8 @@ def goodput_bins(intervals: pd.DataFrame, t0: float | None = None) -> pd.DataFra
     per_bin = intervals.assign(k=k).groupby("k")["bytes"].sum()
     # intervals.csv leaves out the bins in which nothing arrived: a stall is those missing bins
     per_bin = per_bin.reindex(np.arange(max(0, int(k.min())), int(k.max()) + 1), fill_value=0.0)
-    return pd.DataFrame({"t": per_bin.index * GOODPUT_BIN_S, "mbps": per_bin.to_numpy() * 8 / GOODPUT_BIN_S / 1e6})
+    return pd.DataFrame({"t": per_bin.index * GOODPUT_BIN_S,
+                         "goodput_bin_mbps": per_bin.to_numpy() * 8 / GOODPUT_BIN_S / 1e6})
 
 
 def stalls(bins: pd.DataFrame) -> pd.DataFrame:
@@ -30,7 +31,7 @@ def stalls(bins: pd.DataFrame) -> pd.DataFrame:
     for run, g in bins.groupby("run"):
         g = g.sort_values("t")
         best, start, cur_start, cur = 0.0, None, None, 0.0
-        for t, mbps in zip(g.t, g.mbps):
+        for t, mbps in zip(g.t, g.goodput_bin_mbps):
             if mbps < STALL_MBPS:
                 cur_start = t if cur == 0 else cur_start
                 cur += GOODPUT_BIN_S

@@ -11,6 +11,7 @@ import pandas as pd
 
 from . import cctrace
 from ...judge import check
+from ...measure.traffic import current_column
 from ...run import results
 from ...run.results import run_commit
 from .counters import bpf_counters, sum_counters
@@ -23,6 +24,7 @@ COMPACT = ("throughput.csv", "subflows.csv", "fairness.csv", "timeseries.csv", "
 # what a run's parameters share with its sweep's (kept for a sweep without a setup check)
 SWEEP_PARAMETERS = ("duration_s", "cross", "fairness", "shared_bottleneck")
 BIN_S = 0.1
+BINS = ["run", "t", "goodput_bin_mbps"]  # goodput-bins.csv: each run's goodput per stalls.GOODPUT_BIN_S
 # The shared path's split: mptcp_on_shared_mbps and tcp_on_shared_mbps from what the emulator's link
 # delivered over the span both flows used it (measure.shared_link_rates; runs before it: ss byte shares,
 # tcp_on_shared_mbps over the same window or empty), mptcp_on_other_mbps the other path's subflow
@@ -132,8 +134,7 @@ def compact(out: Path) -> dict[str, pd.DataFrame]:
     tables["delay-window"] = (pd.concat(dwnd, ignore_index=True) if dwnd else pd.DataFrame(
         columns=["path", "ca_acks", "with_dwnd", "share", "dwnd_mean", "dwnd_median", "best_rtt_ms", "last_rtt_ms",
                  "variant", "rep"]))
-    tables["goodput-bins"] = (pd.concat(bins, ignore_index=True)[["run", "t", "mbps"]] if bins
-                              else pd.DataFrame(columns=["run", "t", "mbps"]))
+    tables["goodput-bins"] = (pd.concat(bins, ignore_index=True)[BINS] if bins else pd.DataFrame(columns=BINS))
     for name, df in tables.items():
         # %.6g: every figure as its run recorded it (mbps to 1 kbit/s). At %.4g a 10-99 Mbit/s goodput
         # lost its third decimal, which with 2 pairs (quick) moved a paired interval from ± 0.12 to ± 0.06
@@ -195,6 +196,8 @@ def load(path: Path) -> dict:
     dw = path / "delay-window.csv"
     tables["delay-window"] = pd.read_csv(dw) if dw.exists() else pd.DataFrame()
     gb = path / "goodput-bins.csv"
-    tables["goodput-bins"] = pd.read_csv(gb) if gb.exists() else pd.DataFrame(columns=["run", "t", "mbps"])
+    bins = pd.read_csv(gb) if gb.exists() else pd.DataFrame(columns=BINS)
+    # written before the goodput vocabulary (the reference's): its `mbps` by today's name
+    tables["goodput-bins"] = bins.rename(columns=lambda c: current_column(c, bins.columns) or c)
     tables["manifest"] = json.loads((path / "lab2-manifest.json").read_text())
     return tables

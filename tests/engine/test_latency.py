@@ -40,7 +40,7 @@ class FakePlace(Network):
         self.tc: list[list[str]] = []
         self.spread: list[list[float]] = []  # per ping command, in order: ms above the floor, cycled
 
-    def check(self, argv):
+    def check(self, argv, input=None):
         if argv[0] == "tc" and "replace" in argv:
             self.tc.append(argv)
             dev = argv[argv.index("dev") + 1]

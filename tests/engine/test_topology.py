@@ -3,6 +3,7 @@
 import pytest
 
 from mptcplab.core.errors import UsageError
+from mptcplab.net import mptcpconf
 from mptcplab.net.topology import NetPath, Topology
 
 
@@ -65,6 +66,22 @@ def test_mptcp_endpoints_one_subflow_per_extra_path_with_dev():
     limits = {c[2]: c[-4:] for c in cmds if "limits" in c}
     assert limits[topo.ns("snd")] == ["subflow", "1", "add_addr_accepted", "0"]
     assert limits[topo.ns("rcv")] == ["subflow", "1", "add_addr_accepted", "0"]
+
+
+def test_the_manifests_mptcp_state_is_one_batch_read_as_the_two_listings_were():
+    """Network.snapshot lists a host's endpoints and limits with one `ip -batch` (mptcpconf.show_command);
+    the manifest's `network.mptcp` keeps what `ip mptcp endpoint show` and `limits show` printed alone
+    (as a Lab 2 sender's and receiver's manifest recorded them, session 22's trial-s0)."""
+    argv, lines = mptcpconf.show_command("mlab-x-snd")
+    assert argv == ["ip", "-n", "mlab-x-snd", "-batch", "-"]
+    assert lines == "mptcp endpoint show\nmptcp limits show\n"
+    sender = ("10.2.0.1 id 1 subflow dev p2 \n10.3.0.1 id 2 subflow dev p3 \n10.4.0.1 id 3 subflow dev p4 \n"
+              "add_addr_accepted 0 subflows 3 \n")  # the batch's output (ip 6.1, trailing spaces and all)
+    assert mptcpconf.parse_show(sender) == {
+        "endpoints": ["10.2.0.1 id 1 subflow dev p2 ", "10.3.0.1 id 2 subflow dev p3 ", "10.4.0.1 id 3 subflow dev p4"],
+        "limits": ["add_addr_accepted 0 subflows 3"]}
+    assert mptcpconf.parse_show("add_addr_accepted 0 subflows 3 \n") == {  # the receiver: no endpoint
+        "endpoints": [], "limits": ["add_addr_accepted 0 subflows 3"]}
 
 
 def test_each_path_is_one_bridged_subnet():

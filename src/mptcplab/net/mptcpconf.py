@@ -34,9 +34,18 @@ def commands(sender_ns: str, receiver_ns: str, extra_paths: list[tuple[str, str]
     return cmds
 
 
-def show_commands(ns: str) -> dict[str, list[str]]:
-    """Commands whose output goes into the manifest."""
-    return {
-        "endpoints": ["ip", "-n", ns, "mptcp", "endpoint", "show"],
-        "limits": ["ip", "-n", ns, "mptcp", "limits", "show"],
-    }
+def show_command(ns: str) -> tuple[list[str], str]:
+    """The command whose output goes into the manifest (read with `parse_show`), and its input:
+    the endpoints and the limits listed by one `ip -batch`, one program per host and run where two
+    cost twice as much of an emulated CPU."""
+    return ["ip", "-n", ns, "-batch", "-"], "mptcp endpoint show\nmptcp limits show\n"
+
+
+def parse_show(text: str) -> dict[str, list[str]]:
+    """show_command's output as `ip mptcp endpoint show` and `ip mptcp limits show` each printed it
+    alone (lines, the whole output stripped): an endpoint's line starts with its address, the
+    limits' with their names."""
+    shown: dict[str, list[str]] = {"endpoints": [], "limits": []}
+    for line in text.splitlines():
+        shown["limits" if line.startswith(("add_addr_accepted", "subflows")) else "endpoints"].append(line)
+    return {k: "\n".join(lines).strip().splitlines() for k, lines in shown.items()}

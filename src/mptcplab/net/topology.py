@@ -502,10 +502,11 @@ class Network:
     def ns(self, host: str) -> str:
         return self.topo.ns(host)
 
-    def check(self, argv: list[str]) -> str:
-        """Run a configuration command; a failure is an error with the command and its message."""
+    def check(self, argv: list[str], input: str | None = None) -> str:
+        """Run a configuration command (`input`: its stdin, e.g. a batch's lines); a failure is an
+        error with the command and its message."""
         _log.debug("%s", shlex.join(argv))
-        return process.run(argv).stdout
+        return process.run(argv, input=input).stdout
 
     def check_all(self, cmds: list[Cmd]) -> None:
         """Run configuration commands in order, those of one namespace batched (batches); a failure
@@ -644,8 +645,7 @@ class Network:
             snap["kernel_limits"] = {k: {"needed": need, "found": found[k], "now": _root_sysctl(k)}
                                      for k, need in self.topo.kernel_limits.items()}
         for h in self.topo.hosts:
-            snap["mptcp"][h] = {k: self.check(argv).strip().splitlines()
-                                for k, argv in mptcpconf.show_commands(self.ns(h)).items()}
+            snap["mptcp"][h] = mptcpconf.parse_show(self.check(*mptcpconf.show_command(self.ns(h))))
         return snap
 
     def offloads_all(self) -> dict[str, dict[str, str]]:

@@ -61,7 +61,7 @@ def model1(n, p, rtt, T, b=1, *, printed=False, cap=True, small_w=True, w2=True,
 
 
 def model2(n, p_e, p_r, rtt, T, b=1, *, q1_cap_n=True, j_everywhere=False, j1_in_q1=False, cap=True, use_b=True,
-           swapped=False, full_f=False, w_b=True, e_r=True, z_p_r=False):
+           swapped=False, full_f=False, w_b=True, e_r=True, z_p_r=False, q1_n=True):
     if swapped:
         p_e, p_r = p_r, p_e
     b = b if use_b else 1
@@ -72,7 +72,7 @@ def model2(n, p_e, p_r, rtt, T, b=1, *, q1_cap_n=True, j_everywhere=False, j1_in
     w = n * x / (2 * (b if w_b else 1)) * (1 + 3 * n / j1)
     p_z = p_r if z_p_r else p_e
     z = T * (models.f_poly(p_z) if full_f else 1 + 32 * p_z * p_z) / (1 - p_z)
-    q1 = (j1 if j1_in_q1 else j) * n / w
+    q1 = (j1 if j1_in_q1 else j) * (n if q1_n else 1) / w
     q1 = min(n, q1) if q1_cap_n else min(1, q1)
     q = min(n, q1 * z / (x * rtt)) if cap else q1 * z / (x * rtt)
     return (1 - q / n) / (p_e * x * rtt) + q / (z * ((1 - p_e) if e_r else 1))
@@ -125,7 +125,8 @@ def per_flow_rate(runs, flows, losses, *, what="right"):
     return pd.Series(p, name="p", dtype=float).rename_axis("run")
 
 
-def compare(runs, *, m1=model1, m2=model2, b="model_b", measured="pps", swap=False, err="right", all_runs=False):
+def compare(runs, *, m1=model1, m2=model2, b="model_b", measured="pps", swap=False, err="right", all_runs=False,
+            index=True):
     """all_runs: True keeps the runs without a loss (NaN predictions), "computed" feeds them to the models too."""
     rows = []
     for r in (runs if all_runs else runs[runs.p > 0]).itertuples():
@@ -136,7 +137,7 @@ def compare(runs, *, m1=model1, m2=model2, b="model_b", measured="pps", swap=Fal
         e1, e2 = ((pps / v1 - 1, pps / v2 - 1) if err == "inverted" else
                   (100 * (v1 / pps - 1), 100 * (v2 / pps - 1)) if err == "percent" else (v1 / pps - 1, v2 / pps - 1))
         rows.append({"run": r.run, "measured": pps, "model1": v1, "model2": v2, "err1": e1, "err2": e2})
-    return pd.DataFrame(rows).set_index("run")
+    return pd.DataFrame(rows).set_index("run") if index else pd.DataFrame(rows)
 
 
 def in_scope(runs, *, queued=True, strict=False, lossless=False, column="loss", as_list=False, rule=False,
@@ -173,7 +174,8 @@ WRONG = {
            "j1 in q1": _partial(model2, j1_in_q1=True), "q not capped": _partial(model2, cap=False),
            "p_e and p_r swapped": _partial(model2, swapped=True), "b ignored": _partial(model2, use_b=False),
            "z with the full f(p)": _partial(model2, full_f=True), "w without b": _partial(model2, w_b=False),
-           "the timeout term without E[R]": _partial(model2, e_r=False), "p_r in z": _partial(model2, z_p_r=True)},
+           "the timeout term without E[R]": _partial(model2, e_r=False), "p_r in z": _partial(model2, z_p_r=True),
+           "q1 without n": _partial(model2, q1_n=False)},
     "q3": {"unsorted": _partial(count_loss_events, sort=False), "gap from the previous loss": _partial(count_loss_events, chain=True),
            "lost packets": _partial(count_loss_events, losses=True), "a float": _partial(count_loss_events, as_float=True),
            ">= for >": _partial(count_loss_events, inclusive=True)},
@@ -194,7 +196,8 @@ WRONG = {
            "goodput for measured": _partial(compare, measured="goodput_pps"),
            "runs without losses kept": _partial(compare, all_runs=True),
            "runs without losses fed to the models": _partial(compare, all_runs="computed"),
-           "a wrong model 1 (Q1)": _partial(compare, m1=_partial(model1, printed=True))},
+           "a wrong model 1 (Q1)": _partial(compare, m1=_partial(model1, printed=True)),
+           "run a column, not the index": _partial(compare, index=False)},
     "q7": {"queued runs kept": _partial(in_scope, queued=False), "2 % left out": _partial(in_scope, strict=True),
            "runs without losses kept": _partial(in_scope, lossless=True), "p_r for loss": _partial(in_scope, column="p_r"),
            "a list of runs": _partial(in_scope, as_list=True),
@@ -267,6 +270,7 @@ HINTS = {  # (question, wrong answer) -> what its public message must say: the c
     ("q2", "w without b"): "check where b appears",
     ("q2", "the timeout term without E[R]"): "E[R] = 1 / (1 - p_e)",
     ("q2", "p_r in z"): "not the packet loss rate p_r",
+    ("q2", "q1 without n"): "its q1 included",
     ("q3", "unsorted"): "sort them first",
     ("q3", ">= for >"): "not >=",
     ("q4", "packets for events"): "not lost packets",
@@ -278,6 +282,7 @@ HINTS = {  # (question, wrong answer) -> what its public message must say: the c
     ("q6", "b, the measured ACK ratio"): "model_b",
     ("q6", "measured / model - 1"): "measured / model - 1",
     ("q6", "runs without losses fed to the models"): "no loss (p = 0): the models divide by p",
+    ("q6", "run a column, not the index"): "set_index('run')",
     ("q7", "queued runs kept"): "`queued` column",
     ("q7", "2 % left out"): "exactly 2 %",
     ("q7", "`queued` recomputed from the RTT"): "`queued` column",

@@ -281,7 +281,9 @@ def q6(compare, runs) -> None:
         want = comparison_of(r)
         expect(set(got.index) == set(want.index),
                _say(f"On {where}, compare should have one row per run with p > 0, indexed by run; it has",
-                    f"{_count(len(got), 'row')} for {_count(len(want), 'such run')} (runs without a loss have no prediction)."))
+                    f"{_count(len(got), 'row')} for {_count(len(want), 'such run')}"
+                    + (" (make the run names its index: set_index('run'))." if "run" in got.columns
+                       else " (runs without a loss have no prediction).")))
         got, w, on_b = got.loc[list(want.index)], want, comparison_of(r, b="b")
         expect(_close(got.measured, w.measured).all(),
                _say(f"On {where}, measured is not the run's pps (the packets the flows sent per second,",

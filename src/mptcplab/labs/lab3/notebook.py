@@ -147,7 +147,8 @@ def _saturated_otherwise(value, point, want, name: str, p_name: str) -> str | No
     if _close([value], [want])[0]:
         return None
     return (f"{name}{point} = {value:.4g}: every flow is in a timeout here, so B = n / (T (1 + 32 {p_name}^2)); "
-            f"check that q is capped at n and the timeout term q / (z (1 - {p_name}))")
+            f"check E[nTO] = q = q1 z / (x RTT), its q1 included, its cap at n, and the timeout term "
+            f"q / (z (1 - {p_name}))")
 
 
 def model1_reference():

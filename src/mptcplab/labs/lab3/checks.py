@@ -53,10 +53,14 @@ def _call(func, name: str, where: str, *args, zero_p: int = 0):
     try:
         return func(*args)
     except Exception as exc:
-        cause = (f"{zero_p} of these runs {'has' if zero_p == 1 else 'have'} no loss (p = 0): the models divide by p, "
-                 "so keep only the runs with p > 0." if zero_p and isinstance(exc, (ZeroDivisionError, FloatingPointError))
-                 else "The check's own tables have the columns of the question's inputs and none of the answers: "
-                      "compute, do not copy.")
+        if zero_p and isinstance(exc, (ZeroDivisionError, FloatingPointError)):
+            cause = (f"{zero_p} of these runs {'has' if zero_p == 1 else 'have'} no loss (p = 0): the models divide "
+                     "by p, so keep only the runs with p > 0.")
+        elif isinstance(exc, KeyError):  # an answer column read from the student's own tables
+            cause = ("The check's own tables have the columns of the question's inputs and none of the answers: "
+                     "compute, do not copy.")
+        else:  # only its type: the message could quote the check's hidden inputs
+            cause = "Call it on a few rows of your own table to see the error and its line."
         expect(False, _say(f"On {where}, {name} raised {type(exc).__name__}.", cause))
 
 

@@ -79,14 +79,21 @@ def platform_info() -> dict:
 
 
 def busy_cpu_s() -> float:
-    """CPU seconds this kernel has spent busy since it booted, summed over its CPUs: /proc/stat's
-    total less idle and iowait. In a guest this is the guest's own count, and under the VM's
-    instruction clock (vm.TCG_CLOCK) it is what costs the host: a busy guest second takes ~10 host
-    seconds, while a wait (for 9p, for a timer) counts as idle, costs the host next to nothing and
-    may still move the guest's clock by seconds, which `timings` then counts. Natively and in
-    UML the same count; natively it includes whatever else the machine runs."""
-    ticks = parse_proc_stat(Path("/proc/stat").read_text())
-    return (sum(ticks.values()) - ticks["idle"] - ticks["iowait"]) / os.sysconf("SC_CLK_TCK")
+    """A count of the CPU seconds this kernel has spent busy, summed over its CPUs (its differences
+    are what mean something): each online CPU's time less what /proc/stat counts as idle and
+    iowait. Not the sum of /proc/stat's busy fields: those are timer ticks that landed on busy
+    work, and an idle CPU without ticks (NO_HZ) counts none of the interrupts that wake it (Lab 2's
+    setup check in the VM: 1.8-1.9 s by the ticks in two runs, 2.5 s by this count in a third).
+    In a guest this is the guest's own count, and under the VM's instruction clock (vm.TCG_CLOCK)
+    it counts the instructions the host emulated, while a wait (for 9p, for a timer) counts as
+    idle and may still move the guest's clock by seconds, which `timings` then counts. It is not
+    all a run costs the host: QEMU spends CPU of its own while the guest idles (a plain Lab 2 run,
+    2026-11-29: 1.1-1.2 busy guest seconds, 30-38 s of QEMU's CPU in three runs).
+    Natively and in UML the same count; natively it includes whatever else the machine runs."""
+    text = Path("/proc/stat").read_text()
+    ticks = parse_proc_stat(text)
+    cpus = sum(1 for line in text.splitlines() if line.startswith("cpu") and not line.startswith("cpu "))
+    return cpus * time.monotonic() - (ticks["idle"] + ticks["iowait"]) / os.sysconf("SC_CLK_TCK")
 
 
 def kit_cpu_s() -> float:

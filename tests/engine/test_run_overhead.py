@@ -55,6 +55,16 @@ def test_timed_also_records_the_cpu_a_step_cost(tmp_path):
     assert set(kit) == set(busy) == {"spin", "child", "sleep"}
     assert kit["spin"] >= 0.28 and kit["child"] >= 0.28 and kit["sleep"] < 0.05
     assert busy["spin"] >= 0.25  # the whole machine's count: at least this process's
+    assert "timings_host" not in m  # natively the host's clock is this one
+
+
+def test_in_a_guest_timed_also_records_each_steps_seconds_on_the_hosts_clock(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPTCPLAB_WHERE", "uml")  # a guest place; here the "host" clock is this machine's
+    with Sweep(tmp_path).run("r1", {}) as rd:
+        with rd.timed("sleep"):
+            time.sleep(0.3)
+    m = json.loads((tmp_path / "r1" / "manifest.json").read_text())
+    assert abs(m["timings_host"]["sleep"] - m["timings"]["sleep"]) < 0.1 and m["timings_host"]["sleep"] >= 0.25
 
 
 def test_a_processes_cpu_seconds_are_read_while_it_runs():

@@ -149,16 +149,22 @@ class RunDir:
         kernel was busy (busy_cpu_s: every process and the kernel's own work, such as forwarding
         the emulated network's packets), and manifest["timings_kit_cpu"][step], those of the kit's
         own process and of the programs it started that ended in the block (kit_cpu_s: a sampler's
-        loop counts in the step that stops it). Under the VM's instruction clock the busy seconds,
-        not `timings`, are what a step costs the host."""
+        loop counts in the step that stops it). In a guest also manifest["timings_host"][step], the
+        step's seconds on the host's wall clock (guest.host_time): under the VM's instruction clock
+        what a step cost the host, which neither the guest's seconds nor its busy ones say (QEMU
+        works while the guest idles: busy_cpu_s)."""
         t, busy, kit = time.monotonic(), busy_cpu_s(), kit_cpu_s()
+        host = guest.host_time(self.path) if self._clocks else None
         try:
             yield
         finally:
-            for key, spent in (("timings", time.monotonic() - t), ("timings_busy", busy_cpu_s() - busy),
-                               ("timings_kit_cpu", kit_cpu_s() - kit)):
+            spent = [("timings", time.monotonic() - t), ("timings_busy", busy_cpu_s() - busy),
+                     ("timings_kit_cpu", kit_cpu_s() - kit)]
+            if host is not None:
+                spent.append(("timings_host", guest.host_time(self.path) - host))
+            for key, seconds in spent:
                 steps = self.manifest.setdefault(key, {})
-                steps[step] = round(steps.get(step, 0.0) + spent, 3)
+                steps[step] = round(steps.get(step, 0.0) + seconds, 3)
 
     def _wall(self) -> str:
         """Now on the host's wall clock (wall_clock): a UML guest's own clock skips idle time, and

@@ -8,6 +8,7 @@ managed; everything that runs to completion comes through `run`.
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 
@@ -56,10 +57,8 @@ def first_line(argv: list[str]) -> str | None:
 
 def cpu_s(pid: int) -> float | None:
     """CPU seconds (user + system) process `pid` has used so far, with those of its children it
-    has waited for; None once it is gone. From /proc/PID/stat: read before a process is killed,
-    which it outlives no JSON to report (the trace reader, the UDP senders)."""
-    import os
-
+    has waited for; None once it is gone. From /proc/PID/stat, for a process that is killed with
+    no report of its own to give (the trace reader, Lab 2's UDP senders and sinks)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()  # after the command's name, which may hold spaces

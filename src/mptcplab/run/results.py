@@ -148,8 +148,8 @@ class RunDir:
         Beside it, what the block cost in CPU: manifest["timings_busy"][step], the seconds the
         kernel was busy (busy_cpu_s: every process and the kernel's own work, such as forwarding
         the emulated network's packets), and manifest["timings_kit_cpu"][step], those of the kit's
-        own process and of the programs it started that ended in the block (kit_cpu_s: a sampler's
-        loop counts in the step that stops it). In a guest also manifest["timings_host"][step], the
+        own process and of the programs it started that ended in the block (kit_cpu_s: a live trace
+        reader counts in the step that stops it). In a guest also manifest["timings_host"][step], the
         step's seconds on the host's wall clock (guest.host_time): under the VM's instruction clock
         what a step cost the host, which neither the guest's seconds nor its busy ones say (QEMU
         works while the guest idles: busy_cpu_s)."""

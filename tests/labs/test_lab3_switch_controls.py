@@ -5,7 +5,6 @@ claim reads the range control's runs beside the reference's."""
 import pandas as pd
 import pytest
 
-from mptcplab.judge import claims
 from mptcplab.labs.lab3 import analysis as la
 from mptcplab.labs.lab3 import claims as ledger
 

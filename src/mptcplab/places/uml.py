@@ -32,6 +32,9 @@ BUILD_TIME = "6.7 min on a 2-core machine"
 
 
 def available() -> tuple[bool, str]:
+    wrong = uml.unsupported_arch()
+    if wrong:
+        return False, wrong
     built = uml.kernel_path()
     if built:
         return True, f"built: {built}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import re
 import shutil
 import sys
@@ -32,6 +33,15 @@ CONFIG_FRAGMENT = paths.data("vagrant/uml/mptcplab.config")
 # Fixes to the distribution's source that no config option gives (why: vagrant/uml/README.md);
 # applied in name order, and part of the cache key like the fragment.
 PATCHES = sorted(paths.data("vagrant/uml").glob("*.patch"))
+
+
+def unsupported_arch() -> str | None:
+    """Why this host can have no UML kernel, or None on x86: User-Mode Linux has one host
+    architecture, x86 (arch/x86/um), so on any other the place is absent and nothing is built."""
+    machine = platform.machine()
+    if re.fullmatch(r"x86_64|i[3-6]86", machine):
+        return None
+    return f"not on this architecture ({machine}): User-Mode Linux runs only on x86 hosts (arch/x86/um)"
 
 
 def cache_root() -> Path:
@@ -71,6 +81,9 @@ def _need_tools() -> None:
 
 def build(jobs: int | None = None, quiet: bool = False) -> Path:
     """Build (or find in the cache) the UML kernel; returns the path of the `linux` binary."""
+    wrong = unsupported_arch()
+    if wrong:
+        raise EnvironmentProblem(f"no UML kernel here: {wrong}")
     final = kernel_dir()
     if (final / "linux").exists():
         if not quiet:

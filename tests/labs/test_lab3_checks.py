@@ -42,7 +42,7 @@ def drawn(tables):
 # ---------------------------------------------------------------- the solution and its wrong twins
 
 def model1(n, p, rtt, T, b=1, *, printed=False, cap=True, small_w=True, w2=True, full_f=False, use_b=True,
-           w_b=True, e_r=True):
+           w_b=True, e_r=True, plr_x=False):
     b = b if use_b else 1
     a = math.sqrt(p * b * (24 * n * n + p * b * (n * n - 4 * n + 4)))
     x = (p * b * (2 - n) + a) / (6 * n * n * p)
@@ -53,7 +53,7 @@ def model1(n, p, rtt, T, b=1, *, printed=False, cap=True, small_w=True, w2=True,
     if w <= 3 and small_w:
         q1 = 1.0
     else:
-        s = 1 - 1 / max(w, 1.0001)
+        s = 1 - 1 / (x if plr_x else max(w, 1.0001))
         q1 = min(1.0, (1 - s ** 3) * (1 + s ** 3 * (1 - s ** (w - 3))))
     q = q1 * z / (x * rtt)
     q = min(n, q) if cap else q
@@ -169,13 +169,16 @@ WRONG = {
            "z with the full f(p)": _partial(model1, full_f=True), "b ignored": _partial(model1, use_b=False),
            "per flow, not the aggregate": lambda n, p, rtt, T, b=1: model1(n, p, rtt, T, b) / n,
            "w = 2 n x, b left out": _partial(model1, w_b=False),
-           "the timeout term without E[R]": _partial(model1, e_r=False)},
+           "the timeout term without E[R]": _partial(model1, e_r=False),
+           "p_lr = 1/x for 1/w": _partial(model1, plr_x=True),
+           "Mbit/s, not packets/s": lambda n, p, rtt, T, b=1: model1(n, p, rtt, T, b) * 1448 * 8 / 1e6},
     "q2": {"q1 capped at 1": _partial(model2, q1_cap_n=False), "j for j1": _partial(model2, j_everywhere=True),
            "j1 in q1": _partial(model2, j1_in_q1=True), "q not capped": _partial(model2, cap=False),
            "p_e and p_r swapped": _partial(model2, swapped=True), "b ignored": _partial(model2, use_b=False),
            "z with the full f(p)": _partial(model2, full_f=True), "w without b": _partial(model2, w_b=False),
            "the timeout term without E[R]": _partial(model2, e_r=False), "p_r in z": _partial(model2, z_p_r=True),
-           "q1 without n": _partial(model2, q1_n=False)},
+           "q1 without n": _partial(model2, q1_n=False),
+           "Mbit/s, not packets/s": lambda n, p_e, p_r, rtt, T, b=1: model2(n, p_e, p_r, rtt, T, b) * 1448 * 8 / 1e6},
     "q3": {"unsorted": _partial(count_loss_events, sort=False), "gap from the previous loss": _partial(count_loss_events, chain=True),
            "lost packets": _partial(count_loss_events, losses=True), "a float": _partial(count_loss_events, as_float=True),
            ">= for >": _partial(count_loss_events, inclusive=True)},
@@ -263,6 +266,9 @@ HINTS = {  # (question, wrong answer) -> what its public message must say: the c
     ("q1", "w = 2 n x, b left out"): "check where b appears",
     ("q1", "the timeout term without E[R]"): "E[R] = 1 / (1 - p)",
     ("q1", "per flow, not the aggregate"): "check where n appears",
+    ("q1", "p_lr = 1/x for 1/w"): "p_lr = 1/w with w = E[W_f]",
+    ("q1", "Mbit/s, not packets/s"): "the models give packets per second",
+    ("q2", "Mbit/s, not packets/s"): "the models give packets per second",
     ("q2", "q1 capped at 1"): "capped q1 at 1",
     ("q2", "z with the full f(p)"): "keep z = T (1 + 32 p^2) / (1 - p)",
     ("q2", "j for j1"): "Use j1 = min(j, n) in a, x and w",

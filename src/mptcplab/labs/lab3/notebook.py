@@ -82,6 +82,29 @@ def _first_problem(values, grid, name: str) -> str | None:
     return None
 
 
+def _complex_problem(values, grid, name: str) -> str | None:
+    """A complex number at some point (returned, or met by a comparison): a negative base raised to a
+    fractional power. In model 1 the only such power is q1's (1 - 1/w)^(w - 3)."""
+    for point, v in zip(grid, values):
+        if isinstance(v, str) and "complex" in v:
+            return (f"{name}{point} {v}. Python gives a complex number for a negative base raised to a fractional "
+                    "power, here q1's (1 - p_lr)^(w - 3): p_lr = 1/w with w = E[W_f], the window of (25), not 1/x "
+                    "with x = E[X], the rounds of a TD period, which can be under 1")
+    return None
+
+
+def _unit_problem(values, ref, name: str) -> str | None:
+    """Every value the same multiple of the model's (not 1): a unit, not a formula. The factor is not
+    shown: with the student's own values it would give the model's."""
+    v = np.array([x if isinstance(x, float) else np.nan for x in values])
+    ratio = v / np.asarray(ref, dtype=float)
+    if np.all(np.isfinite(ratio)) and np.allclose(ratio, ratio[0], rtol=1e-6) and not np.isclose(ratio[0], 1, rtol=1e-6):
+        return (f"every value of {name} is the same multiple of the model's, so the formula is right and the unit "
+                "is not: the models give packets per second (each term of B is packets over seconds), not "
+                "Mbit/s or bytes per second")
+    return None
+
+
 def _close(values, ref, rtol=1e-6) -> np.ndarray:
     v = np.array([x if isinstance(x, float) else np.nan for x in values])
     return np.isclose(v, np.asarray(ref, dtype=float), rtol=rtol, atol=0)
@@ -157,10 +180,12 @@ def model1_reference():
 
 def model1_problem(values) -> str | None:
     """None when model 1's values look right; otherwise the most likely mistake, as a hint."""
-    if (msg := _first_problem(values, GRID1, "model1")) is not None:
+    if (msg := _complex_problem(values, GRID1, "model1") or _first_problem(values, GRID1, "model1")) is not None:
         return msg
     printed = [models.algorithm1_as_printed(*pt) for pt in GRID1]
     ref = model1_reference()
+    if (msg := _unit_problem(values, ref, "model1")) is not None:
+        return msg
     w = np.array([float(models.per_flow_terms(*pt)["w"]) for pt in GRID1])
     differs = ~np.isclose(printed, ref, rtol=1e-3) & (w > 3)  # the misprint, whatever was done for w <= 3
     if np.all(_close(values, printed)[differs]):
@@ -202,6 +227,8 @@ def model2_problem(values) -> str | None:
     if (msg := _first_problem(values, GRID2, "model2")) is not None:
         return msg
     ref = model2_reference()
+    if (msg := _unit_problem(values, ref, "model2")) is not None:
+        return msg
     cap1 = [float(models.cumulative_terms(*pt, q1_cap="1")["B"]) for pt in GRID2]
     differs = ~np.isclose(cap1, ref, rtol=1e-3)
     if np.all(_close(values, cap1)[differs]):

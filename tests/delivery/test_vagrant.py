@@ -10,6 +10,7 @@ settings (its `validate` returns no errors), so there it proves that the block r
 and as on Apple Silicon.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -169,6 +170,35 @@ def test_a_local_build_is_used_by_itself(tmp_path):
     assert _resolved(tmp_path) == f"RESOLVED box=mptcplab/debian-13 version= url={local}"
     # ... but not for another box, which would then be fetched from the kit's catalogue
     assert _resolved(tmp_path, MPTCPLAB_BOX="bento").endswith("url=")
+
+
+RSYNC = '\nrequire "json"\nputs "RSYNC " + JSON.generate(RSYNC_EXCLUDE)\n'
+SYNCED = {"build/box/kernel-amd64/linux-image-6.12.117-mptcplab_6.12.117-1_amd64.deb",
+          "build/box/kernel-arm64/linux-image-6.12.117-mptcplab_6.12.117-1_arm64.deb",
+          "labs/01-scheduler/README.md", "solutions/results/lab1/runs-manifest.csv"}
+LEFT_OUT = {"build/box/mptcplab-amd64-libvirt.box", "build/box/disk-amd64.qcow2", "build/box/metadata.json",
+            "build/plain/mptcplab-amd64-libvirt.box", "results/lab1/manifest.json", ".git/HEAD",
+            ".venv/bin/python", ".vagrant/machines/default/id"}
+
+
+@vagrant
+@pytest.mark.skipif(not shutil.which("rsync"), reason="rsync not installed")
+def test_rsync_carries_the_kit_kernel_package_and_nothing_else_of_build(tmp_path):
+    """libvirt's default sharing (and the qemu provider's) is rsync: provisioning's kernel step must
+    find build/box/kernel-ARCH/ in the VM, and the boxes and disks beside it must stay out."""
+    text = (REPO / "Vagrantfile").read_text()
+    assert text.count("rsync__exclude: RSYNC_EXCLUDE") == 2  # libvirt and qemu (their blocks need plugins)
+    r = _validate(tmp_path, "virtualbox", text + RSYNC)
+    assert r.returncode == 0, r.stdout + r.stderr
+    excludes = json.loads(next(ln for ln in r.stdout.splitlines() if ln.startswith("RSYNC ")).removeprefix("RSYNC "))
+    checkout, vm = tmp_path / "checkout", tmp_path / "vm"
+    for name in SYNCED | LEFT_OUT:
+        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / name).write_text(name)
+    # What Vagrant's rsync helper runs: its own .vagrant/ first, then each entry as --exclude, in order.
+    rules = [a for e in dict.fromkeys([".vagrant/", *excludes]) for a in ("--exclude", e)]
+    subprocess.run(["rsync", "--archive", "--delete", *rules, f"{checkout}/", str(vm)], check=True, timeout=60)
+    assert {str(p.relative_to(vm)) for p in vm.rglob("*") if p.is_file()} == SYNCED
 
 
 @vagrant

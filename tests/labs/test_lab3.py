@@ -335,20 +335,24 @@ def _control(runs, read_back=la.RENO_RECOVERY):
     return {"runs": runs, "runs_manifest": rm}
 
 
-def test_recovery_control_is_a_cause_only_when_it_turns_the_verdict_with_the_sysctls_applied():
+def test_recovery_control_measures_only_with_the_sysctls_applied():
+    """The reno_recovery arms in figures (recovery_table, Holm over the two); the ledger's control
+    (claims.py, whose verdict the report's divergences take) measures nothing unless every run read
+    the four sysctls back as set."""
+    from mptcplab.labs.lab3 import claims as ledger
+
     base = _arm(8, -0.20, -0.05, 1, 1)  # Linux's recovery: n x Padhye closer, few timeouts
     flipped = _arm(8, -0.02, -0.15, 120, 2)  # Reno's: model 1 closer
-    same = _arm(8, -0.20, -0.05, 120, 3)
     tbl = la.recovery_table(base, flipped)
     assert tbl.verdict.tolist() == ["n × Padhye closer", "model 1 closer"] and tbl.level.max() > 0.95  # Holm
     assert tbl.timeouts.tolist() == [1, 120] and tbl.padhye_timeouts.iloc[0] > 0
-    assert la.recovery_cause(base, _control(flipped)).startswith("cause measured: Linux's loss recovery")
-    assert la.recovery_cause(base, _control(same)).startswith("unexplained, tried:")
-    # the sysctls not read back as set (or not recorded): no cause claimed
-    partly = {**la.RENO_RECOVERY, "net.ipv4.tcp_sack": "1"}
-    assert la.recovery_cause(base, _control(flipped, partly)).startswith("unexplained, tried:")
+    moves = ledger.recovery_moves(ledger.gap, "Fig. 16's gap", lambda m: m > 0)
+    said = moves({"runs": base, "controls": {"reno_recovery": _control(flipped)}})
+    assert said.numbers["linux_recovery"] > 0 > said.numbers["reno_recovery"]
+    partly = {**la.RENO_RECOVERY, "net.ipv4.tcp_sack": "1"}  # not read back as set (or not recorded)
+    with pytest.raises(KeyError, match="read back as set"):
+        moves({"runs": base, "controls": {"reno_recovery": _control(flipped, partly)}})
     assert la.sysctls_applied(_control(flipped)["runs_manifest"]) == la.RENO_RECOVERY
-    assert la.recovery_cause(base, None).startswith("unexplained, tried:") and "Runnable" in la.recovery_cause(base, None)
 
 
 # ---------------------------------------------------------------- the paced control (ACK ratio)

@@ -55,3 +55,22 @@ def test_the_lab_declares_its_ledger_and_fragments():
     # every section of the reference's report reaches its fragment (none says the report lacks it)
     sections = [name for name in fragments.SECTIONS.values() if name]
     assert set(sections) <= set(made) and not [s for s in sections if made[s].startswith("Not in")]
+
+
+def test_the_reports_divergences_take_the_ledgers_verdicts():
+    """A row for a claim exists only where claims.json says it does not hold, and its cause is the
+    ledger's: the reference's report says what its claims.json says of Fig. 16."""
+    from mptcplab.labs.lab3 import analysis
+    from mptcplab.labs.lab3.divergences import DIVERGES
+
+    doc = claims.load(REF)
+    fig16 = next(c for c in doc["claims"] if c["id"] == "fig16")
+    runs = analysis.load(REF)["runs"].dropna(subset=["model1"])
+    row = analysis.divergences(runs, claims=doc)[0]
+    assert row[0] == DIVERGES["fig16"] and row[2].startswith(fig16["cause"])
+    assert f"| {row[0]} |" in (REF / "paper-vs-this-run.md").read_text()
+    unexplained = {**doc, "claims": [{**fig16, "cause": "unexplained, tried: reno_recovery"}]}
+    assert analysis.divergences(runs, claims=unexplained)[0][2].startswith("unexplained, tried: reno_recovery")
+    held = {**doc, "claims": [{**fig16, "status": claims.HOLDS}]}
+    assert not [r for r in analysis.divergences(runs, claims=held) if "Fig. 16" in r[0]]
+    assert not [r for r in analysis.divergences(runs) if "Fig. 16" in r[0]]  # no claims.json: not judged here

@@ -15,7 +15,7 @@
     error_summary(runs); padhye_vs_model1(runs); timeouts_vs_model1(runs); rtt_sensitivity(runs)
     graded_runs(runs); within_band(runs)      # the runs the bands apply to, and who lands inside
     controls = load_controls(dir)       # controlled runs kept in controls/NAME/
-    divergences(runs, controls, manifest)     # each departure from the paper and its measured cause
+    divergences(runs, controls, manifest, claims=doc)   # each departure from the paper: claims.json's, then the setup's
     report(dir)                         # the "paper vs this run" markdown
     figures(dir); write_figures(dir, runs)    # fig_throughput, fig_scatter, fig_error, fig_median_error
     export_reference(sweep, dest); export_controlled(sweep, dest, name)   # a controlled run in dest/controls/NAME/
@@ -33,7 +33,7 @@ from .fit import (
 from .sweep import COMPACT, RUN_COLUMNS, one_way_delay, compact, load
 from .controls import CONTROLS, load_controls, sysctls_applied
 from .recovery import (
-    RENO_RECOVERY, recovery_arms, recovery_table, timeout_count_effect, recovery_cause,
+    RENO_RECOVERY, recovery_arms, recovery_table, timeout_count_effect, timeouts_tried,
 )
 from .ack_ratio import (
     ACK_MODELS, NO_RATE, ACK_DIVERGENCE, link_rate, paced_controls, ack_ratio_table, ack_ratio_effect, offloads_off,
@@ -52,7 +52,7 @@ __all__ = [  # the face: what `from mptcplab.labs.lab3 import analysis as la` of
     "groups", "graded_runs", "within_band", "error_summary", "padhye_vs_model1", "padhye_sentence",
     "timeouts_vs_model1", "RTTS", "rtt_sensitivity", "COMPACT", "RUN_COLUMNS", "one_way_delay",
     "compact", "load", "CONTROLS", "load_controls", "sysctls_applied", "RENO_RECOVERY", "recovery_arms",
-    "recovery_table", "timeout_count_effect", "recovery_cause", "ACK_MODELS", "NO_RATE",
+    "recovery_table", "timeout_count_effect", "timeouts_tried", "ACK_MODELS", "NO_RATE",
     "ACK_DIVERGENCE", "link_rate", "paced_controls", "ack_ratio_table", "ack_ratio_effect", "offloads_off",
     "rated_runs", "ack_ratio_row", "setup_check_rate", "rate_cause", "divergences",
     "LEGEND_BELOW", "fig_throughput", "fig_scatter", "fig_error", "fig_median_error", "named_figures", "figures",

@@ -145,9 +145,14 @@ def _control(t: dict, name: str) -> pd.DataFrame:
 
 def _recovery_arms(t: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The reno_recovery control's points with Linux's recovery (linux_recovery, run beside it, else
-    this run's own) and with Reno's."""
+    this run's own) and with Reno's. A control whose runs did not all read the four sysctls back as
+    set measured nothing: "not measured", saying so."""
     base = t["controls"]["linux_recovery"]["runs"] if "linux_recovery" in t["controls"] else t["runs"]
-    (_, linux), (_, reno) = analysis.recovery_arms(base, _control(t, "reno_recovery"))
+    ctrl = _control(t, "reno_recovery")
+    applied = analysis.sysctls_applied(t["controls"]["reno_recovery"]["runs_manifest"])
+    if any(applied.get(k) != v for k, v in analysis.RENO_RECOVERY.items()):
+        raise KeyError("the reno_recovery control's runs with its four sysctls read back as set")
+    (_, linux), (_, reno) = analysis.recovery_arms(base, ctrl)
     if len(linux) < 2 or len(reno) < 2:
         raise KeyError("the reno_recovery control's points run with both recoveries")
     return linux, reno

@@ -1,6 +1,6 @@
-"""Lab 3 analysis: Fig. 16's divergence and the controls that test its cause: Linux's loss
-recovery against the models' Reno (reno_recovery beside linux_recovery), and (24)'s count of
-the flows in a timeout."""
+"""Lab 3 analysis: the reno_recovery control of Fig. 16's divergence in figures (Linux's loss
+recovery against the models' Reno, beside linux_recovery; its verdict is the claims ledger's), and
+(24)'s count of the flows in a timeout."""
 
 from __future__ import annotations
 
@@ -98,44 +98,12 @@ def _count_words(e: dict | None) -> str:
             "in a timeout")
 
 
-def _arm_words(t) -> str:
-    """One arm of `recovery_table` in numbers."""
-    return (f"{t.count} runs: model 1 {pct(t.model1)}, n × Padhye(p) {pct(t.n_pftk_p)}, model 2 {pct(t.model2)} "
-            "(median error); "
-            f"timeouts {t.timeouts:g} per run (median, max {t.timeouts_max:g}; {t.timeouts_share:.0%} of the loss "
-            f"events) against {t.model1_timeouts:.0f} that model 1 and {t.padhye_timeouts:.0f} that Padhye assume; "
-            f"|error| difference {t.diff:+.1%} ± {t.half:.1%} ({t.level * 100:.2f}".rstrip("0").rstrip(".")
-            + f"%), {t.verdict}" + (f", {stats.fmt_runs(t.runs_needed)} runs to resolve" if t.verdict == "not resolved"
-                                    else ""))
-
-
-def recovery_cause(base: pd.DataFrame, control: dict | None, linux: dict | None = None) -> str:
-    """The cause cell of Fig. 16's divergence: what the reno_recovery control measured (against the
-    linux_recovery control, the same points with Linux's recovery, where it was run; else against
-    `base`), or that it was not run. 'cause measured' only where switching Linux's recovery off
-    turns the verdict to the paper's (model 1 closer); otherwise 'unexplained, tried' with the
-    control's numbers."""
-    tried = ("counting timeouts (Linux had far fewer than model 1 assumes above 2% loss: that explains the "
-             "sign of model 1's error, not its size, since n × Padhye(p) has a timeout term of the same size)"
-             + _count_words(timeout_count_effect(base)))
-    if control is None:
-        return (f"unexplained, tried: {tried}. Runnable: the same points with RACK, TLP, F-RTO and SACK off "
-                "(experiment.toml, reno_recovery)")
-    tbl = recovery_table(linux["runs"] if linux else base, control["runs"])
-    if len(tbl) < 2:
-        return f"unexplained, tried: {tried}; the reno_recovery control has no random-loss runs to compare"
-    on, off = list(tbl.itertuples())[:2]
-    applied = sysctls_applied(control["runs_manifest"])
-    off_set = all(applied.get(k) == v for k, v in RENO_RECOVERY.items())
-    where = f"loss {off.losses}, n = {off.flows}"
-    said = (f"with RACK, TLP, F-RTO and SACK off ({where}; "
-            + ("every run read the four sysctls back as set" if off_set else "**the sysctls were not read back as set**")
-            + f"): {_arm_words(off)}. The same points with Linux's recovery"
-            + (" (control linux_recovery, run beside it)" if linux else " (this reference's runs)")
-            + f": {_arm_words(on)}")
-    if off_set and off.verdict == "model 1 closer":
-        return f"cause measured: Linux's loss recovery; {said}"
-    return f"unexplained, tried: {tried}; {said}"
+def timeouts_tried(base: pd.DataFrame) -> str:
+    """What counting the timeouts on the same runs says of Fig. 16's divergence, in words: a
+    computation, not a control (the ledger's controls decide the cause: divergences.ledger_rows)."""
+    return ("counting timeouts (Linux had far fewer than model 1 assumes above 2% loss: that explains the "
+            "sign of model 1's error, not its size, since n × Padhye(p) has a timeout term of the same size)"
+            + _count_words(timeout_count_effect(base)))
 
 
 def recovery_section(r: pd.DataFrame, controls: dict) -> list[str]:

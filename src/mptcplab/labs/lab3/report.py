@@ -51,7 +51,11 @@ def _header(r: pd.DataFrame, man: dict) -> list[str]:
 
 def _claims(doc: dict | None) -> list[str]:
     """The verdicts runner.conclude judged before this report (claims.json, labs/lab3/claims.py)."""
-    return ["## The paper's claims, judged on this run (claims.json)", "", judged.markdown(doc)] if doc else []
+    if doc is None:
+        return ["No claims.json beside these tables: the paper's claims, and the divergences they decide, are not "
+                "judged here (`mptcplab notebooks reference lab3 DIR --report-only` judges them and writes this "
+                "report again).", ""]
+    return ["## The paper's claims, judged on this run (claims.json)", "", judged.markdown(doc)]
 
 
 def _median_signed(g: pd.DataFrame, col: str) -> float:
@@ -106,6 +110,9 @@ def _divergences(rows: list[tuple[str, str, str]]) -> list[str]:
     if not rows:
         return []
     return ["## Divergences from the paper, and what was done to explain them", "",
+            "A row for a claim of the paper takes its verdict, cause and controls from claims.json (the table "
+            "above); the others are departures of this setup from the models' assumptions that no claim decides, "
+            "each with what its own control measured.", "",
             "| divergence | this run | cause |", "|---|---|---|",
             *[f"| {cell(a)} | {cell(b)} | {cell(c)} |" for a, b, c in rows], ""]
 
@@ -119,8 +126,9 @@ def report(out: Path) -> str:
     per_run = Path(out) / "runs-manifest.csv"  # each run's qdiscs as listed (none in older references)
     runs_manifest = pd.read_csv(per_run) if per_run.exists() else None
     window_s = (man.get("parameters") or {}).get("steady_s", "?")
-    lines = (_header(r, man) + _claims(judged.load(out)) + _paper_table(r)
-             + _divergences(divergences(r, controls, man, runs_manifest))
+    doc = judged.load(out)
+    lines = (_header(r, man) + _claims(doc) + _paper_table(r)
+             + _divergences(divergences(r, controls, man, runs_manifest, doc))
              + error_section(r) + timeouts_section(r, window_s, "reno_recovery" in controls)
              + recovery_section(r, controls) + ack_ratio_section(controls) + rtt_section(r))
     said = provenance.markdown(out)  # a reference's controls may come from other commits or kernel builds: said

@@ -16,7 +16,9 @@ def test_every_lab_parameter_file_is_package_data_and_the_uml_config_a_data_file
     files = {f for group in tool["data-files"].values() for f in group}
     assert "vagrant/uml/mptcplab.config" in files
     patches = {str(p.relative_to(paths.REPO_ROOT)) for p in paths.REPO_ROOT.glob("vagrant/uml/*.patch")}
-    assert patches and patches <= files  # an installed kit builds the same kernel (the patches are its cache key)
+    variants = {str(p.relative_to(paths.REPO_ROOT)) for p in paths.REPO_ROOT.glob("vagrant/uml/*/*") if p.is_file()}
+    # an installed kit builds the same kernels (the patches, and an HZ variant's files, are their cache keys)
+    assert patches and patches | variants <= files
     for dest, group in tool["data-files"].items():  # each lands where paths.data() looks for it
         assert all(dest == "share/mptcplab/" + f.rsplit("/", 1)[0] for f in group), dest
 

@@ -31,5 +31,5 @@ def _run(args) -> int:
 
 def _status(_args) -> int:
     path = uml.kernel_path()
-    print(f"UML kernel: {path}" if path else f"UML kernel: not built (cache: {uml.cache_root()})")
+    print(f"UML kernel: {path}" if path else uml.not_built() or f"UML kernel: not built (cache: {uml.cache_root()})")
     return 0 if path else 1

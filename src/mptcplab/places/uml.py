@@ -38,6 +38,9 @@ def available() -> tuple[bool, str]:
     built = uml.kernel_path()
     if built:
         return True, f"built: {built}"
+    unbuilt = uml.not_built()  # an HZ variant asked for (MPTCPLAB_UML_HZ): never built by a run
+    if unbuilt:
+        return False, unbuilt
     src = next(iter(sorted(Path("/usr/src").glob("linux-source-6.*.tar.xz"))), None)
     if src:
         return True, f"source {src.name}, built on first use (`mptcplab uml build`, {BUILD_TIME})"
@@ -61,7 +64,7 @@ def describe() -> list[str]:
 
 def ready() -> None:
     """The kernel, built once (uml_kernel.build; cached): a compile, nothing measured."""
-    uml.kernel_path() or uml.build()
+    uml.kernel_to_boot()
 
 
 def prepare(lab) -> None:
@@ -69,8 +72,10 @@ def prepare(lab) -> None:
 
 
 def platform() -> dict:
-    """The kernel build (its cache directory's name) and the guest's clock, from inside the guest."""
-    info = {"uml_kernel": os.environ.get("MPTCPLAB_UML_KERNEL")}
+    """The kernel build (its cache directory's name), its CONFIG_HZ (read by the host from the build's
+    config) and the guest's clock, from inside the guest."""
+    hz = os.environ.get("MPTCPLAB_UML_KERNEL_HZ", "")
+    info = {"uml_kernel": os.environ.get("MPTCPLAB_UML_KERNEL"), "hz": int(hz) if hz.isdigit() else None}
     with contextlib.suppress(OSError):  # "time-travel": the guest's clock skips idle time
         cmdline = Path("/proc/cmdline").read_text().split()
         info["uml_clock"] = next((a for a in cmdline if a.startswith("time-travel")), "host")
@@ -84,10 +89,12 @@ def wall_clock(directory: Path) -> float:
 
 def run(argv: list[str], results: list, handed: dict) -> int:
     # hostfs gives the guest the whole host filesystem read-write, so `results` needs nothing here.
-    kernel = uml.kernel_path() or uml.build()
-    log.get().info("running in the UML kernel (%s)", kernel.parent.name)
+    kernel = uml.kernel_to_boot()
+    hz = uml.config_hz(kernel.parent / "config")  # what the build has, not what was asked for
+    log.get().info("running in the UML kernel (%s, HZ %s)", kernel.parent.name, hz)
     return uml.run([sys.executable, "-m", "mptcplab", *argv],
-                   env={"MPTCPLAB_UML_KERNEL": kernel.parent.name, "PYTHONUNBUFFERED": "1", **hand(handed)})
+                   env={"MPTCPLAB_UML_KERNEL": kernel.parent.name, "MPTCPLAB_UML_KERNEL_HZ": str(hz or ""),
+                        "PYTHONUNBUFFERED": "1", **hand(handed)})
 
 
 def clean() -> list[str]:

@@ -53,12 +53,47 @@ def config_options() -> list[str]:
     return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
 
 
+# The timer frequency. UML's own Kconfig fixes HZ at 100 (arch/um/Kconfig: an int with no prompt; it
+# never reads kernel/Kconfig.hz, so no CONFIG_HZ_250 exists); the paper's Ubuntu kernel ran at 250
+# (issue 37). MPTCPLAB_UML_HZ=250 selects a second build, like MPTCPLAB_UML_CLOCK selects the clock:
+# the same source, patches and fragment plus vagrant/uml/hz250/ (a patch that makes HZ settable, a
+# fragment that sets it), under a cache key of its own; the HZ 100 build and its key are unchanged.
+HZ_VARIANTS = {"100": None, "250": paths.data("vagrant/uml/hz250")}
+DEFAULT_HZ = "100"
+
+
+def selected_hz() -> str:
+    hz = os.environ.get("MPTCPLAB_UML_HZ", DEFAULT_HZ)
+    if hz not in HZ_VARIANTS:
+        raise EnvironmentProblem(f"MPTCPLAB_UML_HZ={hz!r}: choose one of {', '.join(HZ_VARIANTS)}")
+    return hz
+
+
+def variant_patches(hz: str) -> list[Path]:
+    folder = HZ_VARIANTS[hz]
+    return sorted(folder.glob("*.patch")) if folder else []
+
+
+def variant_values(hz: str) -> dict[str, str]:
+    """The variant fragment's NAME=VALUE lines (set with scripts/config --set-val); none for HZ 100."""
+    folder = HZ_VARIANTS[hz]
+    if not folder:
+        return {}
+    lines = (ln.strip() for ln in (folder / "mptcplab.config").read_text().splitlines())
+    return dict(ln.split("=", 1) for ln in lines if ln and not ln.startswith("#"))
+
+
 def kernel_dir() -> Path:
-    """Cache directory keyed by source version and the hash of the config fragment and patches."""
+    """Cache directory keyed by source version and the hash of the config fragment and patches (and
+    of the HZ variant's files, named in the directory before the hash: provenance.build_of reads the
+    hash as the name's last part)."""
     tarball, version = find_source()
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in [CONFIG_FRAGMENT, *PATCHES])).hexdigest()[:12]
+    hz = selected_hz()
+    variant = sorted(HZ_VARIANTS[hz].iterdir()) if HZ_VARIANTS[hz] else []
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in [CONFIG_FRAGMENT, *PATCHES, *variant])).hexdigest()[:12]
     safe = re.sub(r"[^A-Za-z0-9.+-]", "_", version)
-    return cache_root() / f"{tarball.name.removesuffix('.tar.xz')}-{safe}-{digest}"
+    named = "" if hz == DEFAULT_HZ else f"hz{hz}-"
+    return cache_root() / f"{tarball.name.removesuffix('.tar.xz')}-{safe}-{named}{digest}"
 
 
 def kernel_path() -> Path | None:
@@ -68,6 +103,30 @@ def kernel_path() -> Path | None:
     except EnvironmentProblem:
         return None
     return path if path.exists() else None
+
+
+def not_built() -> str | None:
+    """Why the selected kernel cannot boot now, or None: an HZ variant is a control's kernel, built on
+    purpose, never as a side effect of a run (the default kernel is built on first use)."""
+    hz = selected_hz()
+    if hz == DEFAULT_HZ or kernel_path():
+        return None
+    return (f"MPTCPLAB_UML_HZ={hz}: the HZ {hz} UML kernel is not built; build it with "
+            f"`MPTCPLAB_UML_HZ={hz} mptcplab uml build` (a full kernel build)")
+
+
+def kernel_to_boot() -> Path:
+    """The kernel to boot: the cached build, the default one built now, or a refusal."""
+    why = not_built()
+    if why:
+        raise EnvironmentProblem(why)
+    return kernel_path() or build()
+
+
+def config_hz(config: Path) -> int | None:
+    """CONFIG_HZ as a kernel config file says it (a build's `config` beside its `linux`)."""
+    found = re.search(r"^CONFIG_HZ=(\d+)$", config.read_text(), re.M) if config.exists() else None
+    return int(found[1]) if found else None
 
 
 def _need_tools() -> None:
@@ -101,13 +160,19 @@ def build(jobs: int | None = None, quiet: bool = False) -> Path:
         with tarfile.open(tarball) as tar:
             tar.extractall(work, filter="fully_trusted")
         src = next(p for p in work.iterdir() if p.is_dir())
-        for patch in PATCHES:
+        hz = selected_hz()
+        for patch in [*PATCHES, *variant_patches(hz)]:
             say(f"patching: {patch.name}")
             process.run(["patch", "-p1", "--forward", "--batch", "-d", str(src), "-i", str(patch)])
         make = ["make", "-C", str(src), "ARCH=um"]
-        say("configuring: defconfig + vagrant/uml/mptcplab.config")
+        values = variant_values(hz)
+        say("configuring: defconfig + vagrant/uml/mptcplab.config" + (f" + HZ {hz} (vagrant/uml/{HZ_VARIANTS[hz].name})" if values else ""))
         process.run(make + ["defconfig"])
-        enable_options(src, make, config_options(), "UML kernel")
+        enable_options(src, make, config_options(), "UML kernel",
+                       [a for name, value in values.items() for a in ("--set-val", name, value)])
+        if config_hz(src / ".config") != int(hz):  # read back: a prompt-less HZ would be 100 again
+            raise EnvironmentProblem(f"the UML kernel's config has CONFIG_HZ={config_hz(src / '.config')}, "
+                                     f"not the {hz} asked for (MPTCPLAB_UML_HZ)")
         say(f"compiling with {jobs} jobs")
         make_with_progress(make + [f"-j{jobs}", "linux"], quiet, "[uml build] compiling", "UML kernel")
         _mkdir(final.parent)
@@ -168,7 +233,7 @@ def run(command: list[str], mem: str = "2G", timeout: float | None = None,
 
     The command's output goes to `stream` (default: our stdout) as it happens.
     """
-    kernel = kernel_path() or build()
+    kernel = kernel_to_boot()
     umid = f"{PREFIX}-{uuid.uuid4().hex[:8]}"
     with guest.Boot(Path(tempfile.mkdtemp(prefix=f"{umid}-", dir="/tmp")), f"UML kernel {umid}") as boot:
         init = boot.rundir / "init.sh"

@@ -49,13 +49,15 @@ def tables(results_dir: Path | str) -> dict:
             "observed": observed(d), "arms": held_arms(d), "below": held_below(d)}
 
 
-# The held point's controls (scripts/lab1-controls.sh): each arm a switch of the network, kept beside
-# the reference as controlled/held-ARM (`mptcplab notebooks reference lab1 RUN --controlled held-ARM`).
+# The held point's controls (scripts/lab1-controls.sh): each arm a switch of the network (hz250: of the
+# UML kernel's build), kept beside the reference as controlled/held-ARM
+# (`mptcplab notebooks reference lab1 RUN --controlled held-ARM`).
 HELD_ARMS = {"shaper": "the paper's tc shaper on the sender's own NIC (netem rate and delay in one emulator)",
              "offloads": "the paper's hosts' TSO, GSO and GRO (the kit turns them off)",
              "tso2": "the kit's tcp_min_tso_segs 64 (the paper's kernel had 2)",
              "paper_hosts": "the paper's hosts: its shaper, offloads and tcp_min_tso_segs 2 together",
-             "rmem": "the receiver's tcp_rmem (the paper's 4096 87380 6291456; 6.12 starts at 131072)"}
+             "rmem": "the receiver's tcp_rmem (the paper's 4096 87380 6291456; 6.12 starts at 131072)",
+             "hz250": "the UML kernel's timer at HZ 100 (the paper's Ubuntu kernel ran at 250: MPTCPLAB_UML_HZ=250)"}
 
 
 def held_arms(results_dir: Path | str) -> dict[str, pd.DataFrame]:

@@ -73,6 +73,18 @@ def test_welch():
     assert math.isnan(few["ci95"]) and stats.verdict(stats.holm([few])[0], "up", "down") == "too few runs"
 
 
+def test_welch_against_a_published_summary_is_scipys_and_plans_runs_of_one_side():
+    from scipy.stats import ttest_ind_from_stats
+
+    a = [50.0, 47.0, 52.0, 45.0, 49.0, 55.0]
+    st = stats.welch_summary(a, 46.8, 3.54, 5)
+    ref = ttest_ind_from_stats(sum(a) / 6, pd.Series(a).std(), 6, 46.8, 3.54, 5, equal_var=False)
+    assert st["diff"] / st["se"] == pytest.approx(ref.statistic) and st["p"] == pytest.approx(ref.pvalue)
+    # the published side's 5 runs bound the standard error: a small difference never resolves
+    assert math.isinf(stats.holm([st])[0]["runs_needed"])
+    assert stats.holm([stats.welch_summary([60.0, 58, 62], 46.8, 3.54, 5)])[0]["resolved"]
+
+
 def test_the_kit_and_its_labs_load_without_scipy_until_a_statistic_is_asked_for():
     """A guest place only measures: the command it runs (the CLI with every lab loaded) does not
     pay for scipy's import in an emulated CPU."""

@@ -104,19 +104,30 @@ def paired(a, b) -> dict:
 def welch(a, b) -> dict:
     """mean(a) - mean(b) of two independent samples (Welch's t): difference, standard error,
     Welch-Satterthwaite dof, the two-sided p and the uncorrected 95% interval."""
-    a, b = _clean(a), _clean(b)
-    ma = sum(a) / len(a) if a else math.nan
+    b = _clean(b)
     mb = sum(b) / len(b) if b else math.nan
-    out = {"diff": ma - mb, "n": (len(a), len(b)), "kind": "welch"}
-    if len(a) < 2 or len(b) < 2:
+    sb = math.sqrt(sum((x - mb) ** 2 for x in b) / (len(b) - 1)) if len(b) > 1 else math.nan
+    return _welch(_clean(a), mb, sb, len(b))
+
+
+def welch_summary(a, mean: float, sd: float, n: int) -> dict:
+    """mean(a) - `mean` of a sample known only by its summary (a paper's mean, sd and n), by Welch's t
+    as `welch` (scipy.stats.ttest_ind_from_stats's t and p). The summary's side can get no more runs:
+    `fixed` says so, and holm's `runs_needed` plans runs of `a` alone."""
+    return {**_welch(_clean(a), mean, sd, n), "kind": "welch_summary", "fixed": (sd, n)}
+
+
+def _welch(a: list[float], mb: float, sb: float, nb: int) -> dict:
+    ma = sum(a) / len(a) if a else math.nan
+    out = {"diff": ma - mb, "n": (len(a), nb), "kind": "welch"}
+    if len(a) < 2 or nb < 2:
         return _with_interval({**out, "se": math.nan, "dof": math.nan, "p": math.nan, "sds": ()}, 0.95)
     sa2 = sum((x - ma) ** 2 for x in a) / (len(a) - 1)
-    sb2 = sum((x - mb) ** 2 for x in b) / (len(b) - 1)
-    va, vb = sa2 / len(a), sb2 / len(b)
+    va, vb = sa2 / len(a), sb ** 2 / nb
     se = math.sqrt(va + vb)
-    dof = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)) if se > 0 else len(a) + len(b) - 2
+    dof = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (nb - 1)) if se > 0 else len(a) + nb - 2
     return _with_interval({**out, "se": se, "dof": dof, "p": _p_value(ma - mb, se, dof),
-                           "sds": (math.sqrt(sa2), math.sqrt(sb2))}, 0.95)
+                           "sds": (math.sqrt(sa2), sb)}, 0.95)
 
 
 def _with_interval(st: dict, level: float) -> dict:
@@ -129,14 +140,18 @@ def _with_interval(st: dict, level: float) -> dict:
 
 
 def runs_needed(diff: float, sd: float, level: float = 0.95, limit: int = RUNS_LIMIT,
-                sd_other: float | None = None) -> float:
-    """Runs (pairs; with `sd_other`, runs per side of a Welch comparison) for a `level` interval to
+                sd_other: float | None = None, fixed: tuple[float, int] | None = None) -> float:
+    """Runs (pairs; with `sd_other`, runs per side of a Welch comparison; with `fixed`, the other
+    side's (sd, n) that gets no more runs, runs of this side alone) for a `level` interval to
     exclude zero with POWER if the true difference were `diff` and the spread `sd`: the smallest n
     with (t(level, dof) + z_POWER) * se(n) <= |diff|. inf beyond `limit`, nan without a spread."""
     if not (sd == sd and diff == diff) or (sd_other is not None and sd_other != sd_other):
         return math.nan
     for n in range(2, limit + 1):
-        if sd_other is None:
+        if fixed is not None:
+            va, vb = sd ** 2 / n, fixed[0] ** 2 / fixed[1]
+            se, dof = math.sqrt(va + vb), (va + vb) ** 2 / (va ** 2 / (n - 1) + vb ** 2 / (fixed[1] - 1))
+        elif sd_other is None:
             se, dof = sd / math.sqrt(n), n - 1
         else:
             se, dof = math.sqrt((sd ** 2 + sd_other ** 2) / n), 2 * n - 2
@@ -177,7 +192,8 @@ def holm(family: Iterable[dict], alpha: float = ALPHA) -> list[dict]:
         _with_interval(x, level)
         x.update({"p_holm": running, "resolved": running < alpha, "m": m,
                   "runs_needed": runs_needed(x["diff"], *(x["sds"][:1] or (math.nan,)), level=level,
-                                             sd_other=x["sds"][1] if len(x["sds"]) > 1 else None)})
+                                             sd_other=x["sds"][1] if len(x["sds"]) > 1 else None,
+                                             fixed=x.get("fixed"))})
         family[i] = x
     for x in family:
         if x["p"] != x["p"]:

@@ -352,8 +352,9 @@ def test_second_place_agreement_sets_each_places_ratio_beside_the_reference(tmp_
 
 def test_divergence_reads_the_held_runs_as_cause_measured_or_unexplained():
     """The paper-vs-this-run table's reading of the divergence comes from the verdicts: held at 1 MiB,
-    a scheduler no longer above single-path TCP is the measured part; means above the paper's
-    46.8 Mbit/s leave the rest unexplained; without the held runs nothing is measured."""
+    a scheduler no longer above single-path TCP is the measured part; held minrtt+rp above the paper's
+    46.8 Mbit/s, as the ledger judges it, leaves the rest unexplained; without the held runs nothing is
+    measured."""
     runs = la.load_paper_point(REF)
     runs = runs[runs["group"] == "schedulers"]
     assert la.divergence(runs).startswith("unexplained, tried: minRTT with and without RP")
@@ -362,9 +363,13 @@ def test_divergence_reads_the_held_runs_as_cause_measured_or_unexplained():
     assert same.startswith("unexplained, tried:") and "held at 1,048,576 B" in same
     down = held.copy()
     down.loc[down["scheduler"] == "minrtt", "goodput_transfer_mbps"] = [80.0, 81.0, 79.5, 80.5, 80.2]
-    text = la.divergence(pd.concat([runs, down]))
+    text = la.divergence(pd.concat([runs, down]), {"status": "does not hold", "interval": [60.0, 80.0]})
     assert text.startswith("cause measured, in part:") and "minrtt below TCP" in text
-    assert "every held mean stays above the paper's 46.8" in text
+    assert text.endswith("held minrtt+rp stays above the paper's 46.8 Mbit/s, corrected interval +60.0..+80.0 Mbit/s")
+    unresolved = la.divergence(pd.concat([runs, down]), {"status": "not resolved", "interval": [-3.0, 9.0],
+                                                         "runs_needed": 14})
+    assert unresolved.endswith("not resolved, corrected interval -3.0..+9.0 Mbit/s, 14 held runs needed")
+    assert la.divergence(pd.concat([runs, down])).endswith("(no ledger record)")
 
 
 def test_subflow_inflight_reads_each_subflows_share_from_the_observed_run():

@@ -62,3 +62,21 @@ def test_the_accounting_control_reads_each_held_buffer_below_1_mib(tmp_path):
     assert causes["accounting-512K"]["status"] == claims.UNMEASURED and "--controlled held-256K" in causes["accounting-512K"]["note"]
     shutil.copytree(REF / "paper-point", tmp_path / "controlled" / "held-256K")
     assert list(ledger.held_below(tmp_path)) == ["256K"]
+
+
+def test_each_held_point_is_judged_against_the_papers_figure_in_the_ledgers_family():
+    """The reference's held minrtt+rp stays above the paper's 46.8 Mbit/s (sd 3.54, 5 runs); an arm at
+    the paper's figure is not resolved, with the held runs that would resolve it; an arm well below it
+    holds; an arm not kept is not measured. Each is one more comparison of the ledger's Holm family."""
+    tcp = [93, 94, 93, 92, 94, 93, 94, 93, 92, 93]
+    t = {**ledger.tables(REF), "arms": {"shaper": held([44, 47, 50, 46, 45, 48, 43, 49, 47, 46], tcp),
+                                        "rmem": held([30, 32, 29, 31, 33, 30, 28, 31, 32, 30], tcp)}}
+    causes = headline(t)
+    ref = causes["held-1MiB-vs-paper"]
+    assert ref["status"] == claims.FAILS and ref["interval"][0] > 0 and ref["numbers"]["paper_mbps"] == 46.8
+    shaper = causes["held-shaper-vs-paper"]
+    assert shaper["status"] == claims.UNRESOLVED and shaper["runs_needed"] and shaper["interval"][0] < 0 < shaper["interval"][1]
+    assert causes["held-rmem-vs-paper"]["status"] == claims.HOLDS
+    assert causes["held-tso2-vs-paper"]["status"] == claims.UNMEASURED
+    assert ref["family"] == shaper["family"] == causes["held-shaper"]["family"]
+    assert ledger.against_paper({"claims": [{"id": "slower-than-tcp", "causes": list(causes.values())}]}) == ref

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ...judge import stats
+from ...judge.claims import FAILS, HOLDS, UNRESOLVED
 from ...run.results import RUN_MANIFEST_COLUMNS, Sweep, run_manifests
 from .detail import copy_run_tables
 from .sweep import PAPER, _kib, t95
@@ -130,12 +131,14 @@ def paper_verdicts(runs: pd.DataFrame) -> pd.DataFrame:
                                       "resolved", "runs_needed"])
 
 
-def divergence(runs: pd.DataFrame) -> str:
+def divergence(runs: pd.DataFrame, against_paper: dict | None = None) -> str:
     """The paper-vs-this-run table's reading of the divergence from the paper's 46.8 Mbit/s, from
     the verdicts of the paper's point ("schedulers") and of the same held at the paper's 1 MiB
     ("held"): "cause measured" for the part the held runs reproduce (MPTCP brought down to or below
     single-path TCP where it was above it with upstream's larger buffer), "unexplained, tried"
-    for what is left; "" without the paper's point."""
+    for what is left; "" without the paper's point. Held minrtt+rp against the paper's figure is the
+    ledger's verdict (`against_paper`: claims.against_paper's record, Holm-corrected with the
+    ledger's family), never computed here."""
     t = paper_point_table(runs)
     v = paper_verdicts(runs)
     if t.empty or "schedulers" not in set(t["group"]):
@@ -161,16 +164,27 @@ def divergence(runs: pd.DataFrame) -> str:
                  + f" against TCP {htcp:.1f} Mbit/s")
     down = [f"{s} {'below' if w == 'MPTCP slower' else 'no longer resolved above'} TCP"
             for s, m, _, w in held if w != "MPTCP faster"]
-    paper_hi = PAPER["mptcp_mbps_mean"] + t95(4) * PAPER["mptcp_mbps_sd"] / np.sqrt(5)
-    left = min(m for _, m, _, _ in held) > paper_hi
     if not down:
         return f"unexplained, tried: {tried}, and the paper's 1 MiB held; {text}; {held_text}"
     out = (f"cause measured, in part: the MPTCP socket's buffer together with the scheduler ({text}; {held_text}: "
            f"{', '.join(down)})")
-    if left:
-        out += (f"; unexplained, tried: {tried} and held at 1 MiB: every held mean stays above the paper's "
-                f"{PAPER['mptcp_mbps_mean']} Mbit/s")
-    return out
+    return out + _paper_left(against_paper, tried)
+
+
+def _paper_left(record: dict | None, tried: str) -> str:
+    """What the ledger's held-1MiB-vs-paper record leaves unexplained, in its own words."""
+    paper = f"the paper's {PAPER['mptcp_mbps_mean']} Mbit/s"
+    if record is None:
+        return f"; held minrtt+rp not judged against {paper} (no ledger record)"
+    iv = (f", corrected interval {record['interval'][0]:+.1f}..{record['interval'][1]:+.1f} Mbit/s"
+          if record.get("interval") else "")
+    if record["status"] == FAILS:
+        return f"; unexplained, tried: {tried} and held at 1 MiB: held minrtt+rp stays above {paper}{iv}"
+    if record["status"] == UNRESOLVED:
+        return f"; held minrtt+rp against {paper}: not resolved{iv}, {record.get('runs_needed') or '?'} held runs needed"
+    if record["status"] == HOLDS:
+        return f"; held minrtt+rp below {paper}{iv}"
+    return f"; held minrtt+rp against {paper}: {record['status']} ({record.get('note', '')})"
 
 
 def _manifest_of(sweep_dir: Path, runs: pd.DataFrame) -> Path | None:
@@ -198,7 +212,7 @@ def paper_point_markdown(runs: pd.DataFrame, setting: str = "") -> str:
     paper's 1 MiB, the tcp_min_tso_segs control table, and each table's corrected verdicts."""
     t = paper_point_table(runs)
     verdicts = paper_verdicts(runs)
-    p_ci = t95(4) * PAPER["mptcp_mbps_sd"] / np.sqrt(5)
+    p_ci = t95(PAPER["mptcp_runs"] - 1) * PAPER["mptcp_mbps_sd"] / np.sqrt(PAPER["mptcp_runs"])
     head = ["| what | scheduler | n | mean Mbit/s | 95% CI | sd | MPTCP socket's sk_sndbuf | "
             "opp. retransmissions / run | penalisations / run |", "|---|---|---|---|---|---|---|---|---|"]
     lines = []
@@ -218,7 +232,7 @@ def paper_point_markdown(runs: pd.DataFrame, setting: str = "") -> str:
                       "subflow at 1 MiB.", ""]
         lines += head
         if group == "schedulers":
-            lines.append(f"| paper: MPTCP (out-of-tree kernel) | minRTT + RP | 5 | {PAPER['mptcp_mbps_mean']} | "
+            lines.append(f"| paper: MPTCP (out-of-tree kernel) | minRTT + RP | {PAPER['mptcp_runs']} | {PAPER['mptcp_mbps_mean']} | "
                          f"± {p_ci:.1f} | {PAPER['mptcp_mbps_sd']} | 1 MiB (tcp_wmem[2]) | not stated | "
                          f"{PAPER['penalisations']} (one detailed run) |")
         sched = sched.sort_values(["config", "scheduler"],

@@ -11,6 +11,7 @@ from ...judge import claims as judge
 from .claims import judged
 from .bounds import full_path_mbps, mptcp_bounds, window_bounds
 from .controls import wait_table
+from . import host_coupling
 from .detail import Detail, _read_table, load_details, path_names, subflow_inflight
 from .measure import cwnd_drops
 from .paper_point import load_paper_point, paper_point_markdown, paper_point_setting
@@ -59,11 +60,10 @@ def _claim_reading(doc: dict, ids: tuple[str, ...]) -> str:
 
 def _paper_point(sweep_dir: Path) -> str:
     """The paper's point with each scheduler where it ran ([paper_point]), then MPTCP/TCP in each
-    place (controlled runs kept beside a reference)."""
+    place (controlled runs kept beside a reference), then the host-coupling control of its held point."""
     paper = load_paper_point(sweep_dir)
     paper_md = paper_point_markdown(paper, paper_point_setting(sweep_dir, paper)) if len(paper) else ""
-    second = agreement_markdown(sweep_dir)
-    return paper_md + ("\n" if paper_md and second else "") + second
+    return "\n".join(x for x in (paper_md, agreement_markdown(sweep_dir), host_coupling.markdown(sweep_dir)) if x)
 
 
 def _claims(doc: dict) -> str:

@@ -109,7 +109,8 @@ def _sigkill_then_clean(tmp_path, where, tmp_before):
     assert kit_leftovers(), "the experiment should be running"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    res = subprocess.run(MPTCPLAB + ["clean"], capture_output=True, text=True, timeout=60)
+    res = subprocess.run(MPTCPLAB + ["clean", "--force"], capture_output=True, text=True,
+                             timeout=60)  # --force: this test holds the lock itself
     assert res.returncode == 0, res.stderr
     time.sleep(1)
     assert kit_leftovers() == []

@@ -106,6 +106,7 @@ def test_sigkill_kills_the_guest_and_clean_leaves_nothing(tmp_path, where):
         proc.wait()
         # The guest dies with the kit, before anyone cleans: no second experiment can meet it.
         assert lifetime.wait_gone(guests, 20) == [], "the guest outlived the SIGKILLed kit"
-        res = subprocess.run(MPTCPLAB + ["clean"], capture_output=True, text=True, timeout=120)
+        res = subprocess.run(MPTCPLAB + ["clean", "--force"], capture_output=True, text=True,
+                                 timeout=120)  # --force: this test holds the lock itself
         assert res.returncode == 0, res.stderr
         assert leftovers() == []

@@ -289,6 +289,19 @@ def experiment_lock(wait_message: str = "another experiment is running; waiting 
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def experiment_running() -> bool:
+    """True while another process holds the experiment lock (an experiment is measuring)."""
+    if not LOCK_FILE.exists():
+        return False
+    with open(LOCK_FILE, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return False
+
+
 def copy_compact(sweep: Path | str, dest: Path | str, names) -> list[Path]:
     """Copy a sweep's compact files (never its per-run directories) to a reference folder,
     e.g. solutions/results/labN/."""

@@ -60,11 +60,17 @@ HELD_ARMS = {"shaper": "the paper's tc shaper on the sender's own NIC (netem rat
              "hz250": "the UML kernel's timer at HZ 100 (the paper's Ubuntu kernel ran at 250: MPTCPLAB_UML_HZ=250)"}
 
 
+def _held_kept(results_dir: Path | str, names) -> dict[str, pd.DataFrame]:
+    """name -> the paper point of controlled/held-NAME beside a reference, for each of `names` kept
+    there (none in a student's run)."""
+    root = Path(results_dir) / CONTROLLED_DIR
+    return {name: load_paper_point(root / f"held-{name}") for name in names
+            if (root / f"held-{name}" / "paper-point.csv").exists()}
+
+
 def held_arms(results_dir: Path | str) -> dict[str, pd.DataFrame]:
     """arm -> the paper point of controlled/held-ARM beside a reference (none in a student's run)."""
-    root = Path(results_dir) / CONTROLLED_DIR
-    return {arm: load_paper_point(root / f"held-{arm}") for arm in HELD_ARMS
-            if (root / f"held-{arm}" / "paper-point.csv").exists()}
+    return _held_kept(results_dir, HELD_ARMS)
 
 
 def _held_arm(arm: str):
@@ -123,9 +129,7 @@ ACCOUNTING = {"384K": "768 KiB", "320K": "640 KiB", "256K": "512 KiB"}
 
 def held_below(results_dir: Path | str) -> dict[str, pd.DataFrame]:
     """SO_SNDBUF -> the paper point of controlled/held-SNDBUF beside a reference (none in a student's run)."""
-    root = Path(results_dir) / CONTROLLED_DIR
-    return {sndbuf: load_paper_point(root / f"held-{sndbuf}") for sndbuf in ACCOUNTING
-            if (root / f"held-{sndbuf}" / "paper-point.csv").exists()}
+    return _held_kept(results_dir, ACCOUNTING)
 
 
 def _accounting(sndbuf: str):

@@ -8,11 +8,10 @@ second (each manifest's host_wall_s / guest_s) run against goodput. The `base` a
 at a time. If the split came from the two kernels sharing the host, it should be gone there.
 
 The split is read from the goodputs alone. Sorted, the runs part at their widest gap, and it is a
-split when each side holds two runs or more and the gap is wider than either side's own range.
-Read this way, the reference of 2026-11-28 has five fast runs against five slower ones. The issue's
-"mid" run (r8, 110.1 Mbit/s) is mid only by its RP counters (19 penalisations, 3,238 opportunistic
-retransmissions); by goodput it sits with the slow ones. The rank correlation is exploratory:
-nothing manipulated the host's load, and no test is made of it.
+split when each side holds two runs or more and the gap is wider than either side's own range (a
+run that is "mid" only by its RP counters falls on one side by its goodput; the report's section
+gives each side's runs and range). The rank correlation is exploratory: nothing manipulated the
+host's load, and no test is made of it.
 """
 
 from __future__ import annotations
@@ -21,12 +20,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from .claims import MINRTT_RP
 from .paper_point import COMPACT_DIR, load_paper_point
 from .second_place import CONTROLLED_DIR
 
 BASE = "held-base"
 SURVIVES, GONE, UNMEASURED = "survives", "does not survive", "not measured"
-MINRTT_RP = "minrtt+rp"
 
 
 def held_runs(point: Path | str) -> pd.DataFrame:

@@ -273,7 +273,7 @@ class SsSampler:
         with self.rd.timed("ss_stop"):
             said = self.loop.stop()
         # what sampling cost the CPU (bulk.main's cpu_s), beside the run's other processes
-        self.rd.manifest.setdefault("process_cpu_s", {})[f"ss sampler {self.path.stem}"] = said["cpu_s"]
+        self.rd.processes_cpu({f"ss sampler {self.path.stem}": said["cpu_s"]})
         with self.rd.timed("ss_parse"):
             table = self.table = parse_ss(self.path.read_text())
         csv = self.path.with_suffix(".csv")
@@ -426,7 +426,7 @@ class QdiscSampler:
 
     def __exit__(self, *exc):
         said = self.loop.stop()
-        self.rd.manifest.setdefault("process_cpu_s", {})[f"qdisc sampler {self.path.stem}"] = said["cpu_s"]
+        self.rd.processes_cpu({f"qdisc sampler {self.path.stem}": said["cpu_s"]})
         text = self.path.read_text()
         for dev in self.devs:
             table = self.tables[dev] = parse_qdisc(text, None if self.one else dev)
@@ -609,7 +609,7 @@ class Tracing:
         if self.parse:
             time.sleep(0.3)  # let the reader drain trace_pipe
             # what the reader cost the CPU (woken per event): where a guest's CPU is the run's cost
-            self.rd.manifest.setdefault("process_cpu_s", {})["trace reader"] = process.cpu_s(self.reader.pid)
+            self.rd.processes_cpu({"trace reader": process.cpu_s(self.reader.pid)})
             kill_process_group(self.reader.pid, grace=0.5)
             self.reader.wait()
             TRACKER.discard(self.reader_item)

@@ -131,6 +131,12 @@ class RunDir:
     def file(self, name: str) -> Path:
         return self.path / name
 
+    def processes_cpu(self, seconds: dict[str, float | None]) -> None:
+        """CPU seconds each named process of the run used (manifest["process_cpu_s"]: the samplers,
+        the trace reader, the transfer's ends, cross traffic): where a guest's CPU is what a run
+        costs the host, the share of each besides the steps' totals (timed)."""
+        self.manifest.setdefault("process_cpu_s", {}).update(seconds)
+
     def write_text(self, name: str, text: str) -> Path:
         path = self.file(name)
         path.write_text(text)

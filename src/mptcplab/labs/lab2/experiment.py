@@ -152,16 +152,16 @@ def transfer(net, rd, algo: cc.Algorithm, variant: str, rep: int, params: dict, 
     finally:
         for t in timers:
             t.cancel()
-        cpu = rd.manifest.setdefault("process_cpu_s", {})  # where the guest's CPU went (results.RunDir.timed)
         for path, (sender, sink) in zip(params.get("cross", {}), cross):
-            cpu[f"udp sender {path}"], cpu[f"udp sink {path}"] = process.cpu_s(sender.pid), process.cpu_s(sink.pid)
+            rd.processes_cpu({f"udp sender {path}": process.cpu_s(sender.pid),
+                              f"udp sink {path}": process.cpu_s(sink.pid)})
             net.stop(sender)
             net.stop(sink)
         for name, (link, reverse) in originals.items():
             p = net.topo.path(name)
             if (p.link, p.reverse) != (link, reverse):
                 net.set_link(name, link, reverse)
-    rd.manifest["process_cpu_s"].update({f"bulk {role}": s for role, s in r.cpu_s.items()})
+    rd.processes_cpu({f"bulk {role}": s for role, s in r.cpu_s.items()})
     ss_text = sampler.path.read_text()
     with rd.timed("subflow_table"):
         subs = subflow_table(ss_text, algo.name)
@@ -230,8 +230,7 @@ def fairness_run(net, rd, algo: cc.Algorithm, rep: int, params: dict) -> dict:
                                         "shared_prefix": net.address("snd", "shared").rsplit(".", 1)[0] + "."}})
     for f in (m, t):  # the per-interval data behind these figures
         f["result"].intervals.to_csv(rd.file(f"intervals-{f['name']}.csv"), index=False)
-        rd.manifest.setdefault("process_cpu_s", {}).update(
-            {f"{f['name']} {role}": s for role, s in f["result"].cpu_s.items()})
+        rd.processes_cpu({f"{f['name']} {role}": s for role, s in f["result"].cpu_s.items()})
     return rd.summary
 
 

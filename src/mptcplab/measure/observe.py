@@ -42,6 +42,31 @@ def _note(rd, what: str, **info) -> None:
 CAPTURES = Path("/run/mptcplab/captures")  # /run: a tmpfs natively and in UML and the VM (traffic.SPAWNERS)
 
 
+class _Memory:
+    """A directory in memory (under `root`, CAPTURES by default) for what an observer writes while
+    a run measures, each file moved into the run directory in one piece when done: in the VM the
+    run directory is 9p, where every write costs the emulated CPU during the transfer observed.
+    Recorded before it exists, so `mptcplab clean` removes it if the kit is stopped."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.path, self._item = (root or CAPTURES) / uuid.uuid4().hex[:8], None
+
+    def make(self) -> Path:
+        self._item = TRACKER.add("dir", path=str(self.path))
+        self.path.mkdir(parents=True)
+        return self.path
+
+    def keep(self, name: str, dest: Path) -> None:
+        """Move its file `name`, if written, to `dest`."""
+        if (self.path / name).exists():
+            shutil.move(self.path / name, dest)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        if self._item is not None:
+            TRACKER.discard(self._item)
+
+
 class Capture:
     """Headers-only packet capture on every interface of one host (tcpdump -i any), or on one.
 
@@ -56,13 +81,13 @@ class Capture:
         # tcpdump writes each packet (-U) into memory (CAPTURES, a tmpfs), and the file is moved into
         # the run directory once it stops: in the VM the run directory is 9p, where a per-packet write
         # cost the emulated CPU enough that the setup check's 3 s capture took 6.2 s to drain.
-        self.writing = CAPTURES / uuid.uuid4().hex[:8] / name
+        self.memory = _Memory()
+        self.writing = self.memory.path / name
         self.argv = ["tcpdump", "-i", interface, *(["-Q", direction] if direction else []), "-s", str(snaplen),
                      "-B", "32768", "-U", "-n", "-Z", "root", "-w", str(self.writing), *bpf_filter.split()]
 
     def __enter__(self):
-        self._memory = TRACKER.add("dir", path=str(self.writing.parent))  # `mptcplab clean` removes it if stopped
-        self.writing.parent.mkdir(parents=True)
+        self.memory.make()
         with self.rd.timed("capture_start"):  # tcpdump's start, until it listens (timings: where a run's time went)
             self.proc = self.net.popen(self.host, self.argv, what="tcpdump", stdout=subprocess.DEVNULL,
                                        stderr=subprocess.PIPE, text=True)
@@ -87,10 +112,8 @@ class Capture:
             except subprocess.TimeoutExpired:
                 err = ""
             self.net.stop(self.proc)
-            if self.writing.exists():
-                shutil.move(self.writing, self.path)
-            shutil.rmtree(self.writing.parent, ignore_errors=True)
-            TRACKER.discard(self._memory)
+            self.memory.keep(self.writing.name, self.path)
+            self.memory.remove()
         stats = dict((k, int(v)) for v, k in re.findall(r"(\d+) packets? (captured|received by filter|dropped by kernel)",
                                                        err or ""))
         _note(self.rd, "capture", file=self.path.name, host=self.host, command=" ".join(self.argv),
@@ -209,19 +232,14 @@ class _Loop:
 
     def __init__(self, net, host: str, path, role: str, interval: float, what: str, *args) -> None:
         self.net, self.path, self.role, self.interval = net, Path(path), role, interval
-        self.writing = SAMPLES / uuid.uuid4().hex[:8]  # its file and its stop flag while it runs
-        self._memory = TRACKER.add("dir", path=str(self.writing))  # `mptcplab clean` removes it if stopped
-        self.writing.mkdir(parents=True)
+        self.memory = _Memory(SAMPLES)
+        self.writing = self.memory.make()  # its file and its stop flag while it runs
         try:
             self.proc = traffic.spawn(net, host, role, "--out", self.writing / self.path.name, "--interval", interval,
                                       "--stop", self.writing / "stop", *args, what=what)
         except BaseException:
-            self._forget()
+            self.memory.remove()
             raise
-
-    def _forget(self) -> None:
-        shutil.rmtree(self.writing, ignore_errors=True)
-        TRACKER.discard(self._memory)
 
     def stop(self, wait_s: float = 10.0) -> dict:
         """Stop it, its file in place; what it said (its JSON: samples, cpu_s)."""
@@ -230,10 +248,8 @@ class _Loop:
         with contextlib.suppress(subprocess.TimeoutExpired):
             out, err = self.proc.communicate(timeout=self.interval + wait_s)
         self.net.stop(self.proc)  # nothing left to signal unless it did not leave in time
-        written = self.writing / self.path.name
-        if written.exists():
-            shutil.move(written, self.path)
-        self._forget()
+        self.memory.keep(self.path.name, self.path)
+        self.memory.remove()
         if self.proc.returncode != 0 or not self.path.exists():
             raise EnvironmentProblem(f"the {self.role} sampler failed ({self.proc.returncode}): "
                                      f"{(err or '').strip()[-1000:]}")
@@ -654,16 +670,13 @@ class Tracing:
         """The instance's ring buffer as text (its `trace` file: read without consuming it, the
         lines trace_pipe gives after a few `#` header lines, which the parsers skip) into memory
         (CAPTURES' tmpfs), then moved into the run directory in one piece, as Capture does."""
-        memory = CAPTURES / uuid.uuid4().hex[:8]
-        item = TRACKER.add("dir", path=str(memory))  # `mptcplab clean` removes it if stopped
-        memory.mkdir(parents=True)
+        memory = _Memory()
         try:
-            with open(self.inst / "trace", "rb") as src, open(memory / self.raw.name, "wb") as dst:
+            with open(self.inst / "trace", "rb") as src, open(memory.make() / self.raw.name, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
-            shutil.move(memory / self.raw.name, self.raw)
+            memory.keep(self.raw.name, self.raw)
         finally:
-            shutil.rmtree(memory, ignore_errors=True)
-            TRACKER.discard(item)
+            memory.remove()
 
     LOST = {"overrun": "overrun", "commit overrun": "commit_overrun", "dropped events": "dropped"}
 

@@ -170,13 +170,14 @@ def cause_summary(status: str, controls: list[tuple[Control, Verdict]], short: b
         if short:
             return "cause measured by " + ", ".join(k.id for k, _ in measured)
         return "; ".join(f"cause measured by {k.id}: {k.cause}" + (f"; {v.note}" if v.note else "")
-                         + (f", corrected interval {_fmt_interval(v.interval)}" if v.interval else "")
+                         + (f", corrected interval {interval_text(v.interval)}" if v.interval else "")
                          for k, v in measured)
     tried = [k.id for k, v in controls if v.status != UNMEASURED]
     return f"unexplained, tried: {', '.join(tried)}" if tried else "not tested"
 
 
-def _fmt_interval(iv) -> str:
+def interval_text(iv) -> str:
+    """A corrected interval as the ledger's words give it (claims.json's `interval`)."""
     return f"{iv[0]:.3g}..{iv[1]:.3g}"
 
 
@@ -260,7 +261,7 @@ def markdown(doc: dict) -> str:
     for c in doc.get("claims", []):
         verdict = c["status"]
         if c.get("interval"):
-            verdict += f", difference {_fmt_interval(c['interval'])}"
+            verdict += f", difference {interval_text(c['interval'])}"
         if c["status"] == UNRESOLVED and c.get("runs_needed"):
             verdict += f", {c['runs_needed']} runs needed"
         said = "; ".join(x for x in (c.get("note", ""), c.get("cause", "")) if x)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...judge.claims import FAILS, HOLDS, UNMEASURED
+from ...judge.claims import FAILS, HOLDS, UNMEASURED, interval_text
 from .ack_ratio import ack_ratio_row
 from .fit import padhye_vs_model1
 from .queued import rate_cause
@@ -20,7 +20,7 @@ DIVERGES = {"fig16": "n × Padhye(p) closer to the measurement than model 1 (the
 
 def _interval(c: dict) -> str:
     iv = c.get("interval")
-    return f", corrected interval {iv[0]:.3g}..{iv[1]:.3g}" if iv else ""
+    return f", corrected interval {interval_text(iv)}" if iv else ""
 
 
 def _controls(c: dict) -> str:
